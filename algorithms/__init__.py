@@ -1,0 +1,1 @@
+"""GEMM algorithms built on matrix-unit presets."""

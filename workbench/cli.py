@@ -1,0 +1,85 @@
+"""Command line: ``workbench <command> ...``.
+
+Thin by design: each command parses its arguments, calls the library and prints.
+Commands register themselves in :data:`COMMANDS` as (help, add_arguments, run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Callable, Sequence
+
+from . import formats as _formats
+
+
+def _fmt_number(v: object) -> str:
+    """Numbers as the papers print them: powers of two as 2^k, others to 6 digits."""
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        mantissa, exponent = math.frexp(v)
+        if mantissa == 0.5 and abs(exponent - 1) > 4:
+            return f"2^{exponent - 1}"
+        return f"{v:.6g}"
+    return str(v)
+
+
+def render_table(rows: Sequence[dict[str, object]], columns: Sequence[str]) -> str:
+    """Plain-text table of ``rows`` restricted to ``columns`` (used by several commands)."""
+    cells = [[_fmt_number(r[c]) for c in columns] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths))]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in cells]
+    return "\n".join(lines)
+
+
+def _formats_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--all-columns", action="store_true", help="also print encoding and description")
+
+
+def _formats_run(args: argparse.Namespace) -> int:
+    cols = ["name", "bits", "p", "emin", "emax", "largest", "smallest_normal", "smallest_subnormal",
+            "unit_roundoff", "inf_nan"]
+    if args.all_columns:
+        cols += ["encoding", "description"]
+    print("Number formats (cf. Khattak & Mikaitis 2025 Table I; Fasi et al. 2021 Table 3)")
+    print(render_table(_formats.format_table(), cols))
+    return 0
+
+
+COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {
+    "formats": ("print the table of number formats", _formats_args, _formats_run),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="workbench",
+        description="Mixed-precision workbench: bit-exact models of GPU matrix multiply-accumulate units.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (help_text, add_args, run) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        add_args(p)
+        p.set_defaults(_run=run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    try:
+        return args._run(args)
+    except (ValueError, TypeError, FileNotFoundError) as exc:
+        print(f"workbench {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,737 @@
+"""Number formats of matrix units and exact rounding into them.
+
+A :class:`FloatFormat` describes a binary floating-point format by its encoding
+(exponent bits, fraction bits, bias, how Inf/NaN are encoded, subnormal support,
+whether it has a sign).  Everything a numerical analyst reads off a format table
+(precision ``p`` including the implicit bit, ``emin``, ``emax``, largest value,
+smallest normal and subnormal, unit roundoff) is derived from the encoding, so the
+tables of Khattak & Mikaitis (2025, Table I) and Fasi et al. (2021, Table 3) are
+regenerated from the registry rather than typed in.
+
+Every value of every format here is exactly a float64, so values travel as float64
+numpy arrays.  :func:`round` maps float64 arrays to the nearest values of a format
+in one of nine rounding modes (one compiled pass, parallel over elements);
+:func:`to_bits` / :func:`from_bits` convert between values and bit patterns.
+
+Special-value conventions (``FloatFormat.special``):
+
+``"ieee"``
+    IEEE 754: the all-ones exponent field encodes Inf (zero fraction) and NaN.
+``"fn"``
+    Finite, with NaN: no Inf; the pattern with all exponent and fraction bits set
+    is NaN (OCP 8-bit E4M3, the MX scale E8M0, the NVFP4 scale UE4M3).
+``"fnuz"``
+    Finite, NaN, unsigned zero (AMD/Graphcore fp8): no Inf, no -0; the
+    negative-zero pattern ``0x80`` is the only NaN.
+``"none"``
+    Finite only: no Inf, no NaN (OCP FP6 and FP4).
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numba
+import numpy as np
+
+__all__ = [
+    "FloatFormat",
+    "ROUNDING_MODES",
+    "format",
+    "list_formats",
+    "format_table",
+    "round",
+    "to_bits",
+    "from_bits",
+    "is_representable",
+    "check_representable",
+]
+
+Special = Literal["ieee", "fn", "fnuz", "none"]
+
+#: Rounding modes of :func:`round`, with their meaning.
+ROUNDING_MODES: dict[str, str] = {
+    "rne": "round to nearest, ties to even",
+    "rna": "round to nearest, ties away from zero",
+    "rnz": "round to nearest, ties toward zero",
+    "rz": "round toward zero (truncation)",
+    "rd": "round down, toward -Inf",
+    "ru": "round up, toward +Inf",
+    "ra": "round away from zero",
+    "ro": "round to odd (inexact results get an odd last bit)",
+    "sr": "stochastic rounding: up with probability equal to the distance from the value below",
+}
+_MODE_CODE = {name: code for code, name in enumerate(ROUNDING_MODES)}
+
+
+@dataclass(frozen=True)
+class FloatFormat:
+    """A binary floating-point format, defined by its encoding.
+
+    Parameters
+    ----------
+    name:
+        Canonical name (``"fp16"``, ``"fp8_e4m3"``, ...).
+    exp_bits, man_bits:
+        Width of the exponent and (stored) fraction fields.
+    bias:
+        Exponent bias: a normal number with exponent field ``E`` has exponent
+        ``E - bias``.
+    special:
+        How Inf and NaN are encoded: ``"ieee"``, ``"fn"``, ``"fnuz"`` or ``"none"``
+        (see the module docstring).
+    subnormals:
+        Whether the all-zeros exponent field encodes subnormals (``False`` for
+        exponent-only scale formats such as E8M0, where it is the value
+        ``2**-bias``).
+    signed:
+        Whether the format has a sign bit (``False`` for the scale formats E8M0
+        and UE4M3).
+    description:
+        Where the format is used, for tables.
+    """
+
+    name: str
+    exp_bits: int
+    man_bits: int
+    bias: int
+    special: Special = "ieee"
+    subnormals: bool = True
+    signed: bool = True
+    description: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if self.special not in ("ieee", "fn", "fnuz", "none"):
+            raise ValueError(
+                f"special={self.special!r} is not a known Inf/NaN convention; "
+                "expected one of 'ieee', 'fn', 'fnuz', 'none'"
+            )
+        if not 1 <= self.exp_bits <= 11:
+            raise ValueError(f"exp_bits={self.exp_bits} is out of range; expected 1 to 11")
+        if not 0 <= self.man_bits <= 52:
+            raise ValueError(f"man_bits={self.man_bits} is out of range; expected 0 to 52")
+        if self.special == "ieee" and self.exp_bits < 2:
+            raise ValueError("an IEEE-style format needs exp_bits >= 2 (one field value is Inf/NaN)")
+        if not self.subnormals and self.man_bits != 0:
+            raise ValueError(
+                "formats with fraction bits encode subnormals in the zero exponent field; "
+                "subnormals=False is only meaningful for exponent-only formats (man_bits=0). "
+                "To flush subnormals when rounding, use round(..., subnormals=False)."
+            )
+        if self.emin < -1022 or self.emax > 1023:
+            raise ValueError(
+                f"format {self.name!r} has exponent range [{self.emin}, {self.emax}], "
+                "which float64 cannot hold exactly; expected within [-1022, 1023]"
+            )
+
+    # ------------------------------------------------------------------ derived
+    @property
+    def p(self) -> int:
+        """Precision in bits, including the implicit leading bit."""
+        return self.man_bits + 1
+
+    @property
+    def width(self) -> int:
+        """Storage width in bits."""
+        return int(self.signed) + self.exp_bits + self.man_bits
+
+    @property
+    def _top_field(self) -> int:
+        """Largest exponent field value that encodes finite numbers."""
+        top = (1 << self.exp_bits) - 1
+        if self.special == "ieee" or (self.special == "fn" and self.man_bits == 0):
+            top -= 1
+        return top
+
+    @property
+    def emin(self) -> int:
+        """Exponent of the smallest positive normal number."""
+        return (0 if not self.subnormals else 1) - self.bias
+
+    @property
+    def emax(self) -> int:
+        """Exponent of the largest finite number."""
+        return self._top_field - self.bias
+
+    @property
+    def max_significand(self) -> int:
+        """Largest integer significand (p bits) at exponent emax."""
+        full = (1 << self.p) - 1
+        if self.special == "fn" and self.man_bits > 0:
+            return full - 1  # all-ones fraction at the top exponent is NaN
+        return full
+
+    @property
+    def max(self) -> float:
+        """Largest finite value."""
+        return math.ldexp(self.max_significand, self.emax - self.man_bits)
+
+    @property
+    def min_normal(self) -> float:
+        """Smallest positive normal number, 2**emin."""
+        return math.ldexp(1.0, self.emin)
+
+    @property
+    def min_subnormal(self) -> float:
+        """Smallest positive number (the smallest normal when there are no subnormals)."""
+        return math.ldexp(1.0, self.emin - self.man_bits) if self.subnormals else self.min_normal
+
+    @property
+    def unit_roundoff(self) -> float:
+        """Unit roundoff u = 2**-p of round to nearest."""
+        return math.ldexp(1.0, -self.p)
+
+    @property
+    def eps(self) -> float:
+        """Machine epsilon 2**(1-p): distance from 1 to the next larger number."""
+        return math.ldexp(1.0, 1 - self.p)
+
+    @property
+    def has_inf(self) -> bool:
+        return self.special == "ieee"
+
+    @property
+    def has_nan(self) -> bool:
+        return self.special != "none"
+
+    @property
+    def has_negative_zero(self) -> bool:
+        return self.signed and self.special != "fnuz"
+
+    @property
+    def has_zero(self) -> bool:
+        return self.subnormals
+
+    @property
+    def numpy_dtype(self) -> np.dtype | None:
+        """The numpy dtype with exactly this format's values and encoding, if any."""
+        return _NUMPY_DTYPES.get((self.exp_bits, self.man_bits, self.bias, self.special, self.signed))
+
+    @property
+    def bits_dtype(self) -> np.dtype:
+        """Smallest unsigned integer dtype that holds a bit pattern."""
+        for dt in (np.uint8, np.uint16, np.uint32, np.uint64):
+            if self.width <= np.dtype(dt).itemsize * 8:
+                return np.dtype(dt)
+        raise AssertionError("width above 64 bits is excluded by __post_init__")
+
+    def __str__(self) -> str:
+        return self.name
+
+    # ------------------------------------------------------------- constructors
+    @classmethod
+    def custom(
+        cls,
+        name: str = "custom",
+        *,
+        exp_bits: int | None = None,
+        man_bits: int | None = None,
+        bias: int | None = None,
+        p: int | None = None,
+        emin: int | None = None,
+        emax: int | None = None,
+        special: Special = "ieee",
+        subnormals: bool = True,
+        signed: bool = True,
+    ) -> "FloatFormat":
+        """Build a format either from its encoding or from (p, emin, emax).
+
+        ``FloatFormat.custom(exp_bits=6, man_bits=9)`` gives an IEEE-style E6M9 with
+        bias ``2**(exp_bits-1) - 1``.  ``FloatFormat.custom(p=11, emin=-14, emax=15)``
+        gives binary16: the fraction width is ``p - 1``, the bias ``1 - emin`` and the
+        exponent field the narrowest that reaches ``emax``; a ValueError says so when
+        the requested ``emax`` is not the one that encoding gives.
+        """
+        if p is not None or emin is not None or emax is not None:
+            if exp_bits is not None or man_bits is not None:
+                raise ValueError("give either exp_bits/man_bits or p/emin/emax, not both")
+            if p is None or emin is None or emax is None:
+                raise ValueError("p, emin and emax must be given together")
+            if p < 1:
+                raise ValueError(f"p={p} is invalid; expected at least 1 (the implicit bit)")
+            if emax < emin:
+                raise ValueError(f"emax={emax} is below emin={emin}")
+            b = (1 - emin) if subnormals else -emin
+            top = emax + b + (1 if special == "ieee" else 0)
+            e_bits = builtins.max(int(top).bit_length(), 2 if special == "ieee" else 1)
+            fmt = cls(name, e_bits, p - 1, b, special, subnormals, signed)
+            if fmt.emax != emax:
+                raise ValueError(
+                    f"no {special!r} encoding with p={p}, emin={emin} has emax={emax}: "
+                    f"{e_bits} exponent bits give emax={fmt.emax}; pass exp_bits/man_bits/bias instead"
+                )
+            return fmt
+        if exp_bits is None or man_bits is None:
+            raise ValueError("custom formats need exp_bits and man_bits (or p, emin and emax)")
+        if bias is None:
+            bias = (1 << (exp_bits - 1)) - 1
+        return cls(name, exp_bits, man_bits, bias, special, subnormals, signed)
+
+
+_NUMPY_DTYPES = {
+    (11, 52, 1023, "ieee", True): np.dtype(np.float64),
+    (8, 23, 127, "ieee", True): np.dtype(np.float32),
+    (5, 10, 15, "ieee", True): np.dtype(np.float16),
+}
+
+
+def _registry() -> dict[str, FloatFormat]:
+    F = FloatFormat
+    fmts = [
+        F("fp64", 11, 52, 1023, description="IEEE binary64 (double)"),
+        F("fp32", 8, 23, 127, description="IEEE binary32 (single)"),
+        F("tf32", 8, 10, 127, description="NVIDIA TensorFloat-32 (19 bits; 'tf19' in Khattak-Mikaitis)"),
+        F("bf16", 8, 7, 127, description="bfloat16"),
+        F("fp16", 5, 10, 15, description="IEEE binary16 (half)"),
+        F("fp8_e4m3", 4, 3, 7, "fn", description="OCP 8-bit E4M3 (no Inf, NaN = S.1111.111)"),
+        F("fp8_e5m2", 5, 2, 15, description="OCP 8-bit E5M2 (IEEE-style)"),
+        F("fp8_e4m3fnuz", 4, 3, 8, "fnuz", description="AMD CDNA3 E4M3 (no Inf, no -0, NaN = 0x80)"),
+        F("fp8_e5m2fnuz", 5, 2, 16, "fnuz", description="AMD CDNA3 E5M2 (no Inf, no -0, NaN = 0x80)"),
+        F("fp6_e2m3", 2, 3, 1, "none", description="OCP MX FP6 E2M3 (finite only)"),
+        F("fp6_e3m2", 3, 2, 3, "none", description="OCP MX FP6 E3M2 (finite only)"),
+        F("fp4_e2m1", 2, 1, 1, "none", description="OCP MX FP4 E2M1 (finite only)"),
+        F("e8m0", 8, 0, 127, "fn", subnormals=False, signed=False,
+          description="OCP MX scale: unsigned powers of two 2^-127..2^127, NaN = 0xFF"),
+        F("ue4m3", 4, 3, 7, "fn", signed=False, description="NVFP4 block scale: unsigned E4M3 (7 bits)"),
+        F("e8m13", 8, 13, 127,
+          description="fp32 with 13 fraction bits: the reduced accumulator of Ada/Hopper fp8 sums"),
+    ]
+    return {f.name: f for f in fmts}
+
+
+_REGISTRY = _registry()
+
+_ALIASES = {
+    "double": "fp64", "binary64": "fp64", "float64": "fp64", "f64": "fp64",
+    "single": "fp32", "binary32": "fp32", "float32": "fp32", "f32": "fp32", "float": "fp32",
+    "tf19": "tf32", "tensorfloat32": "tf32", "tensorfloat_32": "tf32",
+    "bfloat16": "bf16", "bfloat": "bf16",
+    "half": "fp16", "binary16": "fp16", "float16": "fp16", "f16": "fp16",
+    "e4m3": "fp8_e4m3", "e4m3fn": "fp8_e4m3", "fp8_e4m3fn": "fp8_e4m3", "float8_e4m3fn": "fp8_e4m3",
+    "e5m2": "fp8_e5m2", "float8_e5m2": "fp8_e5m2",
+    "e4m3fnuz": "fp8_e4m3fnuz", "float8_e4m3fnuz": "fp8_e4m3fnuz",
+    "e5m2fnuz": "fp8_e5m2fnuz", "float8_e5m2fnuz": "fp8_e5m2fnuz",
+    "e2m3": "fp6_e2m3", "e2m3fn": "fp6_e2m3", "float6_e2m3fn": "fp6_e2m3",
+    "e3m2": "fp6_e3m2", "e3m2fn": "fp6_e3m2", "float6_e3m2fn": "fp6_e3m2",
+    "e2m1": "fp4_e2m1", "e2m1fn": "fp4_e2m1", "fp4": "fp4_e2m1", "float4_e2m1fn": "fp4_e2m1",
+    "ue8m0": "e8m0", "e8m0fnu": "e8m0", "float8_e8m0fnu": "e8m0",
+    "nvfp4_scale": "ue4m3",
+}
+
+
+def _normalise(name: str) -> str:
+    return name.strip().lower().replace("-", "_").replace(" ", "_")
+
+
+def format(name: str | FloatFormat) -> FloatFormat:  # noqa: A001 - public API name
+    """Look up a format by any of the names users type.
+
+    Accepts canonical names (``"fp16"``, ``"fp8_e4m3"``) and aliases such as
+    ``"binary16"``, ``"half"``, ``"bfloat16"``, ``"tf19"``, ``"e4m3"``, ``"fp8-e5m2"``.
+    A :class:`FloatFormat` is returned unchanged.  Unknown names raise a ValueError
+    listing the known ones.
+    """
+    if isinstance(name, FloatFormat):
+        return name
+    if not isinstance(name, str):
+        raise TypeError(f"format name must be a str or FloatFormat, got {type(name).__name__}: {name!r}")
+    key = _normalise(name)
+    key = _ALIASES.get(key, key)
+    try:
+        return _REGISTRY[key]
+    except KeyError:
+        raise ValueError(
+            f"unknown format {name!r}; known formats: {', '.join(_REGISTRY)} "
+            f"(aliases: {', '.join(sorted(_ALIASES))})"
+        ) from None
+
+
+def list_formats() -> list[FloatFormat]:
+    """All registered formats, widest first."""
+    return list(_REGISTRY.values())
+
+
+def format_table() -> list[dict[str, object]]:
+    """One row per registered format: the columns of Khattak-Mikaitis Table I and
+    Fasi et al. Table 3 (p, emin, emax, largest, smallest normal, smallest subnormal,
+    unit roundoff), plus the encoding."""
+    rows = []
+    for f in list_formats():
+        rows.append(
+            {
+                "name": f.name,
+                "bits": f.width,
+                "encoding": f"{'S' if f.signed else 'U'}E{f.exp_bits}M{f.man_bits}",
+                "p": f.p,
+                "emin": f.emin,
+                "emax": f.emax,
+                "largest": f.max,
+                "smallest_normal": f.min_normal,
+                "smallest_subnormal": f.min_subnormal if f.subnormals else None,
+                "unit_roundoff": f.unit_roundoff,
+                "inf_nan": f.special,
+                "description": f.description,
+            }
+        )
+    return rows
+
+
+# --------------------------------------------------------------------- rounding
+# Overflow behaviour codes passed to the kernel.
+_OVF_INF, _OVF_NAN, _OVF_SAT = 0, 1, 2
+
+
+@numba.njit(cache=True, inline="always")
+def _round_one(x, p, emin, emax_q, max_sig, mode, sub, ovf, sat, ufl_min, u):
+    """Round one finite nonzero-or-zero float64 to the format; see round()."""
+    a = abs(x)
+    neg = x < 0.0 or (x == 0.0 and math.copysign(1.0, x) < 0.0)
+    if a == 0.0:
+        r = 0.0
+    else:
+        m, ex = math.frexp(a)  # a = m * 2**ex, m in [0.5, 1)
+        e = ex - 1
+        if e >= emin:
+            qe = e - (p - 1)
+        elif sub:
+            qe = emin - (p - 1)
+        else:
+            qe = emin  # no subnormals: round within {0, 2**emin}
+        s = math.ldexp(a, -qe)  # exact: at most 53 significant bits
+        fl = math.floor(s)
+        f = s - fl
+        up = False
+        if f != 0.0:
+            if mode == 0:  # rne
+                up = f > 0.5 or (f == 0.5 and (fl % 2.0) == 1.0)
+            elif mode == 1:  # rna
+                up = f >= 0.5
+            elif mode == 2:  # rnz
+                up = f > 0.5
+            elif mode == 3:  # rz
+                up = False
+            elif mode == 4:  # rd
+                up = neg
+            elif mode == 5:  # ru
+                up = not neg
+            elif mode == 6:  # ra
+                up = True
+            elif mode == 7:  # ro
+                up = (fl % 2.0) == 0.0
+            else:  # sr
+                up = u < f
+        sig = fl + 1.0 if up else fl
+        if sig == 0.0 and ufl_min:
+            sig = 1.0  # format without zero (E8M0): smallest value instead
+        r = math.ldexp(sig, qe)
+        # overflow: compare the significand at the format's top exponent
+        if r > math.ldexp(max_sig, emax_q):
+            toward_zero = mode == 3 or mode == 7 or (mode == 4 and not neg) or (mode == 5 and neg)
+            if sat or toward_zero or ovf == _OVF_SAT:
+                r = math.ldexp(max_sig, emax_q)
+            elif ovf == _OVF_INF:
+                r = math.inf
+            else:
+                return math.nan
+    return -r if neg else r
+
+
+@numba.njit(cache=True, parallel=True)
+def _round_kernel(x, out, p, emin, emax_q, max_sig, mode, sub, ovf, sat, ufl_min, nozero_sign, rand):
+    n = x.size
+    for i in numba.prange(n):
+        v = x[i]
+        if math.isnan(v):
+            out[i] = v
+        elif math.isinf(v):
+            if sat or ovf == _OVF_SAT:
+                out[i] = math.copysign(math.ldexp(max_sig, emax_q), v)
+            elif ovf == _OVF_INF:
+                out[i] = v
+            else:
+                out[i] = math.nan
+        else:
+            u = rand[i] if rand.size > 0 else 0.0
+            r = _round_one(v, p, emin, emax_q, max_sig, mode, sub, ovf, sat, ufl_min, u)
+            if nozero_sign and r == 0.0:
+                r = 0.0
+            out[i] = r
+
+
+def round(  # noqa: A001 - public API name
+    x: np.typing.ArrayLike,
+    fmt: str | FloatFormat,
+    mode: str = "rne",
+    *,
+    rng: np.random.Generator | None = None,
+    subnormals: bool = True,
+    saturate: bool = False,
+) -> np.ndarray:
+    """Round float64 values to the nearest values of ``fmt`` in a given mode.
+
+    Parameters
+    ----------
+    x:
+        Array-like of real numbers; converted to float64 (a ValueError is raised if
+        that conversion would itself round, e.g. for Python ints above 2**53).
+    fmt:
+        Target format (name or :class:`FloatFormat`).
+    mode:
+        One of :data:`ROUNDING_MODES`: ``rne`` (default), ``rna``, ``rnz``, ``rz``,
+        ``rd``, ``ru``, ``ra``, ``ro``, ``sr``.
+    rng:
+        numpy Generator for ``mode="sr"`` (required there, rejected otherwise).
+    subnormals:
+        If False, values below the smallest normal are rounded within
+        ``{0, 2**emin}`` in the same mode, as CPFloat does for formats without
+        subnormals.
+    saturate:
+        Clamp overflows (and infinities) to the largest finite value instead of
+        the format's convention.
+
+    Returns
+    -------
+    numpy.ndarray of float64, same shape, every element representable in ``fmt``.
+
+    Overflow follows IEEE 754 with unbounded-exponent rounding: modes that round
+    toward zero for the value's sign (``rz``, ``ro``, ``rd`` for positives, ``ru``
+    for negatives) give the largest finite value; the others give Inf for
+    ``"ieee"`` formats, NaN for ``"fn"``/``"fnuz"`` formats (OCP non-saturating
+    conversion) and the largest finite value for ``"none"`` formats (FP6/FP4 have
+    nothing else).  NaN stays NaN.  Formats without a NaN (FP6/FP4) reject NaN
+    inputs and, unless ``saturate=True``, infinite ones.  ``"fnuz"`` formats have no
+    -0: negative values that round to zero give +0.  Unsigned formats reject
+    negative inputs; E8M0 has no zero and rejects it.
+    """
+    fmt = format(fmt)
+    if mode not in _MODE_CODE:
+        raise ValueError(f"unknown rounding mode {mode!r}; expected one of {', '.join(ROUNDING_MODES)}")
+    arr = _as_float64(x, "x")
+    flat = np.ascontiguousarray(arr).reshape(-1)
+    _check_domain(flat, fmt, saturate)
+    if mode == "sr":
+        if rng is None:
+            raise ValueError("mode='sr' needs rng=numpy.random.Generator for its random numbers")
+        rand = rng.random(flat.size)
+    else:
+        if rng is not None:
+            raise ValueError(f"rng is only used by mode='sr', not mode={mode!r}")
+        rand = np.empty(0)
+    if fmt.special == "ieee":
+        ovf = _OVF_INF
+    elif fmt.special == "none":
+        ovf = _OVF_SAT
+    else:
+        ovf = _OVF_NAN
+    out = np.empty_like(flat)
+    _round_kernel(
+        flat, out, fmt.p, fmt.emin, fmt.emax - fmt.man_bits, float(fmt.max_significand),
+        _MODE_CODE[mode], bool(subnormals and fmt.subnormals), ovf, bool(saturate),
+        not fmt.has_zero, not fmt.has_negative_zero, rand,
+    )
+    return out.reshape(arr.shape)
+
+
+def _as_float64(x: np.typing.ArrayLike, name: str) -> np.ndarray:
+    arr = np.asarray(x)
+    if arr.dtype == np.float64:
+        return arr
+    if arr.dtype.kind in "iu":
+        out = arr.astype(np.float64)
+        bad = out.astype(arr.dtype) != arr if arr.size else np.zeros(0, bool)
+        if np.any(bad):
+            i = _first(bad)
+            raise ValueError(
+                f"{name}[{_index_str(i, arr.shape)}] = {arr.reshape(-1)[i]} is not exactly a float64; "
+                "round it explicitly before passing it"
+            )
+        return out
+    if arr.dtype.kind in "fb":
+        return arr.astype(np.float64)  # float16/32/longdouble->64: exact for 16/32
+    if arr.dtype.kind == "O":
+        try:
+            return _as_float64(np.array(arr.tolist(), dtype=None), name)
+        except (TypeError, ValueError):
+            pass
+    if arr.dtype.kind not in "fiub" and ("float" in str(arr.dtype) or "bfloat" in str(arr.dtype)):
+        return arr.astype(np.float64)  # ml_dtypes scalars widen exactly
+    raise TypeError(f"{name} has dtype {arr.dtype}; expected real numbers (float or int arrays)")
+
+
+def _first(mask: np.ndarray) -> int:
+    return int(np.flatnonzero(mask.reshape(-1))[0])
+
+
+def _index_str(flat_index: int, shape: tuple[int, ...]) -> str:
+    if len(shape) <= 1:
+        return str(flat_index)
+    return ", ".join(str(int(i)) for i in np.unravel_index(flat_index, shape))
+
+
+def _check_domain(flat: np.ndarray, fmt: FloatFormat, saturate: bool) -> None:
+    """Reject inputs the format cannot receive whatever the rounding."""
+    if fmt.special == "none":
+        bad = np.isnan(flat) | (np.isinf(flat) & (not saturate))
+        if bad.any():
+            i = _first(bad)
+            raise ValueError(
+                f"x[{i}] = {flat[i]} cannot be rounded to {fmt.name}, which has no Inf or NaN"
+                + ("" if np.isnan(flat[i]) else "; pass saturate=True to clamp infinities")
+            )
+    if not fmt.signed:
+        bad = flat < 0
+        if bad.any():
+            i = _first(bad)
+            raise ValueError(f"x[{i}] = {flat[i]} is negative; {fmt.name} is an unsigned format")
+    if not fmt.has_zero:
+        bad = flat == 0
+        if bad.any():
+            i = _first(bad)
+            raise ValueError(f"x[{i}] = {flat[i]}: {fmt.name} has no zero")
+
+
+# ------------------------------------------------------------ representability
+def is_representable(x: np.typing.ArrayLike, fmt: str | FloatFormat) -> np.ndarray:
+    """Elementwise: is the value exactly a value of ``fmt``?
+
+    NaN counts when the format has a NaN, +-Inf when it has infinities.  -0.0 counts
+    as zero in every format that has a zero (formats without -0 store it as +0).
+    """
+    fmt = format(fmt)
+    arr = _as_float64(x, "x")
+    flat = arr.reshape(-1)
+    ok = np.isfinite(flat)
+    if not fmt.signed:
+        ok &= ~(flat < 0)
+    if not fmt.has_zero:
+        ok &= flat != 0
+    if ok.any():
+        vals = np.where(ok, flat, 1.0)
+        r = np.empty_like(vals)
+        _round_kernel(
+            vals, r, fmt.p, fmt.emin, fmt.emax - fmt.man_bits, float(fmt.max_significand),
+            _MODE_CODE["rz"], fmt.subnormals, _OVF_SAT, True, not fmt.has_zero, False, np.empty(0),
+        )
+        ok &= (r == vals) & (np.abs(vals) <= fmt.max)
+    if fmt.has_nan:
+        ok |= np.isnan(flat)
+    if fmt.has_inf:
+        ok |= np.isinf(flat)
+    return ok.reshape(arr.shape)
+
+
+def check_representable(x: np.typing.ArrayLike, fmt: str | FloatFormat, name: str = "x") -> np.ndarray:
+    """Return ``x`` as float64 if every value is representable in ``fmt``.
+
+    Otherwise raise a ValueError naming the array, the first offending index and
+    value, the format, and the nearest representable values around it.
+    """
+    fmt = format(fmt)
+    arr = _as_float64(x, name)
+    ok = is_representable(arr, fmt)
+    if not ok.all():
+        i = _first(~ok)
+        v = arr.reshape(-1)[i]
+        hint = ""
+        if np.isfinite(v) and (fmt.signed or v > 0) and (fmt.has_zero or v != 0):
+            lo = round(np.array([v]), fmt, "rd", saturate=True)[0]
+            hi = round(np.array([v]), fmt, "ru", saturate=True)[0]
+            hint = f" (neighbours in {fmt.name}: {lo!r} and {hi!r})"
+        elif np.isnan(v) or np.isinf(v):
+            missing = [w for w, has in (("Inf", fmt.has_inf), ("NaN", fmt.has_nan)) if not has]
+            hint = f" ({fmt.name} has no {' or '.join(missing)})"
+        raise ValueError(
+            f"{name}[{_index_str(i, arr.shape)}] = {v!r} is not representable in {fmt.name}{hint}; "
+            f"round it first, e.g. workbench.round({name}, {fmt.name!r})"
+        )
+    return arr
+
+
+# ------------------------------------------------------------------------ bits
+def to_bits(x: np.typing.ArrayLike, fmt: str | FloatFormat) -> np.ndarray:
+    """Bit patterns of values representable in ``fmt``, as unsigned integers.
+
+    Values must be representable (see :func:`check_representable`).  NaN encodes
+    as the format's canonical NaN (IEEE: quiet NaN ``0 11..1 10..0`` with the
+    input's sign; "fn": all ones; "fnuz": ``0x80``).  Arrays of float16/float32/
+    float64 whose dtype *is* the format are viewed directly, so NaN payloads survive.
+    """
+    fmt = format(fmt)
+    native = fmt.numpy_dtype
+    arr_in = np.asarray(x)
+    if native is not None and arr_in.dtype == native:
+        return arr_in.view(fmt.bits_dtype).copy()
+    arr = check_representable(arr_in, fmt, "x")
+    flat = arr.reshape(-1)
+    sign = np.signbit(flat) & fmt.has_negative_zero | (flat < 0)
+    a = np.abs(flat)
+    finite = np.isfinite(a)
+    av = np.where(finite & (a > 0), a, 1.0)
+    _, ex = np.frexp(av)
+    e = ex.astype(np.int64) - 1
+    normal = finite & (a >= fmt.min_normal)
+    field_e = np.where(normal, e + fmt.bias, 0)
+    qe = np.where(normal, e, fmt.emin) - fmt.man_bits
+    sig = np.ldexp(np.where(finite, a, 0.0), -qe).astype(np.int64)
+    man = np.where(normal, sig - (1 << fmt.man_bits), sig)
+    if not fmt.subnormals:  # exponent-only: the zero field is 2**-bias
+        field_e = e + fmt.bias
+        man = np.zeros_like(man)
+    man = np.where(finite & (a > 0), man, 0)
+    field_e = np.where(finite & (a > 0), field_e, 0)
+    bits = (field_e.astype(np.uint64) << np.uint64(fmt.man_bits)) | man.astype(np.uint64)
+    if fmt.signed:
+        bits |= sign.astype(np.uint64) << np.uint64(fmt.exp_bits + fmt.man_bits)
+    all_exp = np.uint64(((1 << fmt.exp_bits) - 1) << fmt.man_bits)
+    nan = np.isnan(flat)
+    if fmt.special == "ieee":
+        inf = np.isinf(flat)
+        quiet = np.uint64(1 << (fmt.man_bits - 1)) if fmt.man_bits else np.uint64(0)
+        signbit = np.uint64(1 << (fmt.width - 1))
+        bits = np.where(inf, all_exp | np.where(sign, signbit, np.uint64(0)), bits)
+        bits = np.where(nan, all_exp | quiet | np.where(np.signbit(flat), signbit, np.uint64(0)), bits)
+    elif fmt.special == "fn":
+        bits = np.where(nan, np.uint64((1 << (fmt.exp_bits + fmt.man_bits)) - 1), bits)
+    elif fmt.special == "fnuz":
+        bits = np.where(nan, np.uint64(1 << (fmt.width - 1)), bits)
+    return bits.astype(fmt.bits_dtype).reshape(arr.shape)
+
+
+def from_bits(bits: np.typing.ArrayLike, fmt: str | FloatFormat) -> np.ndarray:
+    """Values (float64) of bit patterns of ``fmt``; the inverse of :func:`to_bits`."""
+    fmt = format(fmt)
+    b_in = np.asarray(bits)
+    if b_in.dtype.kind not in "iu":
+        raise TypeError(f"bits must be an integer array, got dtype {b_in.dtype}")
+    if b_in.size and (b_in.min() < 0 or int(b_in.max()) >> fmt.width):
+        flat = b_in.reshape(-1)
+        bad = (flat < 0) | (flat.astype(np.uint64) >> np.uint64(fmt.width) != 0)
+        i = _first(bad)
+        raise ValueError(
+            f"bits[{_index_str(i, b_in.shape)}] = {int(flat[i]):#x} is not a {fmt.width}-bit pattern of {fmt.name}"
+        )
+    b = b_in.astype(np.uint64).reshape(-1)
+    mb = np.uint64(fmt.man_bits)
+    man = (b & np.uint64((1 << fmt.man_bits) - 1)).astype(np.int64)
+    fe = ((b >> mb) & np.uint64((1 << fmt.exp_bits) - 1)).astype(np.int64)
+    neg = ((b >> np.uint64(fmt.exp_bits + fmt.man_bits)) & np.uint64(1)).astype(bool) if fmt.signed else np.zeros(b.shape, bool)
+    if fmt.subnormals:
+        sig = np.where(fe == 0, man, man + (1 << fmt.man_bits)).astype(np.float64)
+        exp = np.where(fe == 0, fmt.emin, fe - fmt.bias) - fmt.man_bits
+    else:
+        sig = np.ones(b.shape)
+        exp = fe - fmt.bias
+    val = np.ldexp(sig, exp)
+    top = (1 << fmt.exp_bits) - 1
+    if fmt.special == "ieee":
+        val = np.where((fe == top) & (man == 0), np.inf, val)
+        val = np.where((fe == top) & (man != 0), np.nan, val)
+    elif fmt.special == "fn":
+        val = np.where((fe == top) & (man == (1 << fmt.man_bits) - 1), np.nan, val)
+    elif fmt.special == "fnuz":
+        val = np.where(neg & (fe == 0) & (man == 0), np.nan, val)
+    val = np.where(neg, -val, val)
+    return val.reshape(b_in.shape)

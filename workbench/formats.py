@@ -439,26 +439,103 @@ def _round_one(x, p, emin, emax_q, max_sig, mode, sub, ovf, sat, ufl_min, u):
     return -r if neg else r
 
 
-@numba.njit(cache=True, parallel=True)
+_ABS_MASK = np.int64(0x7FFFFFFFFFFFFFFF)
+
+
+@numba.njit(cache=True, inline="always")
+def _round_bits_fast(ab, p, emin, mode, sub, neg, u):
+    """Integer fast path on the bits ``ab`` of a positive normal float64.
+
+    Returns the bits of the rounded magnitude, or -1 when the value needs the
+    general path (its quantum is above its leading bit, or the format has no
+    subnormals below emin).  Dropping the low ``d`` bits of the float64 pattern
+    truncates to a multiple of the format's quantum; adding ``1 << d`` adds one
+    quantum, the carry running into the exponent field exactly.
+    """
+    e = (ab >> 52) - 1023
+    d = 53 - p
+    if e < emin:
+        if not sub:
+            return -1
+        d += emin - e
+        if d > 52:
+            return -1
+    if d <= 0:
+        return ab
+    low = ab & ((np.int64(1) << d) - 1)
+    if low == 0:
+        return ab
+    half = np.int64(1) << (d - 1)
+    odd = True if d == 52 else ((ab >> d) & 1) == 1
+    if mode == 0:
+        up = low > half or (low == half and odd)
+    elif mode == 1:
+        up = low >= half
+    elif mode == 2:
+        up = low > half
+    elif mode == 3:
+        up = False
+    elif mode == 4:
+        up = neg
+    elif mode == 5:
+        up = not neg
+    elif mode == 6:
+        up = True
+    elif mode == 7:
+        up = not odd
+    else:
+        up = u * (np.int64(1) << d) < low
+    t = ab - low
+    return t + (np.int64(1) << d) if up else t
+
+
+@numba.njit(cache=True)
 def _round_kernel(x, out, p, emin, emax_q, max_sig, mode, sub, ovf, sat, ufl_min, nozero_sign, rand):
-    n = x.size
-    for i in numba.prange(n):
-        v = x[i]
-        if math.isnan(v):
-            out[i] = v
-        elif math.isinf(v):
-            if sat or ovf == _OVF_SAT:
-                out[i] = math.copysign(math.ldexp(max_sig, emax_q), v)
-            elif ovf == _OVF_INF:
-                out[i] = v
-            else:
-                out[i] = math.nan
+    """Round ``x`` into ``out`` (float64 arrays); see :func:`round` for the parameters."""
+    _round_kernel_views(x, x.view(np.int64), out, out.view(np.int64), p, emin, emax_q, max_sig, mode,
+                        sub, ovf, sat, ufl_min, nozero_sign, rand)
+
+
+@numba.njit(cache=True, parallel=True)
+def _round_kernel_views(x, xb, out, ob, p, emin, emax_q, max_sig, mode, sub, ovf, sat, ufl_min,
+                        nozero_sign, rand):
+    largest = math.ldexp(max_sig, emax_q)
+    largest_bits = _float_bits(largest)  # positive floats order like their bit patterns
+    for i in numba.prange(x.size):
+        u = rand[i] if rand.size > 0 else 0.0
+        bits = xb[i]
+        ab = bits & _ABS_MASK
+        expf = ab >> 52
+        rb = np.int64(-1)
+        if expf != 0 and expf != 2047:
+            rb = _round_bits_fast(ab, p, emin, mode, sub, bits < 0, u)
+        if rb >= 0 and rb <= largest_bits:
+            ob[i] = rb | (bits & ~_ABS_MASK)
         else:
-            u = rand[i] if rand.size > 0 else 0.0
-            r = _round_one(v, p, emin, emax_q, max_sig, mode, sub, ovf, sat, ufl_min, u)
-            if nozero_sign and r == 0.0:
-                r = 0.0
-            out[i] = r
+            out[i] = _round_special_or_general(x[i], p, emin, emax_q, max_sig, largest, mode, sub, ovf,
+                                               sat, ufl_min, nozero_sign, u)
+
+
+@numba.njit(cache=True)
+def _float_bits(v):
+    a = np.empty(1)
+    a[0] = v
+    return a.view(np.int64)[0]
+
+
+@numba.njit(cache=True)
+def _round_special_or_general(v, p, emin, emax_q, max_sig, largest, mode, sub, ovf, sat, ufl_min,
+                              nozero_sign, u):
+    if math.isnan(v):
+        return v
+    if math.isinf(v):
+        if sat or ovf == _OVF_SAT:
+            return math.copysign(largest, v)
+        return v if ovf == _OVF_INF else math.nan
+    r = _round_one(v, p, emin, emax_q, max_sig, mode, sub, ovf, sat, ufl_min, u)
+    if nozero_sign and r == 0.0:
+        r = 0.0
+    return r
 
 
 def round(  # noqa: A001 - public API name
@@ -545,7 +622,7 @@ def _as_float64(x: np.typing.ArrayLike, name: str) -> np.ndarray:
         if np.any(bad):
             i = _first(bad)
             raise ValueError(
-                f"{name}[{_index_str(i, arr.shape)}] = {arr.reshape(-1)[i]} is not exactly a float64; "
+                f"{name}[{_index_str(i, arr.shape)}] = {int(arr.reshape(-1)[i])} is not exactly a float64; "
                 "round it explicitly before passing it"
             )
         return out
@@ -578,19 +655,19 @@ def _check_domain(flat: np.ndarray, fmt: FloatFormat, saturate: bool) -> None:
         if bad.any():
             i = _first(bad)
             raise ValueError(
-                f"x[{i}] = {flat[i]} cannot be rounded to {fmt.name}, which has no Inf or NaN"
+                f"x[{i}] = {float(flat[i])!r} cannot be rounded to {fmt.name}, which has no Inf or NaN"
                 + ("" if np.isnan(flat[i]) else "; pass saturate=True to clamp infinities")
             )
     if not fmt.signed:
         bad = flat < 0
         if bad.any():
             i = _first(bad)
-            raise ValueError(f"x[{i}] = {flat[i]} is negative; {fmt.name} is an unsigned format")
+            raise ValueError(f"x[{i}] = {float(flat[i])!r} is negative; {fmt.name} is an unsigned format")
     if not fmt.has_zero:
         bad = flat == 0
         if bad.any():
             i = _first(bad)
-            raise ValueError(f"x[{i}] = {flat[i]}: {fmt.name} has no zero")
+            raise ValueError(f"x[{i}] = {float(flat[i])!r}: {fmt.name} has no zero")
 
 
 # ------------------------------------------------------------ representability
@@ -634,7 +711,7 @@ def check_representable(x: np.typing.ArrayLike, fmt: str | FloatFormat, name: st
     ok = is_representable(arr, fmt)
     if not ok.all():
         i = _first(~ok)
-        v = arr.reshape(-1)[i]
+        v = float(arr.reshape(-1)[i])
         hint = ""
         if np.isfinite(v) and (fmt.signed or v > 0) and (fmt.has_zero or v != 0):
             lo = round(np.array([v]), fmt, "rd", saturate=True)[0]
@@ -724,7 +801,8 @@ def from_bits(bits: np.typing.ArrayLike, fmt: str | FloatFormat) -> np.ndarray:
     else:
         sig = np.ones(b.shape)
         exp = fe - fmt.bias
-    val = np.ldexp(sig, exp)
+    with np.errstate(over="ignore"):  # Inf/NaN fields overflow here and are replaced below
+        val = np.ldexp(sig, exp)
     top = (1 << fmt.exp_bits) - 1
     if fmt.special == "ieee":
         val = np.where((fe == top) & (man == 0), np.inf, val)

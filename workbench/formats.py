@@ -716,7 +716,7 @@ def check_representable(x: np.typing.ArrayLike, fmt: str | FloatFormat, name: st
         if np.isfinite(v) and (fmt.signed or v > 0) and (fmt.has_zero or v != 0):
             lo = round(np.array([v]), fmt, "rd", saturate=True)[0]
             hi = round(np.array([v]), fmt, "ru", saturate=True)[0]
-            hint = f" (neighbours in {fmt.name}: {lo!r} and {hi!r})"
+            hint = f" (neighbours in {fmt.name}: {float(lo)!r} and {float(hi)!r})"
         elif np.isnan(v) or np.isinf(v):
             missing = [w for w, has in (("Inf", fmt.has_inf), ("NaN", fmt.has_nan)) if not has]
             hint = f" ({fmt.name} has no {' or '.join(missing)})"

@@ -1,0 +1,103 @@
+"""Every row of every GPU-measured set in ../shared/hw_vectors, bit for bit.
+
+The expected bits are the GPUs' (Khattak & Mikaitis' MATLAB-tensor-core
+model_validation data, see hw_vectors/README.md): nothing here is computed by the
+code under test.  Each set is checked through the preset the catalogue returns for
+that device, input format, output format and instruction, so the test pins the
+presets' data as well as the engine.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import workbench as wb
+from workbench.engine import dots
+
+HW = Path(__file__).resolve().parents[2] / "shared" / "hw_vectors"
+pytestmark = pytest.mark.skipif(not HW.is_dir(), reason=f"GPU vectors not found at {HW} (../shared absent)")
+
+# (device, format, output, instruction used by the harness, C operand)
+SETS = []
+for dev in ("V100",):
+    SETS += [(dev, "fp16", "fp32", None, "c"), (dev, "fp16", "fp16", None, "c16")]
+for dev in ("A100", "A2", "Ada", "L40S", "H100", "H200", "B200"):
+    SETS += [(dev, "tf32", "fp32", None, "c"), (dev, "bf16", "fp32", None, "c"),
+             (dev, "fp16", "fp32", None, "c"), (dev, "fp16", "fp16", None, "c16")]
+for dev in ("Ada", "L40S"):
+    for f in ("fp8_e4m3", "fp8_e5m2"):
+        SETS.append((dev, f, "fp32", None, "c"))
+        if dev == "Ada":
+            SETS.append((dev, f, "fp16", None, "c16"))
+for dev in ("H100", "H200"):
+    for f in ("fp8_e4m3", "fp8_e5m2"):
+        SETS.append((dev, f, "fp32", "wgmma", "zero"))      # WGMMA harness, C = 0
+        SETS.append((dev, f, "fp16", "mma.sync", "c16"))    # mma.sync m16n8k32 .f16
+for f in ("fp8_e4m3", "fp8_e5m2"):
+    SETS.append(("B200", f, "fp32", "mma.sync", "c"))
+    SETS.append(("B200", f, "fp16", "mma.sync", "c16"))
+
+
+def _load(dev: str, fmt: str, out: str, cmode: str):
+    z = np.load(HW / dev / f"{fmt}.npz")
+    a = z["a"].view(np.float32).astype(np.float64)
+    b = z["b"].view(np.float32).astype(np.float64)
+    if cmode == "c":
+        c = z["c"].view(np.float32).astype(np.float64)
+    elif cmode == "c16":
+        c = z["c_fp16_rne"].view(np.float16).astype(np.float64)
+    else:
+        c = np.zeros(a.shape[0])
+    key = "d_fp32" if out == "fp32" else "d_fp16"
+    return a, b, c, z[key]
+
+
+def _available(s):
+    dev, fmt, out, _, _ = s
+    p = HW / dev / f"{fmt}.npz"
+    if not p.exists():
+        return False
+    with np.load(p) as z:
+        return ("d_fp32" if out == "fp32" else "d_fp16") in z.files
+
+
+def test_every_set_of_the_readme_is_covered():
+    if not HW.is_dir():
+        pytest.skip("no vectors")
+    on_disk = set()
+    for p in HW.glob("*/*.npz"):
+        with np.load(p) as z:
+            for out in ("fp32", "fp16"):
+                if f"d_{out}" in z.files:
+                    on_disk.add((p.parent.name, p.stem, out))
+    covered = {(d, f, o) for d, f, o, _, _ in SETS}
+    assert on_disk == covered
+    assert len(on_disk) * 5000 > 0
+
+
+@pytest.mark.parametrize("dev,fmt,out,instruction,cmode", SETS, ids=[f"{s[0]}-{s[1]}-{s[2]}" for s in SETS])
+def test_every_row_bit_exact(dev, fmt, out, instruction, cmode):
+    a, b, c, d_bits = _load(dev, fmt, out, cmode)
+    assert wb.is_representable(a, fmt).all() and wb.is_representable(b, fmt).all()
+    model = wb.preset(dev, fmt, out, instruction=instruction)
+    got = dots(model, a, b, c)
+    dt = np.float32 if out == "fp32" else np.float16
+    got_bits = got.astype(dt).view(d_bits.dtype)
+    bad = np.flatnonzero(got_bits != d_bits)
+    assert bad.size == 0, (
+        f"{dev}/{fmt}->{out} ({model.name}): {bad.size} of {len(d_bits)} rows differ; first row {bad[0]}: "
+        f"got {got_bits[bad[0]]:#x}, GPU {d_bits[bad[0]]:#x}"
+    )
+
+
+def test_gemm_matches_rows_through_the_public_api():
+    """A few rows through workbench.gemm (checked entry point, dtype and bits)."""
+    a, b, c, d_bits = _load("H100", "fp16", "fp32", "c")
+    m = wb.preset("H100", "fp16", "fp32")
+    for r in range(20):
+        D = wb.gemm(a[r:r + 1], b[r:r + 1].T, c[r:r + 1].reshape(1, 1), model=m)
+        assert D.dtype == np.float32
+        assert D.view(np.uint32)[0, 0] == d_bits[r]

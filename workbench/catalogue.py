@@ -1,0 +1,349 @@
+"""Presets as data: which arithmetic each device's matrix instructions perform.
+
+One :class:`Preset` record per (architecture, instruction, input format, output
+format[, variant]), holding the arithmetic parameters of :class:`workbench.engine.Model`
+(it *is* a Model, so it can be passed to :func:`workbench.gemm` directly) plus where
+the numbers come from.  Nothing here computes; the engine knows no preset.
+
+Sources (``../shared/seeds``):
+
+* Xie et al. 2025 (MMA-Sim), Tables 3-7 and the zero exponents of the MMA-Sim 2.1.1
+  package (-131/-132/-133 for fp32 output, -19/-20/-21 for fp16 output);
+* Khattak & Mikaitis 2025, Table II and Section IV (neab, NFMA, fp8 through
+  ``mma.sync`` interleaved with c added late, "B200-RN");
+* the GPU vectors in ``../shared/hw_vectors`` (every row reproduced by the tests).
+
+Where the papers disagree the records keep named variants; ``default=True`` marks the
+one :func:`preset` returns without ``instruction``/``variant``:
+
+* Hopper fp8: ``wgmma`` (native QGMMA, F = 13, RZ to E8M13; Xie Table 4, Khattak
+  Fig. 5d, and the H100/H200 fp8 fp32 vectors) is the default because it is the
+  instruction GEMM libraries use for fp8 on sm90; ``mma.sync`` (converted to fp16,
+  two interleaved groups of 16, c added late with RNE; Khattak Section IV-A5, the
+  H100/H200 fp8 fp16 vectors) is the variant.
+* Blackwell fp8: ``tcgen05.mma`` (Xie Table 4: L = 32, F = 25, RZ) is the default for
+  the same reason; ``mma.sync`` (Khattak Section IV-A6, the B200 fp8 vectors) is a
+  variant.  ``variant="rn"`` is Khattak-Mikaitis' "B200-RN" (final rounding RNE).
+* Turing fp16: ``mma.m16n8k8`` (8 terms, F = 24) is the default;
+  ``mma.m8n8k4`` (Volta-compatible: 4 terms, F = 23; MMA-Sim) is the variant.
+* AMD CDNA2 bf16: ``mfma`` without ``_1k`` (P = 2) is the default, ``variant="1k"``
+  gives P = 4 (Xie Table 6).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+from . import formats as _formats
+from .engine.model import PARAM_NAMES, Model
+
+__all__ = ["Preset", "preset", "presets", "custom_model", "PresetTable", "ARCHITECTURES", "DEVICES"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Preset(Model):
+    """A :class:`~workbench.engine.Model` with its provenance.
+
+    ``name`` is ``"<architecture>/<instruction>/<in>-><out>[/<variant>]"``.
+    """
+
+    name: str = ""
+    architecture: str = ""
+    devices: tuple[str, ...] = ()
+    instruction: str = ""
+    variant: str | None = None
+    default: bool = True
+    source: str = ""
+    notes: str = ""
+
+    def model(self) -> Model:
+        """The bare arithmetic (a plain :class:`Model`)."""
+        return Model(**self.params)
+
+
+ARCHITECTURES: dict[str, tuple[str, ...]] = {
+    "volta": ("V100",),
+    "turing": ("T4",),
+    "ampere": ("A100", "A2", "A30"),
+    "ada": ("L40S", "RTX4090", "Ada", "RTX1000Ada"),
+    "hopper": ("H100", "H200"),
+    "blackwell": ("B200",),
+    "rtx-blackwell": ("RTXPRO6000",),
+    "cdna1": ("MI100",),
+    "cdna2": ("MI250X",),
+    "cdna3": ("MI300X",),
+}
+DEVICES: dict[str, str] = {d.lower(): a for a, ds in ARCHITECTURES.items() for d in ds}
+_ARCH_ALIASES = {"ada lovelace": "ada", "ada-lovelace": "ada", "rtx blackwell": "rtx-blackwell",
+                 "rtx_blackwell": "rtx-blackwell", "sm70": "volta", "sm75": "turing", "sm80": "ampere",
+                 "sm89": "ada", "sm90": "hopper", "sm100": "blackwell", "sm120": "rtx-blackwell",
+                 "gfx908": "cdna1", "gfx90a": "cdna2", "gfx942": "cdna3", "rtx pro 6000": "rtx-blackwell",
+                 "rtx_pro_6000": "rtx-blackwell", "mi250": "cdna2", "mi300": "cdna3"}
+
+_XIE4 = "Xie et al. 2025 Table 4 (T-FDPA parameters) and MMA-Sim 2.1.1 zero exponents"
+_KM2 = "Khattak & Mikaitis 2025 Table II"
+_HW = "reproduces every row of hw_vectors/{dev}/{fmt}.npz"
+
+_RECORDS: list[Preset] = []
+
+
+def _add(arch: str, instruction: str, in_format: str, out_format: str, *, source: str,
+         variant: str | None = None, default: bool = True, devices: tuple[str, ...] | None = None,
+         notes: str = "", **params: Any) -> None:
+    name = f"{arch}/{instruction}/{in_format}->{out_format}" + (f"/{variant}" if variant else "")
+    _RECORDS.append(Preset(name=name, architecture=arch, devices=devices or ARCHITECTURES[arch],
+                           instruction=instruction, variant=variant, default=default, source=source,
+                           notes=notes, in_format=in_format, out_format=out_format, **params))
+
+
+def _nv_pair(arch: str, instruction: str, fin: str, L: int, F: int, ez32: int, ez16: int | None, *,
+             source: str, fp16_out: bool, variant: str | None = None, default: bool = True,
+             devices: tuple[str, ...] | None = None, rounding32: str = "rz", **extra: Any) -> None:
+    _add(arch, instruction, fin, "fp32", kind="t-fdpa", L=L, F=F, rounding=rounding32, zero_exponent=ez32,
+         source=source, variant=variant, default=default, devices=devices, **extra)
+    if fp16_out:
+        _add(arch, instruction, fin, "fp16", kind="t-fdpa", L=L, F=F, rounding="rne", zero_exponent=ez16,
+             source=source, variant=variant, default=default, devices=devices,
+             **{k: v for k, v in extra.items() if k != "result_format"})
+
+
+def _build() -> None:
+    hw = _HW
+    # ---------------------------------------------------------------- Volta
+    _nv_pair("volta", "mma.m8n8k4", "fp16", 4, 23, -131, -19, fp16_out=True,
+             source=f"{_XIE4}; {_KM2} (V100: NFMA 4, neab 0); {hw.format(dev='V100', fmt='fp16')}")
+    # ---------------------------------------------------------------- Turing
+    _nv_pair("turing", "mma.m16n8k8", "fp16", 8, 24, -132, -20, fp16_out=True, source=_XIE4)
+    _nv_pair("turing", "mma.m8n8k4", "fp16", 4, 23, -131, -19, fp16_out=True, variant="m8n8k4", default=False,
+             source=f"{_XIE4}; MMA-Sim falls back to Volta's settings for m8n8k4")
+    # ------------------------------------------------------- Ampere / Ada
+    for arch, devs in (("ampere", "A100, A2"), ("ada", "Ada, L40S")):
+        src = f"{_XIE4}; {_KM2}; reproduces every row of hw_vectors ({devs})"
+        _nv_pair(arch, "mma", "tf32", 4, 24, -132, None, fp16_out=False, source=src)
+        _nv_pair(arch, "mma", "bf16", 8, 24, -132, None, fp16_out=False, source=src)
+        _nv_pair(arch, "mma", "fp16", 8, 24, -132, -20, fp16_out=True, source=src)
+    for fin in ("fp8_e4m3", "fp8_e5m2"):
+        _nv_pair("ada", "mma", fin, 16, 13, -132, -20, fp16_out=True, result_format="e8m13",
+                 source=f"{_XIE4} (F = 13, RZ-E8M13); {_KM2} (L40S fp8: 13 fractional bits, c early); "
+                        f"reproduces every row of hw_vectors/Ada and L40S/{fin}")
+    _add("ampere", "dmma", "fp64", "fp64", kind="fma", L=1, devices=("A100",),
+         source="Xie et al. 2025 Table 3 (FP64: chain of FMAs); Khattak & Mikaitis Section IV-A2")
+    # ---------------------------------------------------------------- Hopper
+    src_h = f"{_XIE4}; {_KM2} (H100/H200: neab 2, NFMA 16 / 8 for tf19); reproduces every row of hw_vectors/H100, H200"
+    _nv_pair("hopper", "wgmma", "tf32", 8, 25, -133, None, fp16_out=False, source=src_h)
+    _nv_pair("hopper", "wgmma", "bf16", 16, 25, -133, None, fp16_out=False, source=src_h)
+    _nv_pair("hopper", "wgmma", "fp16", 16, 25, -133, -21, fp16_out=True, source=src_h)
+    for fin in ("fp8_e4m3", "fp8_e5m2"):
+        _nv_pair("hopper", "wgmma", fin, 32, 13, -133, -21, fp16_out=True, result_format="e8m13",
+                 source=f"{_XIE4} (QGMMA: L 32, F 13, RZ-E8M13); {_KM2} (Fig. 5d); fp32 output reproduces "
+                        f"every row of hw_vectors/H100, H200/{fin} (d_fp32, C = 0)")
+        _nv_pair("hopper", "mma.sync", fin, 32, 25, -133, -21, fp16_out=True, variant="mma.sync", default=False,
+                 interleave=2, c_position="late", late_rounding="rne",
+                 source=f"{_KM2} (fp8*: converted to fp16, two interleaved HMMA groups of 16, c added late "
+                        f"with RNE; Section IV-A5); fp16 output reproduces every row of hw_vectors/H100, "
+                        f"H200/{fin} (d_fp16)")
+    _add("hopper", "dmma", "fp64", "fp64", kind="fma", L=1,
+         source="Xie et al. 2025 Table 3; Khattak & Mikaitis Table II (fp64: NFMA 1, IEEE FMA)")
+    # ------------------------------------------------------------- Blackwell
+    for arch, instr in (("blackwell", "tcgen05.mma"), ("rtx-blackwell", "mma")):
+        src_b = (f"{_XIE4}; {_KM2} (B200 = H100 numerics); reproduces every row of hw_vectors/B200"
+                 if arch == "blackwell" else _XIE4)
+        _nv_pair(arch, instr, "tf32", 8, 25, -133, None, fp16_out=False, source=src_b)
+        _nv_pair(arch, instr, "bf16", 16, 25, -133, None, fp16_out=False, source=src_b)
+        _nv_pair(arch, instr, "fp16", 16, 25, -133, -21, fp16_out=True, source=src_b)
+        for fin in ("fp8_e4m3", "fp8_e5m2", "fp6_e2m3", "fp6_e3m2", "fp4_e2m1"):
+            _nv_pair(arch, instr, fin, 32, 25, -133, -21, fp16_out=True,
+                     source=f"{_XIE4} (FP8/6/4: L 32, F 25, RZ-FP32)")
+    for fin in ("fp8_e4m3", "fp8_e5m2"):
+        _nv_pair("blackwell", "mma.sync", fin, 32, 25, -133, -21, fp16_out=True, variant="mma.sync",
+                 default=False, interleave=2, c_position="late", late_rounding="rne",
+                 source=f"{_KM2} (B200 fp8 through mma.sync maps to HMMA: interleaved, c late, RNE; Section "
+                        f"IV-A6); reproduces every row of hw_vectors/B200/{fin} (d_fp32 and d_fp16)")
+    for fin, L in (("tf32", 8), ("bf16", 16), ("fp16", 16), ("fp8_e4m3", 32), ("fp8_e5m2", 32)):
+        _add("blackwell", "tcgen05.mma", fin, "fp32", kind="t-fdpa", L=L, F=25, rounding="rne",
+             zero_exponent=-133, variant="rn", default=False,
+             source="Khattak & Mikaitis 2025 Section IV-C and Fig. 7 ('B200-RN': B200 features, final "
+                    "rounding RNE; a hypothetical unit)")
+    _add("blackwell", "dmma", "fp64", "fp64", kind="fma", L=1,
+         source="Xie et al. 2025 Table 3; Khattak & Mikaitis Table II")
+    # ----------------------------------------------------------------- AMD
+    amd = "Xie et al. 2025 Tables 6-7"
+    for arch in ("cdna1", "cdna2", "cdna3"):
+        _add(arch, "mfma", "fp32", "fp32", kind="fma", L=1, source=f"{amd} (FP32: chain of FMAs)")
+    for arch in ("cdna2", "cdna3"):
+        _add(arch, "mfma", "fp64", "fp64", kind="fma", L=1, source=f"{amd} (FP64: chain of FMAs)")
+    _add("cdna1", "mfma", "bf16", "fp32", kind="e-fdpa", L=2, source=f"{amd} (CDNA1 BF16: E-FDPA, L = 2)")
+    _add("cdna1", "mfma", "fp16", "fp32", kind="e-fdpa", L=4, source=f"{amd} (CDNA1 FP16: E-FDPA, L = 4)")
+    _add("cdna2", "mfma", "bf16", "fp32", kind="ftz-addmul", L=2, P=2, flush_subnormals=True,
+         flush_output_subnormals=True, source=f"{amd} (CDNA2 BF16 without _1k: FTZ-AddMul, P = 2)")
+    _add("cdna2", "mfma_1k", "bf16", "fp32", kind="ftz-addmul", L=4, P=4, flush_subnormals=True,
+         flush_output_subnormals=True, variant="1k", default=False,
+         source=f"{amd} (CDNA2 BF16 with _1k: FTZ-AddMul, P = 4)")
+    _add("cdna2", "mfma", "fp16", "fp32", kind="ftz-addmul", L=4, P=4, flush_subnormals=True,
+         flush_output_subnormals=True, source=f"{amd} (CDNA2 FP16: FTZ-AddMul, P = 4)")
+    for fin, L in (("tf32", 4), ("bf16", 8), ("fp16", 8)):
+        _add("cdna3", "mfma", fin, "fp32", kind="tr-fdpa", L=L, F=24, F2=31, rounding="rne",
+             source=f"{amd} (CDNA3: TR-FDPA, F 24, F2 31, RNE-FP32)")
+    for fin in ("fp8_e4m3fnuz", "fp8_e5m2fnuz"):
+        _add("cdna3", "mfma", fin, "fp32", kind="gtr-fdpa", L=16, F=24, F2=31, rounding="rne",
+             source=f"{amd} (CDNA3 FP8: GTR-FDPA, F 24, F2 31, RNE-FP32)")
+
+
+def _scaled_records() -> None:
+    for arch, instr in (("blackwell", "tcgen05.mma"), ("rtx-blackwell", "mma")):
+        for fin in ("fp8_e4m3", "fp8_e5m2", "fp6_e2m3", "fp6_e3m2", "fp4_e2m1"):
+            _add(arch, instr + ".block_scale", fin, "fp32", kind="st-fdpa", L=32, F=25, rounding="rz",
+                 zero_exponent=-133, k_block=32, scale_format="e8m0", variant="mx", default=False,
+                 source="Xie et al. 2025 Algorithm 8 and Table 4 (MXFP8/6/4: ST-FDPA, L 32, F 25, E8M0 "
+                        "scales per 32 elements)")
+        _add(arch, instr + ".block_scale.k64", "fp4_e2m1", "fp32", kind="gst-fdpa", L=64, F=35, G=16,
+             rounding="rz", zero_exponent=-139, k_block=16, scale_format="ue4m3", variant="nvfp4",
+             default=False,
+             source="Xie et al. 2025 Algorithm 9 and Table 5 (NVFP4: GST-FDPA, L 64, G 16, F 35, UE4M3 "
+                    "scales per 16 elements; MMA-Sim zero exponent -139)")
+        _add(arch, instr + ".block_scale.k64", "fp4_e2m1", "fp32", kind="gst-fdpa", L=64, F=35, G=16,
+             rounding="rz", zero_exponent=-139, k_block=32, scale_format="e8m0", variant="mxfp4",
+             default=False,
+             source="Xie et al. 2025 Algorithm 9 and Table 5 (MXFP4 k64: GST-FDPA, E8M0 scales per 32)")
+
+
+_build()
+_scaled_records()
+
+
+# ------------------------------------------------------------------- lookup
+def _arch_of(device_or_arch: str) -> str:
+    if not isinstance(device_or_arch, str):
+        raise TypeError(f"device_or_arch must be a str, got {type(device_or_arch).__name__}")
+    key = device_or_arch.strip().lower()
+    key = _ARCH_ALIASES.get(key, key)
+    if key in ARCHITECTURES:
+        return key
+    if key in DEVICES:
+        return DEVICES[key]
+    raise ValueError(
+        f"unknown device or architecture {device_or_arch!r}; architectures: {', '.join(ARCHITECTURES)}; "
+        f"devices: {', '.join(d for ds in ARCHITECTURES.values() for d in ds)}"
+    )
+
+
+def _fmt_name(name: str) -> str:
+    return _formats.format(name).name
+
+
+def preset(device_or_arch: str, in_format: str, out_format: str = "fp32", instruction: str | None = None,
+           variant: str | None = None) -> Preset:
+    """The preset of a device (``"H100"``) or architecture (``"hopper"``) for given
+    input and output formats.
+
+    Without ``instruction``/``variant`` the default record is returned (see the
+    module docstring for which and why); ``instruction`` matches the record's
+    instruction (``"mma.sync"``, ``"wgmma"``, ``"m8n8k4"``...), ``variant`` its variant
+    name (``"rn"``, ``"1k"``, ``"mx"``, ``"nvfp4"``...).  On AMD CDNA3, ``fp8_e4m3`` and
+    ``fp8_e5m2`` mean the FNUZ encodings the hardware uses.
+    """
+    arch = _arch_of(device_or_arch)
+    fin = _fmt_name(in_format)
+    fout = _fmt_name(out_format)
+    if arch == "cdna3" and fin in ("fp8_e4m3", "fp8_e5m2"):
+        fin += "fnuz"
+    cands = [r for r in _RECORDS if r.architecture == arch and r.in_format == fin and r.out_format == fout]
+    if instruction is not None:
+        ins = instruction.strip().lower()
+        cands = [r for r in cands if r.instruction.lower() == ins or r.instruction.lower().endswith(ins)
+                 or r.variant == ins]
+    if variant is not None:
+        cands = [r for r in cands if r.variant == variant]
+    elif instruction is None:
+        cands = [r for r in cands if r.default]
+    if instruction is not None and variant is None and len(cands) > 1:
+        cands = [r for r in cands if r.variant in (None, instruction)] or cands
+    if not cands:
+        have = sorted({(r.in_format, r.out_format, r.instruction, r.variant) for r in _RECORDS
+                       if r.architecture == arch})
+        listing = "; ".join(f"{i}->{o} [{ins}{'/' + v if v else ''}]" for i, o, ins, v in have)
+        raise ValueError(
+            f"no preset for {device_or_arch!r} ({arch}) with {in_format!r} -> {out_format!r}"
+            f"{f', instruction={instruction!r}' if instruction else ''}{f', variant={variant!r}' if variant else ''}; "
+            f"available: {listing}"
+        )
+    if len(cands) > 1:
+        raise ValueError(f"ambiguous preset request; candidates: {', '.join(r.name for r in cands)}")
+    rec = cands[0]
+    key = device_or_arch.strip().lower()
+    if key in DEVICES:  # keep the device the user asked for in front
+        dev = next(d for d in rec.devices if d.lower() == key)
+        rec = Preset(**{**{f.name: getattr(rec, f.name) for f in fields(rec)},
+                        "devices": (dev,) + tuple(d for d in rec.devices if d != dev)})
+    return rec
+
+
+class PresetTable(list):
+    """List of dict rows (one per preset) with a readable plain-text ``repr``."""
+
+    COLUMNS = ("name", "devices", "kind", "L", "F", "rounding", "zero_exponent", "default", "source")
+
+    def __repr__(self) -> str:
+        cols = ("name", "devices", "kind", "L", "F", "rounding", "zero_exponent", "default")
+        cells = [[str(r[c]) for c in cols] for r in self]
+        widths = [max(len(c), *(len(x[i]) for x in cells)) if cells else len(c) for i, c in enumerate(cols)]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths))]
+        lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in cells]
+        return "\n".join(lines)
+
+
+def presets() -> PresetTable:
+    """Every preset record as a table row (dict): name, architecture, devices,
+    instruction, variant, default, the arithmetic parameters and the source."""
+    rows = PresetTable()
+    for r in _RECORDS:
+        row: dict[str, Any] = {"name": r.name, "architecture": r.architecture,
+                               "devices": ", ".join(r.devices), "instruction": r.instruction,
+                               "variant": r.variant, "default": r.default}
+        row.update(r.params)
+        row["source"] = r.source
+        rows.append(row)
+    return rows
+
+
+def records() -> tuple[Preset, ...]:
+    """The Preset records themselves."""
+    return tuple(_RECORDS)
+
+
+def custom_model(in_format: str, out_format: str = "fp32", *, kind: str = "t-fdpa", L: int | None = None,
+                 F: int | None = None, rounding: str | None = None, fma: int | None = None,
+                 neab: int | None = None, frmode: str | None = None, **params: Any) -> Model:
+    """A user-defined unit (Khattak & Mikaitis' CustomTC, Section IV-C).
+
+    Takes the engine's parameter names (L, F, rounding, sticky, c_position,
+    zero_exponent, interleave, ...; see :mod:`workbench.engine.model`) or
+    Khattak-Mikaitis' names: ``fma`` (= L), ``neab`` (F = output precision - 1 + neab),
+    ``frmode`` (= rounding).  Giving both names of one parameter is an error.
+    """
+    out = _formats.format(out_format)
+    if fma is not None:
+        if L is not None:
+            raise ValueError("give L or fma (its Khattak-Mikaitis name), not both")
+        L = fma
+    if neab is not None:
+        if F is not None:
+            raise ValueError("give F or neab (F = out precision - 1 + neab), not both")
+        F = out.p - 1 + neab
+    if frmode is not None:
+        if rounding is not None:
+            raise ValueError("give rounding or frmode (its Khattak-Mikaitis name), not both")
+        rounding = frmode.lower()
+    unknown = set(params) - set(PARAM_NAMES)
+    if unknown:
+        raise ValueError(f"unknown model parameters {sorted(unknown)}; expected names from {PARAM_NAMES}")
+    kw: dict[str, Any] = {"kind": kind, "in_format": _fmt_name(in_format), "out_format": out.name}
+    if L is not None:
+        kw["L"] = L
+    if F is not None:
+        kw["F"] = F
+    if rounding is not None:
+        kw["rounding"] = rounding
+    kw.update(params)
+    return Model(**kw)

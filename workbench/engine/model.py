@@ -1,0 +1,187 @@
+"""The arithmetic description of one matrix-unit instruction: :class:`Model`.
+
+A model says *what arithmetic* a matrix multiply-accumulate unit does, never which
+device it belongs to (that is :mod:`workbench.catalogue`'s business).  The names of
+the parameters follow the papers and are a contract shared with the probes, which
+return inferred models as ``.params`` dictionaries with these keys:
+
+``kind``
+    The elementary operation (Xie et al. 2025, Section 4.1, Table 1):
+    ``"t-fdpa"`` truncated fused dot-product-add (Algorithm 7; also Khattak &
+    Mikaitis' generic block FMA, Section IV-C), ``"fma"`` chain of IEEE FMAs
+    (Algorithm 4), ``"e-fdpa"`` exact FDPA rounded once (Algorithm 6),
+    ``"ftz-addmul"`` pairwise flush-to-zero adds and multiplies (Algorithms 1-2),
+    ``"tr-fdpa"`` / ``"gtr-fdpa"`` AMD CDNA3 truncated-rounded FDPA (Algorithms 10-11),
+    ``"st-fdpa"`` block-scaled T-FDPA for MX formats (Algorithm 8), ``"gst-fdpa"``
+    group-scaled T-FDPA for NVFP4/MXFP4 (Algorithm 9).
+``in_format``, ``out_format``
+    Formats of A/B and of C/D (names from :mod:`workbench.formats`).
+``L``
+    Block size: products consumed by one fused operation (Khattak-Mikaitis' NFMA,
+    Xie's L_max).  K is consumed in blocks of L, each result feeding the next as c.
+``F``
+    Fractional bits kept when the terms are aligned at the largest exponent (the
+    products are unnormalised, significand in [0, 4)).  Khattak-Mikaitis write this as
+    ``F = out_precision - 1 + neab``: F = 23 + neab for fp32 output.
+``rounding``
+    Final conversion of the fused sum: ``"rz"``, ``"rne"``, ``"rd"``, ``"ru"``
+    (Khattak-Mikaitis' ``frmode``; Xie's rho).
+``result_format``
+    Precision the fused sum is rounded to before it is stored in ``out_format``
+    (``"e8m13"`` for the RZ-E8M13 of Ada/Hopper fp8, Xie Table 2); default
+    ``out_format``.
+``sticky``
+    Append one sticky bit below the F aligned bits of each term (the OR of the bits
+    that fell off), as Khattak-Mikaitis' ``stkbitenabled``.
+``c_position``
+    ``"early"``: c is a term of the fused sum (Xie Algorithm 7).  ``"late"``: the
+    block sums the products only and c is added afterwards with its own rounding
+    ``late_rounding`` (Khattak-Mikaitis Table II, fp8 through ``mma.sync``).
+``late_rounding``
+    Rounding of the late addition of c (default ``"rne"``).
+``zero_exponent``
+    Exponent that zero products (and a zero c) carry into the alignment: the window
+    is set by the largest exponent, so this changes results (MMA-Sim: -131/-132/-133
+    for fp32 output and -19/-20/-21 for fp16 output).  ``None``: zeros do not take
+    part in the maximum (the MATLAB toolbox's V100 model).
+``interleave``
+    Number of interleaved groups a block is split into, by pairs of consecutive
+    elements (1 = none).  ``2`` with ``L=32`` is the fp8 ``mma.sync`` pattern of
+    H100/H200/B200 (Khattak-Mikaitis Section IV-A5, Fig. 5c): elements 0,1,4,5,...
+    form group 0 and 2,3,6,7,... group 1; the groups are fused sums of L/2 products
+    chained in that order starting from 0, and c is added late.
+``group_F``
+    Fractional bits of each interleaved group's fused sum (default ``F``).
+``P``
+    FTZ-AddMul order (Xie Algorithm 2): 2 or 4 products summed pairwise.
+``F2``
+    TR-FDPA / GTR-FDPA: fractional bits of the rounded-down two-term sum
+    (Xie Algorithms 10-11, Table 7).
+``k_block``, ``G``
+    Scaled operations: elements sharing one scale factor (32 for MX, 16 for NVFP4)
+    and the group size of GST-FDPA's exact per-group dot products (Xie Algorithm 9).
+``scale_format``
+    Format of the scale factors of scaled operations (``"e8m0"`` or ``"ue4m3"``).
+``flush_subnormals``
+    Inputs subnormal in their format are flushed to +0 (AMD CDNA2, Xie Algorithm 2).
+``flush_output_subnormals``
+    Subnormal results (and intermediate FTZ-Add/FTZ-Mul results) flush to zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+from .. import formats as _formats
+
+KINDS = ("t-fdpa", "fma", "e-fdpa", "ftz-addmul", "tr-fdpa", "gtr-fdpa", "st-fdpa", "gst-fdpa")
+ROUNDINGS = ("rne", "rz", "rd", "ru")
+#: Parameter names shared with the probes (``.params`` keys).
+PARAM_NAMES = (
+    "kind", "in_format", "out_format", "L", "F", "rounding", "result_format", "sticky",
+    "c_position", "late_rounding", "zero_exponent", "interleave", "group_F", "P", "F2",
+    "k_block", "G", "scale_format", "flush_subnormals", "flush_output_subnormals",
+)
+_SCALED = ("st-fdpa", "gst-fdpa")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Model:
+    """Arithmetic of one matrix instruction; see the module docstring for each field."""
+
+    kind: str = "t-fdpa"
+    in_format: str = "fp16"
+    out_format: str = "fp32"
+    L: int = 8
+    F: int = 24
+    rounding: str = "rz"
+    result_format: str | None = None
+    sticky: bool = False
+    c_position: str = "early"
+    late_rounding: str = "rne"
+    zero_exponent: int | None = None
+    interleave: int = 1
+    group_F: int | None = None
+    P: int | None = None
+    F2: int | None = None
+    k_block: int | None = None
+    G: int | None = None
+    scale_format: str | None = None
+    flush_subnormals: bool = False
+    flush_output_subnormals: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"kind={self.kind!r} is not an elementary operation; expected one of {KINDS}")
+        for name in ("in_format", "out_format"):
+            _formats.format(getattr(self, name))  # raises on unknown names
+        out = _formats.format(self.out_format)
+        if out.name not in ("fp64", "fp32", "fp16", "bf16"):
+            raise ValueError(f"out_format={self.out_format!r}: expected fp64, fp32, fp16 or bf16")
+        if self.result_format is not None:
+            _formats.format(self.result_format)
+        if not isinstance(self.L, int) or self.L < 1:
+            raise ValueError(f"L={self.L!r}: expected a positive block size")
+        if self.kind != "fma" and self.kind != "e-fdpa" and self.kind != "ftz-addmul":
+            if not isinstance(self.F, int) or not 0 <= self.F <= 56:
+                raise ValueError(f"F={self.F!r}: expected 0 <= F <= 56 fractional bits")
+        for name in ("rounding", "late_rounding"):
+            if getattr(self, name) not in ROUNDINGS:
+                raise ValueError(f"{name}={getattr(self, name)!r}: expected one of {ROUNDINGS}")
+        if self.c_position not in ("early", "late"):
+            raise ValueError(f"c_position={self.c_position!r}: expected 'early' or 'late'")
+        if self.interleave < 1 or self.L % (2 * self.interleave if self.interleave > 1 else 1):
+            raise ValueError(f"interleave={self.interleave!r} must be >= 1 and split L={self.L} into pairs")
+        if self.kind == "ftz-addmul" and self.P not in (2, 4):
+            raise ValueError(f"P={self.P!r}: FTZ-AddMul needs P in {{2, 4}} (Xie et al. Algorithm 2)")
+        if self.kind in ("tr-fdpa", "gtr-fdpa") and self.F2 is None:
+            raise ValueError(f"kind={self.kind!r} needs F2 (Xie et al. Table 7)")
+        if self.kind in _SCALED:
+            if self.k_block is None or self.scale_format is None:
+                raise ValueError(f"kind={self.kind!r} needs k_block and scale_format")
+            if self.L % self.k_block:
+                raise ValueError(f"L={self.L} must be a multiple of k_block={self.k_block}")
+            if self.kind == "gst-fdpa" and (self.G is None or self.k_block % self.G):
+                raise ValueError(f"G={self.G!r} must divide k_block={self.k_block}")
+        if self.kind in ("fma",) and _formats.format(self.in_format).name != out.name:
+            raise ValueError("kind='fma' computes in one format: in_format must equal out_format")
+
+    # ---------------------------------------------------------------- helpers
+    @property
+    def params(self) -> dict[str, Any]:
+        """The arithmetic parameters as a plain dict (keys: :data:`PARAM_NAMES`)."""
+        return {n: getattr(self, n) for n in PARAM_NAMES}
+
+    @property
+    def in_fmt(self) -> _formats.FloatFormat:
+        return _formats.format(self.in_format)
+
+    @property
+    def out_fmt(self) -> _formats.FloatFormat:
+        return _formats.format(self.out_format)
+
+    @property
+    def res_fmt(self) -> _formats.FloatFormat:
+        return _formats.format(self.result_format or self.out_format)
+
+    @property
+    def neab(self) -> int:
+        """Khattak-Mikaitis' extra alignment bits: F minus (output precision - 1)."""
+        return self.F - (self.out_fmt.p - 1)
+
+    def with_params(self, **changes: Any) -> "Model":
+        """A copy with some arithmetic parameters changed (validated again)."""
+        return replace(self, **changes)
+
+    def describe(self) -> str:
+        p = self.params
+        keep = {k: v for k, v in p.items() if v not in (None, False) and not (k == "interleave" and v == 1)}
+        return ", ".join(f"{k}={v}" for k, v in keep.items())
+
+
+def model_fields() -> tuple[str, ...]:
+    return tuple(f.name for f in fields(Model))
+
+
+__all__ = ["Model", "KINDS", "ROUNDINGS", "PARAM_NAMES", "asdict"]

@@ -1,0 +1,198 @@
+"""Elementary pieces of the arithmetic, as small compiled (numba) functions.
+
+Representation (DESIGN.md): every finite operand is decomposed once into a signed
+integer significand with ``m`` fraction bits and an exponent clamped at the format's
+``emin``, so that ``x = sig * 2**(exp - m)`` and subnormals need no special case.
+Infinities and NaN carry the exponent :data:`SPECIAL` and the significand +1/-1
+(Inf) or 2 (NaN).  A product of two operands is then the integer ``sa * sb`` with
+``ma + mb`` fraction bits and exponent ``ea + eb``: the unnormalised product of the
+papers (significand in [0, 4)).
+
+The pieces compose into the operations of Xie et al. (2025) Section 4.1:
+
+* :func:`align_term` - shift one term to F fractional bits below the window's top
+  exponent, truncating the magnitude (sign-magnitude RZ), with an optional sticky bit;
+* :func:`round_fixed` - convert ``S * 2**scale`` (exact integer) to a binary format
+  with a given precision, exponent range and rounding mode (Xie Table 2's rho);
+* :func:`round_double` - the same for a float64 value;
+* :func:`special_result` - IEEE-style NaN/Inf of one fused operation (Xie Section 4.2).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+SPECIAL = 1 << 24          # exponent marking Inf/NaN operands
+NEG_BIG = -(1 << 30)       # "no term yet" for the running maximum exponent
+SIG_NAN = 2
+
+# rounding mode codes shared by the kernels
+MODE_CODES = {"rne": 0, "rz": 1, "rd": 2, "ru": 3}
+
+
+@numba.njit(cache=True, inline="always")
+def bit_length(m):
+    """Number of bits of the non-negative int64 ``m`` (0 for 0)."""
+    if m == 0:
+        return 0
+    _, n = math.frexp(float(m))
+    if (m >> (n - 1)) == 0:  # float(m) rounded up to a power of two
+        n -= 1
+    return n
+
+
+@numba.njit(cache=True, inline="always")
+def decompose_one(v, man_bits, emin, flush):
+    """(signed significand, exponent) of one float64 value; see the module docstring."""
+    if v != v:
+        return SIG_NAN, SPECIAL
+    if math.isinf(v):
+        return (1 if v > 0 else -1), SPECIAL
+    if v == 0.0:
+        return 0, emin
+    a = abs(v)
+    _, e = math.frexp(a)
+    e -= 1
+    if e < emin:
+        if flush:
+            return 0, emin
+        e = emin
+    s = np.int64(math.ldexp(a, man_bits - e))
+    return (-s if v < 0 else s), e
+
+
+@numba.njit(cache=True, parallel=True)
+def decompose(x, sig, exp, man_bits, emin, flush):
+    """Decompose a C-contiguous 2-D float64 array in one compiled pass."""
+    rows, cols = x.shape
+    for i in numba.prange(rows):
+        for k in range(cols):
+            s, e = decompose_one(x[i, k], man_bits, emin, flush)
+            sig[i, k] = s
+            exp[i, k] = e
+
+
+@numba.njit(cache=True, inline="always")
+def align_term(m, sh, sticky):
+    """Magnitude ``m`` times 2**sh, truncated toward zero; with ``sticky`` one more
+    bit is appended that is 1 when any bit fell off."""
+    if sh >= 0:
+        t = m << sh
+        lost = False
+    else:
+        r = -sh
+        if r > 62:
+            t = np.int64(0)
+        else:
+            t = m >> r
+        lost = m != 0 and (r > 62 or (t << r) != m)
+    if sticky:
+        t = (t << 1) | (1 if lost else 0)
+    return t
+
+
+@numba.njit(cache=True, inline="always")
+def round_fixed(S, scale, p, emin, emax, mode, flush_sub):
+    """Round the exact value ``S * 2**scale`` (S: int64) to a binary format with
+    precision ``p``, minimum normal exponent ``emin`` and maximum exponent ``emax``.
+
+    Modes: 0 RNE, 1 RZ, 2 RD, 3 RU.  Subnormal results are rounded at the fixed
+    quantum ``2**(emin - p + 1)`` (or flushed to +0 with ``flush_sub``).  Results
+    beyond the largest finite value become +-Inf in every mode, as NVIDIA's units do
+    (MMA-Sim's conversions; Khattak-Mikaitis Section IV-B).  A zero sum is +0.
+    """
+    if S == 0:
+        return 0.0
+    neg = S < 0
+    m = -S if neg else S
+    lead = bit_length(m) - 1 + scale
+    if flush_sub and lead < emin:
+        return 0.0
+    q = (lead if lead > emin else emin) - (p - 1)
+    sh = q - scale
+    if sh > 0:
+        if sh > 62:
+            keep = np.int64(0)
+            rem_nonzero = True
+            above_half = False
+            is_half = False
+        else:
+            keep = m >> sh
+            rem = m - (keep << sh)
+            half = np.int64(1) << (sh - 1)
+            rem_nonzero = rem != 0
+            above_half = rem > half
+            is_half = rem == half
+        if rem_nonzero:
+            if mode == 0:
+                if above_half or (is_half and (keep & 1) == 1):
+                    keep += 1
+            elif mode == 2:
+                if neg:
+                    keep += 1
+            elif mode == 3:
+                if not neg:
+                    keep += 1
+    else:
+        keep = m << (-sh)
+    r = math.ldexp(float(keep), q)
+    if flush_sub and r < math.ldexp(1.0, emin):
+        return 0.0
+    if r >= math.ldexp(1.0, emax + 1):
+        r = math.inf
+    return -r if neg else r
+
+
+@numba.njit(cache=True, inline="always")
+def round_double(x, p, emin, emax, mode, flush_sub):
+    """Round a float64 ``x`` (finite) to the format (p, emin, emax) in ``mode``."""
+    if x == 0.0 or x != x or math.isinf(x):
+        return x + 0.0
+    m, e = math.frexp(abs(x))
+    S = np.int64(math.ldexp(m, 53))
+    if x < 0:
+        S = -S
+    return round_fixed(S, e - 53, p, emin, emax, mode, flush_sub)
+
+
+@numba.njit(cache=True, inline="always")
+def decode_value(sig, exp, man_bits):
+    """Float64 value of a decomposed finite operand."""
+    return math.ldexp(float(sig), exp - man_bits)
+
+
+@numba.njit(cache=True, inline="always")
+def special_product(s1, e1, s2, e2):
+    """Code of the product of two decomposed operands of which one is Inf/NaN:
+    1 = +Inf, 2 = -Inf, 3 = NaN."""
+    nan1 = e1 >= SPECIAL and s1 == SIG_NAN
+    nan2 = e2 >= SPECIAL and s2 == SIG_NAN
+    if nan1 or nan2:
+        return 3
+    if s1 == 0 or s2 == 0:  # Inf * 0
+        return 3
+    neg = (s1 < 0) != (s2 < 0)
+    return 2 if neg else 1
+
+
+@numba.njit(cache=True, inline="always")
+def combine_special(code, pos, neg, nan):
+    """Accumulate special codes into (pos_inf, neg_inf, nan) flags."""
+    if code == 1:
+        pos = True
+    elif code == 2:
+        neg = True
+    elif code == 3:
+        nan = True
+    return pos, neg, nan
+
+
+@numba.njit(cache=True, inline="always")
+def special_result(pos, neg, nan):
+    """Result of a fused sum containing Inf/NaN terms (Xie Section 4.2)."""
+    if nan or (pos and neg):
+        return math.nan
+    return math.inf if pos else -math.inf

@@ -1,0 +1,129 @@
+"""``workbench.gemm``: a whole matrix product on a simulated matrix unit.
+
+(The module is called ``matmul`` so that importing it does not shadow the function
+``workbench.gemm``.)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import formats as _formats
+from .engine import core as _core
+from .engine.model import Model
+
+__all__ = ["gemm"]
+
+_NAN_BITS = {np.dtype(np.float32): (np.uint32, 0x7FFFFFFF), np.dtype(np.float16): (np.uint16, 0x7FFF)}
+
+
+def _as_matrix(x: object, name: str) -> np.ndarray:
+    arr = np.asarray(x)
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array, got shape {arr.shape}")
+    return arr
+
+
+def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike | None = None, *,
+         model: Model, alpha: float = 1.0, beta: float = 1.0, accumulation: str = "chain",
+         promote_every: int | None = None, scale_a: np.typing.ArrayLike | None = None,
+         scale_b: np.typing.ArrayLike | None = None) -> np.ndarray:
+    """D = alpha * A @ B + beta * C as the modelled matrix unit computes it, bit for bit.
+
+    Parameters
+    ----------
+    A, B:
+        (M, K) and (K, N) arrays whose values are representable in
+        ``model.in_format`` (a ValueError names the first value that is not).
+    C:
+        (M, N) array representable in ``model.out_format``; ``None`` means zeros.
+    model:
+        A :class:`~workbench.engine.Model` - a preset from :func:`workbench.preset`
+        or :func:`workbench.custom_model`.
+    alpha, beta:
+        With ``alpha == 1`` and ``beta`` in {0, 1} nothing leaves the unit: C (or 0)
+        is the accumulator input of the first block, as a GEMM kernel that keeps its
+        accumulator in the matrix unit does.  Otherwise the unit computes P = A @ B
+        from a zero accumulator and the epilogue runs on ordinary cores in the
+        output's precision with round-to-nearest-even: D = fl(fl(alpha * P) +
+        fl(beta * C)) (cuBLAS-style; Khattak-Mikaitis' GEMM.m instead pre-scales the
+        inputs).
+    accumulation:
+        ``"chain"`` (default): K is consumed in blocks of ``model.L``, zero-padded at
+        the end, each block's result feeding the next as c (Xie et al. Algorithm 5).
+        ``"outside"``: every block starts from c = 0 and its result is added to an
+        fp32 accumulator (initially C) with round-to-nearest on ordinary cores.
+        ``"promote"``: chains of ``promote_every`` elements (a multiple of L) start
+        from c = 0 and are added to the fp32 accumulator with round-to-nearest
+        (DeepSeek-V3's fp8 recipe promotes every 128 elements).  With fp16 output
+        the fp32 accumulator is rounded to fp16 (RNE) at the end.
+    scale_a, scale_b:
+        Only for scaled models (``st-fdpa``/``gst-fdpa``: MX and NVFP4 formats):
+        the block scale factors, ``scale_a`` of shape (M, ceil(K / k_block)) and
+        ``scale_b`` of shape (ceil(K / k_block), N), values representable in
+        ``model.scale_format`` (E8M0 or UE4M3).  Element k of row i of A is scaled by
+        ``scale_a[i, k // k_block]``, likewise for B's columns.
+
+    Returns
+    -------
+    numpy array of the output format's dtype (float16, float32 or float64) holding
+    exactly the hardware's bits; NaN results carry NVIDIA's canonical encodings
+    (0x7FFFFFFF for fp32, 0x7FFF for fp16) as Xie et al. Section 4.2 report.
+    """
+    if not isinstance(model, Model):
+        raise TypeError(f"model must be a workbench Model/Preset (workbench.preset(...)), got {type(model).__name__}")
+    A = _as_matrix(A, "A")
+    B = _as_matrix(B, "B")
+    if A.shape[1] != B.shape[0]:
+        raise ValueError(f"A is {A.shape[0]}x{A.shape[1]} and B is {B.shape[0]}x{B.shape[1]}: inner dimensions differ")
+    M, K = A.shape
+    N = B.shape[1]
+    fin = model.in_fmt
+    fout = model.out_fmt
+    A64 = _formats.check_representable(A, fin, "A")
+    B64 = _formats.check_representable(B, fin, "B")
+    if C is None:
+        C64 = np.zeros((M, N))
+    else:
+        Cm = _as_matrix(C, "C")
+        if Cm.shape != (M, N):
+            raise ValueError(f"C has shape {Cm.shape}; expected {(M, N)}")
+        C64 = _formats.check_representable(Cm, fout, "C")
+    for name, v in (("alpha", alpha), ("beta", beta)):
+        if not isinstance(v, (int, float, np.floating, np.integer)) or not np.isfinite(v):
+            raise ValueError(f"{name}={v!r}: expected a finite real number")
+    in_unit = alpha == 1 and beta in (0, 1)
+    C_unit = C64 if (in_unit and beta == 1) else np.zeros((M, N))
+    sa = sb = None
+    if scale_a is not None or scale_b is not None:
+        if model.scale_format is None:
+            raise ValueError(f"scale_a/scale_b given but model kind {model.kind!r} takes no scale factors")
+        if scale_a is None or scale_b is None:
+            raise ValueError("scaled models need both scale_a and scale_b")
+        nb = -(-K // model.k_block)
+        sa = _formats.check_representable(_as_matrix(scale_a, "scale_a"), model.scale_format, "scale_a")
+        sb = _formats.check_representable(_as_matrix(scale_b, "scale_b"), model.scale_format, "scale_b")
+        if sa.shape != (M, nb) or sb.shape != (nb, N):
+            raise ValueError(f"scale_a must have shape {(M, nb)} and scale_b {(nb, N)} (k_block={model.k_block}); "
+                             f"got {sa.shape} and {sb.shape}")
+    elif model.scale_format is not None:
+        raise ValueError(f"model kind {model.kind!r} needs scale_a and scale_b (block scale factors)")
+    D = _core.run(model, A64, B64, C_unit, accumulation=accumulation, promote_every=promote_every,
+                  scale_a=sa, scale_b=sb)
+    if accumulation != "chain" and fout.name != "fp32":
+        D = _formats.round(D, fout, "rne")
+    if not in_unit:
+        ep = _formats.format("fp32") if fout.name in ("fp16", "bf16") else fout
+        P = _formats.round(float(alpha) * D, ep, "rne") if alpha != 1 else D
+        Q = _formats.round(float(beta) * C64, ep, "rne")
+        D = _formats.round(P + Q, fout, "rne")
+    dt = fout.numpy_dtype
+    if dt is None:
+        return D
+    out = D.astype(dt)
+    if dt in _NAN_BITS:
+        ut, bits = _NAN_BITS[dt]
+        nan = np.isnan(out)
+        if nan.any():
+            out.view(ut)[nan] = bits
+    return out

@@ -109,9 +109,23 @@ def test_tiles_blocks_and_k_split_paths():
     R = ref_gemm(A, B)
     assert (ex == R).all()
     assert same_bits(D, np.vectorize(ref_round, otypes=[float])(R))
-    # one output, long K: the K-split path (2 threads here)
     a, b = wide_random(rng, 5000, -30, 30), wide_random(rng, 5000, -30, 30)
     assert exact.dot(a, b, return_exact="fraction")[1] == ref_dot(a, b)
+
+
+def test_threaded_paths_on_long_products():
+    """Above 2^21 MACs the threaded kernel runs: K split across threads for a single
+    output, output tiles otherwise.  A repeated pattern gives the exact value."""
+    rng = np.random.default_rng(7)
+    p, q = wide_random(rng, 1000, -30, 30), wide_random(rng, 1000, -30, 30)
+    reps = 2200
+    a, b = np.tile(p, reps), np.tile(q, reps)
+    expected = reps * ref_dot(p, q) + Fraction(0.75)
+    d, ex = exact.dot(a, b, 0.75, return_exact="fraction")
+    assert ex == expected and same_bits(d, ref_round(expected))
+    B = np.stack([b, -2.0 * b], axis=1)
+    D = exact.gemm(a[None, :], B)
+    assert same_bits(D, [[ref_round(expected - Fraction(0.75)), ref_round(-2 * (expected - Fraction(0.75)))]])
 
 
 def test_carry_headroom_with_largest_significands():

@@ -43,6 +43,7 @@ exact product (the paper uses binary64 ``A*B``; see :mod:`workbench.metrics`).
 from __future__ import annotations
 
 import math
+import types
 from fractions import Fraction
 from typing import Any, Literal
 
@@ -88,7 +89,7 @@ def _split_bits(b):  # pragma: no cover - compiled
     return hh, M - (hh << 26), ex
 
 
-@numba.njit(cache=True, parallel=True)
+@numba.njit(cache=True)
 def _decompose(bits, transpose):  # pragma: no cover - compiled
     """Split float64 values (given as their int64 bit patterns, 2-D) exactly.
 
@@ -102,7 +103,7 @@ def _decompose(bits, transpose):  # pragma: no cover - compiled
     h = np.empty(n, np.int32)
     lo = np.empty(n, np.int32)
     e = np.empty(n, np.int32)
-    for r in numba.prange(rows):
+    for r in range(rows):
         for c in range(cols):
             b = bits[r, c]
             o = c * rows + r if transpose else r * cols + c
@@ -348,8 +349,7 @@ def _accumulate_tile(acc, ranges, abits, bbits, i0, i1, j0, j1, k0, k1,
                     ranges[t, 1] = top
 
 
-@numba.njit(cache=True, parallel=True)
-def _gemm_kernel(abits, bbits, m, n, K, alpha_h, alpha_l, alpha_e, beta_h, beta_l, beta_e,
+def _gemm_kernel_impl(abits, bbits, m, n, K, alpha_h, alpha_l, alpha_e, beta_h, beta_l, beta_e,
                  ch, cl, ce, has_c, ti, tj, ksplit, nwords, nthreads):  # pragma: no cover - compiled
     """Exact alpha * A @ B + beta * C rounded to float64, parallel over tiles or K."""
     out = np.empty(m * n, np.float64)
@@ -426,6 +426,20 @@ def _gemm_kernel(abits, bbits, m, n, K, alpha_h, alpha_l, alpha_e, beta_h, beta_
                                      alpha_h, alpha_l, alpha_e, beta_h, beta_l,
                                      c_h, c_l, c_pos, words[o], nwords)
     return out, words
+
+
+def _serial_copy(f: Any, name: str) -> Any:
+    g = types.FunctionType(f.__code__, f.__globals__, name, f.__defaults__, f.__closure__)
+    g.__qualname__ = name
+    g.__doc__ = f.__doc__
+    return g
+
+
+# The same kernel twice: threaded for large products, serial for small ones (waking
+# the thread pool costs milliseconds when the machine is busy).
+_gemm_kernel = numba.njit(cache=True, parallel=True)(_gemm_kernel_impl)
+_gemm_kernel_serial = numba.njit(cache=True)(_serial_copy(_gemm_kernel_impl, "_gemm_kernel_serial"))
+_PARALLEL_MIN_MACS = 1 << 21
 
 
 # --------------------------------------------------------------------------- validation
@@ -716,7 +730,10 @@ def gemm(
     threads = numba.get_num_threads()
     ti, tj = _tiles(m, n)
     ksplit = threads if (m * n < threads and K >= 4 * _BLOCK * threads) else 1
-    out, words = _gemm_kernel(
+    kernel = _gemm_kernel if m * n * max(K, 1) >= _PARALLEL_MIN_MACS else _gemm_kernel_serial
+    if kernel is _gemm_kernel_serial:
+        threads = ksplit = 1
+    out, words = kernel(
         A.view(np.int64), B.view(np.int64), m, n, K,
         a_h, a_l, a_e, b_h, b_l, b_e, ch, cl, ce, has_c, ti, tj, ksplit, nwords, threads,
     )

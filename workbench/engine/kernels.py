@@ -247,7 +247,8 @@ def _fma64(typingctx, a, b, c):
     sig = types.float64(types.float64, types.float64, types.float64)
 
     def codegen(context, builder, signature, args):
-        fn = builder.module.declare_intrinsic("llvm.fma", [ir.DoubleType()])
+        d = ir.DoubleType()
+        fn = builder.module.declare_intrinsic("llvm.fma", [d], ir.FunctionType(d, [d, d, d]))
         return builder.call(fn, args)
 
     return sig, codegen
@@ -258,7 +259,8 @@ def _fma32(typingctx, a, b, c):
     sig = types.float32(types.float32, types.float32, types.float32)
 
     def codegen(context, builder, signature, args):
-        fn = builder.module.declare_intrinsic("llvm.fma", [ir.FloatType()])
+        f = ir.FloatType()
+        fn = builder.module.declare_intrinsic("llvm.fma", [f], ir.FunctionType(f, [f, f, f]))
         return builder.call(fn, args)
 
     return sig, codegen

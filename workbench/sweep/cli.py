@@ -1,0 +1,48 @@
+"""``workbench sweep EXPERIMENT.toml [--out DIR] [--workers N] [--scheduler ADDRESS] [--quick]``."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "run a parameter sweep from an experiment file (parallel, resumable, Dask-ready)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of the ``sweep`` command."""
+    parser.add_argument("experiment", help="experiment file (TOML), e.g. experiments/fig7_multiword.toml")
+    parser.add_argument("--out", default=None, help="results folder (default results/<experiment name>)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="local worker processes (default: CPU count; 1 = in this process)")
+    parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                        help="dask.distributed scheduler address, e.g. tcp://host:8786 (runs on that cluster)")
+    parser.add_argument("--quick", action="store_true", help="apply the file's [quick] overrides (small grid)")
+    parser.add_argument("--retry-errors", action="store_true", help="re-run stored tasks that recorded an error")
+    parser.add_argument("--no-progress", action="store_true", help="do not show the progress bar")
+    parser.add_argument("--dry-run", action="store_true", help="print the number of tasks and pending tasks, run nothing")
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run the sweep described by ``args``; print a summary; 0 if every task succeeded, 1 otherwise."""
+    from pathlib import Path
+
+    from . import runner, spec, store
+
+    if args.dry_run:
+        exp = spec.parse(args.experiment, quick=args.quick)
+        out = Path(args.out) if args.out else runner.default_out(exp.name)
+        done = store.done_hashes(out) if out.is_dir() else set()
+        pending = sum(t.hash not in done for t in exp.tasks)
+        inputs = len({t.input_hash for t in exp.tasks})
+        print(f"{exp.name}: {len(exp.tasks)} tasks on {inputs} inputs, {pending} pending (results in {out})")
+        return 0
+    df = runner.run(args.experiment, out=args.out, workers=args.workers, scheduler=args.scheduler,
+                    quick=args.quick, progress=not args.no_progress, retry_errors=args.retry_errors)
+    n_err = int(df["error"].notna().sum()) if "error" in df.columns else 0
+    name = df["experiment"].iloc[0] if len(df) else "experiment"
+    out = args.out or str(runner.default_out(name))
+    print(f"{name}: {len(df)} tasks stored in {out}, {n_err} with errors")
+    if n_err:
+        first = df.loc[df["error"].notna(), ["task_hash", "error"]].head(5)
+        for h, e in first.itertuples(index=False):
+            print(f"  {h}: {e}")
+    return 1 if n_err else 0

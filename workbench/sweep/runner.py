@@ -1,0 +1,272 @@
+"""Running an experiment: pending tasks -> executor -> rows on disk -> DataFrame.
+
+Scheduling: the tasks are grouped by input (``input_hash``: generator, sizes,
+seed, rounding, reference kind, alpha, beta).  One reference job per input with
+pending tasks is submitted first (largest first); when it finishes, that input's
+tasks are submitted with the reference as an argument, so an exact reference is
+computed once per input and shared by every preset and algorithm.  Workers
+regenerate the (deterministic) inputs themselves and cache the last two.  Each
+finished task's row is written to disk before the next result is looked at.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import contextlib
+import multiprocessing
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from . import spec as _spec
+from . import store as _store
+from . import tasks as _tasks
+
+_THREAD_ENV = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+class _SerialExecutor:
+    """Runs each job at submission, in this process (``workers=1``)."""
+
+    def submit(self, fn: Any, *args: Any) -> cf.Future:
+        fut: cf.Future = cf.Future()
+        try:
+            fut.set_result(fn(*args))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller through the future
+            fut.set_exception(exc)
+        return fut
+
+    def wait_any(self, futures: set) -> set:
+        return {f for f in futures if f.done()} or set(futures)
+
+    def shutdown(self) -> None:
+        pass
+
+
+class _PoolExecutor:
+    """A local pool of spawned processes (``workers >= 2``)."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self.pool = self._new()
+
+    def _new(self) -> cf.ProcessPoolExecutor:
+        return cf.ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"))
+
+    def submit(self, fn: Any, *args: Any) -> cf.Future:
+        try:
+            return self.pool.submit(fn, *args)
+        except cf.process.BrokenProcessPool:
+            self.pool = self._new()
+            return self.pool.submit(fn, *args)
+
+    def wait_any(self, futures: set) -> set:
+        done, _ = cf.wait(futures, return_when=cf.FIRST_COMPLETED)
+        return done
+
+    def shutdown(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+class _DaskExecutor:
+    """``dask.distributed``: a Client for a scheduler address (or a given Client)."""
+
+    def __init__(self, scheduler: Any) -> None:
+        from dask import distributed
+
+        self._distributed = distributed
+        if isinstance(scheduler, distributed.Client):
+            self.client, self._own = scheduler, False
+        else:
+            self.client, self._own = distributed.Client(scheduler), True
+
+    def submit(self, fn: Any, *args: Any) -> Any:
+        return self.client.submit(fn, *args, pure=False)
+
+    def wait_any(self, futures: set) -> set:
+        done, _ = self._distributed.wait(list(futures), return_when="FIRST_COMPLETED")
+        return set(done)
+
+    def shutdown(self) -> None:
+        if self._own:
+            self.client.close()
+
+
+@contextlib.contextmanager
+def _threads_per_worker(threads: int | None) -> Iterator[None]:
+    """Set the compute-thread environment that spawned workers inherit, then restore it."""
+    if threads is None:
+        yield
+        return
+    saved = {k: os.environ.get(k) for k in _THREAD_ENV}
+    os.environ.update({k: str(threads) for k in _THREAD_ENV})
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _progress(total: int, enabled: bool, desc: str) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, disable=not enabled, desc=desc, unit="task", dynamic_ncols=True,
+                file=sys.stderr, smoothing=0.1)
+
+
+def _payload(exp: _spec.Experiment, task: _spec.Task) -> dict[str, Any]:
+    return {"hash": task.hash, "input_hash": task.input_hash, "spec": task.spec, "experiment": exp.name,
+            "index": task.index, "reference": exp.reference, "metrics": exp.metrics,
+            "input_key": _spec.input_key(task.spec, exp.reference)}
+
+
+def default_out(name: str) -> Path:
+    """Default output folder of an experiment: ``results/<name>`` under the working directory."""
+    return Path("results") / name
+
+
+def run(path_or_dict: str | Path | Mapping[str, Any], out: str | Path | None = None, *,
+        workers: int | None = None, scheduler: Any = None, quick: bool = False, progress: bool = True,
+        retry_errors: bool = False, threads_per_worker: int | None = None, compact: bool = True) -> pd.DataFrame:
+    """Run an experiment (file path or dict) and return its result table.
+
+    Parameters
+    ----------
+    path_or_dict:
+        An experiment TOML file or the same content as a dict (``experiments/README.md``).
+    out:
+        Results folder (default ``results/<name>``).  Tasks already stored there
+        (same parameter hash) are skipped.
+    workers:
+        Local worker processes (default: CPU count); ``1`` runs in this process.
+        Ignored when ``scheduler`` is given.
+    scheduler:
+        A ``dask.distributed`` scheduler address (``"tcp://host:8786"``) or Client;
+        tasks then run on that cluster.
+    quick:
+        Apply the file's ``[quick]`` overrides (a small version of the grid).
+    progress:
+        Show a tqdm progress bar with an ETA on stderr.
+    retry_errors:
+        Run again the stored tasks whose rows record an error.
+    threads_per_worker:
+        Compute threads of each local worker (numba, BLAS); default CPU count / workers.
+    compact:
+        Merge the per-task files into one Parquet file at the end.
+
+    Returns
+    -------
+    pandas.DataFrame with one row per task of the experiment, in grid order:
+    the parameters, one column per metric (``metric.key`` for dict-valued ones),
+    ``error``/``traceback`` (None when the task succeeded) and the timing columns
+    of :data:`workbench.sweep.tasks.TIMING_COLUMNS`.
+    """
+    exp = _spec.parse(path_or_dict, quick=quick)
+    for name in {t.spec["algorithm"] for t in exp.tasks}:
+        _tasks.resolve_algorithm(name)  # a typo fails here, before anything runs
+    out = Path(out) if out is not None else default_out(exp.name)
+    out.mkdir(parents=True, exist_ok=True)
+    _store.clean_temporaries(out)
+    _store.save_experiment(out, exp.raw)
+    done = _store.done_hashes(out)
+    if retry_errors:
+        done -= _store.error_hashes(out)
+    pending = [t for t in exp.tasks if t.hash not in done]
+
+    if pending:
+        if scheduler is not None:
+            executor: Any = _DaskExecutor(scheduler)
+            threads = None
+        else:
+            n = workers if workers is not None else (os.cpu_count() or 1)
+            if n < 1:
+                raise ValueError(f"workers={workers!r} must be at least 1")
+            n = min(n, len(pending))
+            threads = threads_per_worker or max(1, (os.cpu_count() or 1) // n)
+            executor = _SerialExecutor() if n == 1 else _PoolExecutor(n)
+            if n == 1:
+                threads = None
+        with _threads_per_worker(threads):
+            try:
+                _execute(exp, pending, executor, out, progress)
+            finally:
+                executor.shutdown()
+    if compact:
+        _store.compact(out)
+    table = _store.load(out)
+    return _select(table, exp)
+
+
+def _select(table: pd.DataFrame, exp: _spec.Experiment) -> pd.DataFrame:
+    if table.empty:
+        return table
+    order = {t.hash: t.index for t in exp.tasks}
+    df = table[table["task_hash"].isin(order)].copy()
+    df["experiment"] = exp.name
+    df["task_index"] = df["task_hash"].map(order).astype("int64")
+    df = df.sort_values("task_index", kind="stable").reset_index(drop=True)
+    keep = [c for c in df.columns if c in _store.KEEP or df[c].notna().any()]
+    return df[keep]
+
+
+def _execute(exp: _spec.Experiment, pending: list[_spec.Task], executor: Any, out: Path,
+             progress: bool) -> None:
+    by_input: dict[str, list[_spec.Task]] = {}
+    for t in sorted(pending, key=lambda t: -t.cost):
+        by_input.setdefault(t.input_hash, []).append(t)
+    in_flight: dict[Any, tuple[str, Any]] = {}
+    bar = _progress(len(pending), progress, exp.name)
+    errors = 0
+
+    def submit_tasks(ih: str, reference: Any) -> None:
+        for t in by_input[ih]:
+            in_flight[executor.submit(_tasks.run_task, _payload(exp, t), reference)] = ("task", t)
+
+    try:
+        for ih, group in by_input.items():
+            if exp.reference == "none":
+                submit_tasks(ih, None)
+            else:
+                key = _spec.input_key(group[0].spec, exp.reference)
+                in_flight[executor.submit(_tasks.compute_reference, key)] = ("ref", ih)
+        while in_flight:
+            for fut in executor.wait_any(set(in_flight)):
+                kind, what = in_flight.pop(fut)
+                try:
+                    result = fut.result()
+                except Exception as exc:  # noqa: BLE001 - a worker died or the transport failed
+                    if kind == "ref":
+                        result = (False, f"reference job failed: {type(exc).__name__}: {exc}", 0.0)
+                    else:
+                        result = _failed_row(exp, what, exc)
+                if kind == "ref":
+                    submit_tasks(what, result)
+                    continue
+                _store.write_row(out, result)
+                errors += result.get("error") is not None
+                bar.update(1)
+                if errors:
+                    bar.set_postfix(errors=errors)
+    finally:
+        bar.close()
+
+
+def _failed_row(exp: _spec.Experiment, task: _spec.Task, exc: BaseException) -> dict[str, Any]:
+    import time
+
+    row = _tasks.base_row(task.hash, task.input_hash, task.spec, exp.name, task.index, exp.reference)
+    row.update(error=f"worker failed: {type(exc).__name__}: {exc}", traceback=None, elapsed_s=None,
+               finished_at=time.time(), worker=None)
+    return row
+
+
+def load(out_dir: str | Path) -> pd.DataFrame:
+    """The stored result table of a results folder (every experiment run into it)."""
+    return _store.load(out_dir)

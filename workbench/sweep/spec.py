@@ -1,0 +1,349 @@
+"""Experiment files: parsing, validation, grid expansion and task hashing.
+
+An experiment is a TOML file (or the equivalent dict) described in
+``experiments/README.md``.  In short::
+
+    name = "fig7_multiword"          # required; names the default output folder
+    description = "..."              # optional free text (also: source, notes)
+    reference = "exact"              # "exact" (default), "float64", "none" or "module:function"
+    metrics = ["normwise_inf"]       # names in workbench.sweep.measures.METRICS or "module:function"
+
+    [defaults]                       # merged into every [[grid]] table
+    ...
+    [[grid]]                         # one cartesian product; the experiment is their union
+    preset = ["a100", "b200"]        # a list is an axis; scalars are fixed values
+    in_format = "fp16"
+    ...
+    [quick]                          # replaces keys of every grid table under --quick
+    k = [10, 100]
+
+Integer keys (seed, m, k, n) also accept a range table ``{start = 0, stop = 100}``
+(``step`` optional; stop excluded).
+
+Expansion rule: every list is an axis of the product (in file order, first key
+slowest); a table's values are expanded the same way (so ``params = {words = [1, 2]}``
+is an axis); a list of tables is an axis whose items are expanded in turn (use it to
+pair values, e.g. exponent ranges); a list inside a list is one literal value.
+The grid-only key ``cases`` is a list of tables merged into the task, to pair
+values of several task keys (``cases = [{preset = "B200"}, {preset = "B200",
+variant = "rn"}]``).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+import math
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import formats as _formats
+from .. import inputs as _inputs
+
+#: Keys allowed at the top of an experiment file.
+TOP_KEYS = ("name", "description", "source", "notes", "reference", "metrics", "defaults", "grid", "quick")
+
+#: Keys of one task (after merging defaults and expanding the grid) -> meaning.
+TASK_KEYS: dict[str, str] = {
+    "preset": "device or architecture name for workbench.preset() (optional)",
+    "instruction": "instruction passed to workbench.preset() (optional)",
+    "variant": "variant passed to workbench.preset() (optional)",
+    "model": "table of workbench.custom_model() arguments (kind, L, F, rounding, ...) instead of a preset",
+    "in_format": "input format of A and B (a workbench.formats name)",
+    "out_format": "output format of C and D (a workbench.formats name)",
+    "algorithm": "name in algorithms.ALGORITHMS, a built-in ('gemm', 'numpy') or 'module:function'",
+    "params": "table of keyword arguments for the algorithm",
+    "m": "rows of A and C", "k": "inner dimension", "n": "columns of B and C",
+    "seed": "seed of the input generator (non-negative integer)",
+    "input": "table: generator (workbench.inputs name or 'adversarial'), its parameters, round_to, c",
+    "alpha": "scalar multiplying A B (default 1)", "beta": "scalar multiplying C (default 1)",
+}
+#: Grid-only key: a list of tables, each merged into the task (pairs values of several keys).
+CASES = "cases"
+REQUIRED = ("algorithm", "m", "k", "n", "seed", "input")
+REFERENCE_KINDS = ("exact", "float64", "none")
+
+
+@dataclass(frozen=True)
+class Task:
+    """One point of the grid: the parameters (``spec``) and their hash."""
+
+    index: int
+    spec: dict[str, Any]
+    hash: str
+    input_hash: str
+
+    @property
+    def cost(self) -> float:
+        """Rough relative cost used to start large tasks first (m k n)."""
+        return float(self.spec["m"]) * self.spec["k"] * self.spec["n"]
+
+
+@dataclass
+class Experiment:
+    """A parsed and validated experiment: metadata and the expanded tasks."""
+
+    name: str
+    description: str
+    reference: str
+    metrics: list[str]
+    tasks: list[Task] = field(default_factory=list)
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.tasks)
+
+
+def canonical_json(obj: Any) -> str:
+    """JSON with sorted keys and no spaces (the text that is hashed)."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=True)
+
+
+def stable_hash(obj: Any, length: int = 16) -> str:
+    """Hex SHA-256 prefix of :func:`canonical_json` of ``obj``."""
+    return hashlib.sha256(canonical_json(obj).encode()).hexdigest()[:length]
+
+
+def read(path_or_dict: str | Path | Mapping[str, Any]) -> dict[str, Any]:
+    """The experiment as a plain dict (a TOML file is parsed; a mapping is deep-copied)."""
+    if isinstance(path_or_dict, Mapping):
+        return copy.deepcopy(dict(path_or_dict))
+    path = Path(path_or_dict)
+    if not path.is_file():
+        raise FileNotFoundError(f"experiment file {str(path)!r} does not exist")
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{path}: not valid TOML: {exc}") from None
+
+
+def _expand(value: Any) -> list[Any]:
+    """All concrete values of a grid value (see the module docstring)."""
+    if isinstance(value, Mapping):
+        keys = list(value)
+        options = [_expand(value[k]) for k in keys]
+        return [dict(zip(keys, combo)) for combo in itertools.product(*options)]
+    if isinstance(value, list):
+        if not value:
+            raise ValueError("empty list")
+        out: list[Any] = []
+        for item in value:
+            if isinstance(item, list):
+                out.append(copy.deepcopy(item))
+            else:
+                out.extend(_expand(item))
+        return out
+    return [value]
+
+
+_RANGE_KEYS = ("seed", "m", "k", "n")
+
+
+def _ranges(merged: dict[str, Any], where: str) -> dict[str, Any]:
+    """Replace ``{start, stop[, step]}`` tables of the integer keys by the lists they denote."""
+    out = dict(merged)
+    for key in _RANGE_KEYS:
+        v = out.get(key)
+        if isinstance(v, Mapping):
+            extra = set(v) - {"start", "stop", "step"}
+            if extra or "stop" not in v or not all(_is_int(x) for x in v.values()):
+                raise ValueError(f"{where}: {key}={dict(v)!r}: a range is a table of integers "
+                                 "{start = a, stop = b, step = c} (start and step optional)")
+            r = list(range(v.get("start", 0), v["stop"], v.get("step", 1)))
+            if not r:
+                raise ValueError(f"{where}: {key}={dict(v)!r} is an empty range")
+            out[key] = r
+    return out
+
+
+def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(dict(base))
+    for k, v in over.items():
+        out[k] = copy.deepcopy(v)
+    return out
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _check_format(where: str, key: str, value: Any) -> None:
+    if not isinstance(value, str):
+        raise ValueError(f"{where}: {key}={value!r} must be a format name")
+    try:
+        _formats.format(value)
+    except (ValueError, KeyError) as exc:
+        raise ValueError(f"{where}: {key}={value!r} is not a known format ({exc})") from None
+
+
+def _check_round_to(where: str, key: str, value: Any, allowed: tuple[str, ...]) -> None:
+    if value in allowed:
+        return
+    _check_format(where, key, value)
+
+
+def validate_task(spec: dict[str, Any], where: str) -> dict[str, Any]:
+    """Check one expanded task and fill defaults; raise ValueError naming the bad key."""
+    for key in spec:
+        if key not in TASK_KEYS:
+            raise ValueError(f"{where}: unknown key {key!r}; expected one of {sorted(TASK_KEYS)}")
+    for key in REQUIRED:
+        if key not in spec:
+            raise ValueError(f"{where}: missing required key {key!r} ({TASK_KEYS[key]})")
+    out = dict(spec)
+    for key in ("m", "k", "n"):
+        if not _is_int(out[key]) or out[key] < 1:
+            raise ValueError(f"{where}: {key}={out[key]!r} must be a positive integer")
+    if not _is_int(out["seed"]) or out["seed"] < 0:
+        raise ValueError(f"{where}: seed={out['seed']!r} must be a non-negative integer")
+    for key in ("preset", "instruction", "variant"):
+        if out.get(key) is not None and not isinstance(out[key], str):
+            raise ValueError(f"{where}: {key}={out[key]!r} must be a string")
+    if not isinstance(out["algorithm"], str) or not out["algorithm"]:
+        raise ValueError(f"{where}: algorithm={out['algorithm']!r} must be a non-empty string")
+    for key in ("in_format", "out_format"):
+        if out.get(key) is not None:
+            _check_format(where, key, out[key])
+    if out.get("preset") is not None and out.get("model") is not None:
+        raise ValueError(f"{where}: give either preset or model, not both")
+    if (out.get("preset") is not None or out.get("model") is not None) and (
+            out.get("in_format") is None or out.get("out_format") is None):
+        raise ValueError(f"{where}: a preset or model needs in_format and out_format")
+    if out.get("model") is not None and not isinstance(out["model"], Mapping):
+        raise ValueError(f"{where}: model={out['model']!r} must be a table of custom_model arguments")
+    params = out.setdefault("params", {})
+    if not isinstance(params, Mapping):
+        raise ValueError(f"{where}: params={params!r} must be a table")
+    for key in ("alpha", "beta"):
+        v = out.setdefault(key, 1.0)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise ValueError(f"{where}: {key}={v!r} must be a finite number")
+        out[key] = float(v)
+    inp = out["input"]
+    if not isinstance(inp, Mapping):
+        raise ValueError(f"{where}: input={inp!r} must be a table with a 'generator' key")
+    inp = dict(inp)
+    gen = inp.get("generator")
+    known = sorted([*_inputs.GENERATORS, "adversarial"])
+    if gen not in known:
+        raise ValueError(f"{where}: input.generator={gen!r} is not known; expected one of {known}")
+    inp.setdefault("round_to", "input")
+    _check_round_to(where, "input.round_to", inp["round_to"], ("input", "none"))
+    if inp["round_to"] == "input" and out.get("in_format") is None:
+        raise ValueError(f"{where}: input.round_to='input' needs in_format (or set round_to = 'none' "
+                         "or a format name)")
+    if "c" in inp:
+        c = inp["c"]
+        if not isinstance(c, Mapping):
+            raise ValueError(f"{where}: input.c={c!r} must be a table with a 'generator' key")
+        c = dict(c)
+        if c.get("generator") not in _inputs.GENERATORS:
+            raise ValueError(f"{where}: input.c.generator={c.get('generator')!r} is not known; expected one of "
+                             f"{sorted(_inputs.GENERATORS)}")
+        c.setdefault("round_to", "output")
+        _check_round_to(where, "input.c.round_to", c["round_to"], ("output", "none"))
+        if c["round_to"] == "output" and out.get("out_format") is None:
+            raise ValueError(f"{where}: input.c.round_to='output' needs out_format")
+        inp["c"] = c
+    out["input"] = inp
+    return out
+
+
+def input_key(spec: Mapping[str, Any], reference: str) -> dict[str, Any]:
+    """The parameters that determine a task's inputs and reference (hashed into input_hash)."""
+    inp = dict(spec["input"])
+    if inp.get("round_to") == "input":
+        inp["round_to"] = spec["in_format"]
+    if "c" in inp:
+        c = dict(inp["c"])
+        if c.get("round_to") == "output":
+            c["round_to"] = spec["out_format"]
+        inp["c"] = c
+    return {"input": inp, "m": spec["m"], "k": spec["k"], "n": spec["n"], "seed": spec["seed"],
+            "alpha": spec["alpha"], "beta": spec["beta"], "reference": reference}
+
+
+def _check_metrics(metrics: Any) -> list[str]:
+    from .measures import METRICS
+
+    if isinstance(metrics, str):
+        metrics = [metrics]
+    if not isinstance(metrics, list) or not metrics or not all(isinstance(m, str) for m in metrics):
+        raise ValueError(f"metrics={metrics!r} must be a non-empty list of metric names")
+    for m in metrics:
+        if m not in METRICS and ":" not in m:
+            raise ValueError(f"metrics: {m!r} is not a known metric; expected one of {sorted(METRICS)} "
+                             "or 'module:function'")
+    return list(metrics)
+
+
+def parse(path_or_dict: str | Path | Mapping[str, Any], *, quick: bool = False) -> Experiment:
+    """Parse, validate and expand an experiment into its tasks.
+
+    Raises ValueError naming the offending key and value; duplicate tasks (same
+    parameters from two grid tables) are kept once.
+    """
+    raw = read(path_or_dict)
+    for key in raw:
+        if key not in TOP_KEYS:
+            raise ValueError(f"unknown top-level key {key!r}; expected one of {list(TOP_KEYS)} "
+                             "(task parameters go under [defaults] or [[grid]])")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name or any(c in name for c in "/\\ "):
+        raise ValueError(f"name={name!r} must be a non-empty string without spaces or slashes")
+    reference = raw.get("reference", "exact")
+    if not isinstance(reference, str) or (reference not in REFERENCE_KINDS and ":" not in reference):
+        raise ValueError(f"reference={reference!r}: expected one of {list(REFERENCE_KINDS)} or 'module:function'")
+    metrics = _check_metrics(raw.get("metrics", ["normwise_inf"]))
+    defaults = raw.get("defaults", {})
+    if not isinstance(defaults, Mapping):
+        raise ValueError(f"defaults={defaults!r} must be a table")
+    grids = raw.get("grid")
+    if grids is None:
+        raise ValueError("missing [[grid]]: an experiment needs at least one grid table")
+    if isinstance(grids, Mapping):
+        grids = [grids]
+    if not isinstance(grids, list) or not grids or not all(isinstance(g, Mapping) for g in grids):
+        raise ValueError("grid must be a table or an array of tables ([[grid]])")
+    quick_over = raw.get("quick", {})
+    if not isinstance(quick_over, Mapping):
+        raise ValueError(f"quick={quick_over!r} must be a table")
+    for key in quick_over:
+        if key not in TASK_KEYS and key != CASES:
+            raise ValueError(f"quick: unknown key {key!r}; expected one of {sorted(TASK_KEYS)}")
+    tasks: list[Task] = []
+    seen: set[str] = set()
+    for gi, grid in enumerate(grids):
+        merged = _merge(defaults, grid)
+        if quick:
+            merged = _merge(merged, quick_over)
+        merged = _ranges(merged, f"grid[{gi}]")
+        for key, value in merged.items():
+            try:
+                _expand(value)
+            except ValueError:
+                raise ValueError(f"grid[{gi}]: {key} is an empty list; give at least one value") from None
+        for combo in _expand(merged):
+            if CASES in combo:
+                case = combo.pop(CASES)
+                if not isinstance(case, Mapping):
+                    raise ValueError(f"grid[{gi}]: cases must be a list of tables, got item {case!r}")
+                for key in case:
+                    if key in combo:
+                        raise ValueError(f"grid[{gi}]: key {key!r} is set both in cases and in the grid")
+                combo.update(case)
+            spec = validate_task(combo, f"grid[{gi}]")
+            h = stable_hash({"task": spec, "reference": reference, "metrics": metrics})
+            if h in seen:
+                continue
+            seen.add(h)
+            ih = stable_hash(input_key(spec, reference))
+            tasks.append(Task(index=len(tasks), spec=spec, hash=h, input_hash=ih))
+    return Experiment(name=name, description=str(raw.get("description", "")), reference=reference,
+                      metrics=metrics, tasks=tasks, raw=raw)

@@ -1,0 +1,163 @@
+"""Crash-safe Parquet storage of result rows.
+
+Layout of an output folder::
+
+    OUT/parts/<task_hash>.parquet      one finished task, written as soon as it ends
+    OUT/results-<stamp>.parquet        compacted rows (written at the end of a run)
+    OUT/experiment.json                the experiment as run (for the record)
+
+Every file is written to a temporary name in the same folder, flushed and fsynced,
+then renamed with :func:`os.replace` (atomic on POSIX), so a reader or a killed
+writer never sees a partial file; temporary leftovers (``*.tmp``) are ignored and
+removed on the next run.  Compaction writes the merged file first and deletes its
+sources afterwards, so a kill in between only leaves duplicates, which
+:func:`load` drops (rows are keyed by ``task_hash``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+PARTS = "parts"
+#: Columns kept even when every value is missing (other all-missing columns are dropped).
+KEEP = ("error", "traceback")
+
+
+def _atomic_write_table(table: pa.Table, path: Path) -> None:
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            pq.write_table(table, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _jsonable(row: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(row)
+
+
+def write_row(out: Path, row: Mapping[str, Any]) -> Path:
+    """Store one finished task's row atomically as ``OUT/parts/<task_hash>.parquet``."""
+    parts = Path(out) / PARTS
+    parts.mkdir(parents=True, exist_ok=True)
+    path = parts / f"{row['task_hash']}.parquet"
+    _atomic_write_table(pa.Table.from_pylist([_jsonable(row)]), path)
+    return path
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write a small text file atomically."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _files(out: Path) -> list[Path]:
+    out = Path(out)
+    compacted = sorted(out.glob("results-*.parquet"))
+    parts = sorted((out / PARTS).glob("*.parquet")) if (out / PARTS).is_dir() else []
+    return compacted + parts
+
+
+def clean_temporaries(out: Path) -> None:
+    """Remove ``*.tmp`` files left by a killed writer."""
+    out = Path(out)
+    for d in (out, out / PARTS):
+        if d.is_dir():
+            for f in d.glob(".*.tmp"):
+                f.unlink(missing_ok=True)
+
+
+def _read(files: Iterable[Path]) -> pd.DataFrame:
+    frames = [pq.read_table(f).to_pandas() for f in files]
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return pd.DataFrame()
+    return pd.concat(frames, ignore_index=True, sort=False)
+
+
+def _order(df: pd.DataFrame) -> pd.DataFrame:
+    if df.empty:
+        return df
+    df = df.drop_duplicates(subset="task_hash", keep="last")
+    df = df.sort_values(["experiment", "task_index", "task_hash"], kind="stable").reset_index(drop=True)
+    first = [c for c in ("task_hash", "input_hash", "experiment", "task_index") if c in df.columns]
+    rest = sorted(c for c in df.columns if c not in first and (c in KEEP or df[c].notna().any()))
+    return df[first + rest]
+
+
+def done_hashes(out: Path) -> set[str]:
+    """Hashes of the tasks stored in ``out`` (finished, with or without an error)."""
+    out = Path(out)
+    hashes = set()
+    if (out / PARTS).is_dir():
+        hashes.update(p.stem for p in (out / PARTS).glob("*.parquet"))
+    for f in out.glob("results-*.parquet"):
+        hashes.update(pq.read_table(f, columns=["task_hash"]).column("task_hash").to_pylist())
+    return hashes
+
+
+def error_hashes(out: Path) -> set[str]:
+    """Hashes of stored tasks whose row records an error."""
+    df = load(out)
+    if df.empty or "error" not in df.columns:
+        return set()
+    return set(df.loc[df["error"].notna(), "task_hash"])
+
+
+def load(out: str | Path) -> pd.DataFrame:
+    """Every stored row of ``out``, one per task hash, ordered by experiment and task index.
+
+    Columns: task_hash, input_hash, experiment, task_index, then the rest sorted by
+    name (parameters, ``param.*`` and ``input.*`` flattened, metrics, ``error``,
+    ``traceback`` and the timing columns elapsed_s, reference_s, finished_at,
+    worker).  Columns that no stored task uses (all values missing) are left out.
+    """
+    out = Path(out)
+    if not out.is_dir():
+        raise FileNotFoundError(f"results folder {str(out)!r} does not exist")
+    return _order(_read(_files(out)))
+
+
+def compact(out: Path) -> Path | None:
+    """Merge every stored file into one ``results-<stamp>.parquet``; returns it (None if nothing).
+
+    If the rows cannot share one schema (e.g. a parameter that is a number in one
+    experiment and a string in another), the files are left as they are.
+    """
+    out = Path(out)
+    files = _files(out)
+    if len(files) <= 1:
+        return files[0] if files else None
+    df = _order(_read(files))
+    try:
+        table = pa.Table.from_pandas(df, preserve_index=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+    path = out / f"results-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}.parquet"
+    _atomic_write_table(table, path)
+    for f in files:
+        if f != path:
+            f.unlink(missing_ok=True)
+    return path
+
+
+def save_experiment(out: Path, raw: Mapping[str, Any]) -> None:
+    """Record the experiment definition next to its results."""
+    Path(out).mkdir(parents=True, exist_ok=True)
+    write_text(Path(out) / "experiment.json", json.dumps(raw, indent=2, sort_keys=True, default=str))

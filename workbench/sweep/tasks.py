@@ -1,0 +1,254 @@
+"""What runs on a worker: input generation, references, algorithms, one task -> one row.
+
+The functions here are module-level and take plain data (dicts, arrays), so they
+pickle to a process pool or a Dask worker.  Nothing raises out of
+:func:`compute_reference` or :func:`run_task`: failures become values (an error
+string in the row) so that one bad task never stops a sweep.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import json
+import os
+import socket
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from .. import formats as _formats
+from .. import inputs as _inputs
+from .measures import METRICS, Context
+
+#: Columns that vary between runs of the same task (excluded when comparing tables).
+TIMING_COLUMNS = ("elapsed_s", "reference_s", "finished_at", "worker")
+
+
+# ----------------------------------------------------------------- look-ups
+def _import_object(spec: str) -> Any:
+    module, _, attr = spec.partition(":")
+    if not module or not attr:
+        raise ValueError(f"{spec!r}: expected 'module:function'")
+    obj = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise ValueError(f"{spec!r} is not callable")
+    return obj
+
+
+def _numpy_algorithm(A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None, *, model: Any = None,
+                     dtype: str = "float32", alpha: float = 1.0, beta: float = 1.0) -> np.ndarray:
+    """Built-in "numpy": A @ B (+ C) with numpy in ``dtype`` (no MMA model; a baseline)."""
+    dt = np.dtype(dtype)
+    D = (A.astype(dt) @ B.astype(dt)) * dt.type(alpha)
+    if C is not None:
+        D = D + dt.type(beta) * C.astype(dt)
+    return D.astype(np.float64)
+
+
+def _gemm_algorithm(A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None, *, model: Any,
+                    **params: Any) -> np.ndarray:
+    """Built-in "gemm": one :func:`workbench.gemm` call on the task's model."""
+    from .. import matmul
+
+    return matmul.gemm(A, B, C, model=model, **params)
+
+
+#: Algorithms available without the algorithms package.
+BUILTIN_ALGORITHMS: dict[str, Callable[..., np.ndarray]] = {
+    "numpy": _numpy_algorithm,
+    "gemm": _gemm_algorithm,
+}
+
+
+def resolve_algorithm(name: str) -> Callable[..., np.ndarray]:
+    """``module:function``, else ``algorithms.ALGORITHMS[name]``, else a built-in."""
+    if ":" in name:
+        return _import_object(name)
+    try:
+        registry = importlib.import_module("algorithms").ALGORITHMS
+    except (ImportError, AttributeError):
+        registry = {}
+    if name in registry:
+        return registry[name]
+    if name in BUILTIN_ALGORITHMS:
+        return BUILTIN_ALGORITHMS[name]
+    known = sorted({*registry, *BUILTIN_ALGORITHMS})
+    raise ValueError(f"algorithm={name!r} is not known; expected one of {known} or 'module:function'")
+
+
+def resolve_metric(name: str) -> Callable[[Context], Any]:
+    """A built-in metric of :data:`METRICS` or ``module:function``."""
+    if name in METRICS:
+        return METRICS[name]
+    if ":" in name:
+        return _import_object(name)
+    raise ValueError(f"metric {name!r} is not known; expected one of {sorted(METRICS)} or 'module:function'")
+
+
+@functools.lru_cache(maxsize=64)
+def _model(key: str) -> Any:
+    spec = json.loads(key)
+    import workbench
+
+    if spec.get("model") is not None:
+        return workbench.custom_model(spec["in_format"], spec["out_format"], **spec["model"])
+    return workbench.preset(spec["preset"], spec["in_format"], spec["out_format"],
+                            instruction=spec.get("instruction"), variant=spec.get("variant"))
+
+
+def build_model(spec: Mapping[str, Any]) -> Any:
+    """The task's MMA model (None if it names neither a preset nor a model); cached per process."""
+    if spec.get("preset") is None and spec.get("model") is None:
+        return None
+    key = {k: spec.get(k) for k in ("preset", "instruction", "variant", "model", "in_format", "out_format")}
+    return _model(json.dumps(key, sort_keys=True))
+
+
+# ----------------------------------------------------------------- inputs
+def _round(x: np.ndarray, target: str) -> np.ndarray:
+    return x if target == "none" else _formats.round(x, target)
+
+
+@functools.lru_cache(maxsize=2)
+def _inputs_cached(key_json: str) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    key = json.loads(key_json)
+    inp = dict(key["input"])
+    gen = inp.pop("generator")
+    round_to = inp.pop("round_to")
+    c = inp.pop("c", None)
+    c_round = None
+    if c is not None:
+        c = dict(c)
+        c_round = c.pop("round_to")
+    seed = [key["seed"], key["m"], key["k"], key["n"]]
+    A, B, C = _inputs.matrices(gen, key["m"], key["k"], key["n"], seed, c=c, **inp)
+    A, B = _round(A, round_to), _round(B, round_to)
+    if C is not None:
+        C = _round(C, c_round)
+    for X in (A, B, C):
+        if X is not None:
+            X.setflags(write=False)
+    return A, B, C
+
+
+def make_inputs(key: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """A, B, C of an input key (:func:`workbench.sweep.spec.input_key`), read-only, cached per process.
+
+    The generator's seed is ``[seed, m, k, n]``, so every size gets its own stream
+    and the same (seed, size) gives the same matrices whatever else the task says.
+    """
+    return _inputs_cached(json.dumps(key, sort_keys=True))
+
+
+def _reference(A: np.ndarray, B: np.ndarray, C: np.ndarray | None, kind: str, alpha: float,
+               beta: float) -> np.ndarray | None:
+    if kind == "none":
+        return None
+    if kind == "float64":
+        D = alpha * (A @ B)
+        return D + beta * C if C is not None else D
+    if kind == "exact":
+        from .. import exact
+
+        return np.asarray(exact.gemm(A, B, C, alpha=alpha, beta=beta), dtype=np.float64)
+    return np.asarray(_import_object(kind)(A, B, C, alpha=alpha, beta=beta), dtype=np.float64)
+
+
+def compute_reference(key: Mapping[str, Any]) -> tuple[bool, Any, float]:
+    """(ok, reference array or error text, seconds) for one input key; never raises."""
+    t0 = time.perf_counter()
+    try:
+        A, B, C = make_inputs(key)
+        ref = _reference(A, B, C, key["reference"], key["alpha"], key["beta"])
+        return True, ref, time.perf_counter() - t0
+    except Exception as exc:  # noqa: BLE001 - recorded, not hidden
+        return False, f"reference failed: {type(exc).__name__}: {exc}", time.perf_counter() - t0
+
+
+# ----------------------------------------------------------------- one task
+def _flat(prefix: str, table: Mapping[str, Any], row: dict[str, Any]) -> None:
+    for k, v in table.items():
+        if isinstance(v, (dict, list)):
+            v = json.dumps(v, sort_keys=True)
+        row[f"{prefix}.{k}"] = v
+
+
+def base_row(task_hash: str, input_hash: str, spec: Mapping[str, Any], experiment: str, index: int,
+             reference: str) -> dict[str, Any]:
+    """The parameter columns of a task's row (everything but metrics, error and timings)."""
+    row: dict[str, Any] = {
+        "task_hash": task_hash, "input_hash": input_hash, "experiment": experiment, "task_index": index,
+        "algorithm": spec["algorithm"],
+        "preset": spec.get("preset"), "instruction": spec.get("instruction"), "variant": spec.get("variant"),
+        "model": json.dumps(spec["model"], sort_keys=True) if spec.get("model") is not None else None,
+        "in_format": spec.get("in_format"), "out_format": spec.get("out_format"),
+        "m": spec["m"], "k": spec["k"], "n": spec["n"], "seed": spec["seed"],
+        "alpha": spec["alpha"], "beta": spec["beta"], "reference": reference,
+        "generator": spec["input"]["generator"],
+        "params": json.dumps(spec.get("params", {}), sort_keys=True),
+        "input": json.dumps(spec["input"], sort_keys=True),
+    }
+    _flat("param", spec.get("params", {}), row)
+    _flat("input", {k: v for k, v in spec["input"].items() if k != "generator"}, row)
+    return row
+
+
+def run_task(payload: Mapping[str, Any], reference: tuple[bool, Any, float] | None) -> dict[str, Any]:
+    """Run one task and return its result row; errors are recorded in ``error``/``traceback``.
+
+    ``payload`` holds ``hash``, ``input_hash``, ``spec``, ``experiment``, ``index``,
+    ``reference`` (kind), ``metrics`` and ``input_key``; ``reference`` is the result
+    of :func:`compute_reference` for that input (None when the kind is "none").
+    """
+    spec = payload["spec"]
+    row = base_row(payload["hash"], payload["input_hash"], spec, payload["experiment"], payload["index"],
+                   payload["reference"])
+    row["error"] = None
+    row["traceback"] = None
+    t0 = time.perf_counter()
+    try:
+        if reference is not None and not reference[0]:
+            raise RuntimeError(reference[1])
+        ref = reference[1] if reference is not None else None
+        row["reference_s"] = float(reference[2]) if reference is not None else 0.0
+        A, B, C = make_inputs(payload["input_key"])
+        model = build_model(spec)
+        algorithm = resolve_algorithm(spec["algorithm"])
+        kwargs = dict(spec.get("params", {}))
+        if spec["alpha"] != 1.0:
+            kwargs["alpha"] = spec["alpha"]
+        if spec["beta"] != 1.0:
+            kwargs["beta"] = spec["beta"]
+        D = np.asarray(algorithm(A, B, C, model=model, **kwargs), dtype=np.float64)
+        if D.shape != (spec["m"], spec["n"]):
+            raise ValueError(f"algorithm {spec['algorithm']!r} returned shape {D.shape}, "
+                             f"expected {(spec['m'], spec['n'])}")
+        ctx = Context(D=D, reference=ref, A=A, B=B, C=C, task=spec)
+        for name in payload["metrics"]:
+            value = resolve_metric(name)(ctx)
+            if isinstance(value, Mapping):
+                for k, v in value.items():
+                    row[f"{name}.{k}"] = _scalar(v)
+            elif isinstance(value, np.ndarray) and value.ndim > 0:
+                row[name] = value.astype(np.float64).ravel().tolist()
+            else:
+                row[name] = _scalar(value)
+    except Exception as exc:  # noqa: BLE001 - recorded per task, the sweep goes on
+        row["error"] = f"{type(exc).__name__}: {exc}"
+        row["traceback"] = traceback.format_exc()
+    row["elapsed_s"] = time.perf_counter() - t0
+    row["finished_at"] = time.time()
+    row["worker"] = f"{socket.gethostname()}:{os.getpid()}"
+    return row
+
+
+def _scalar(v: Any) -> Any:
+    if isinstance(v, np.generic):
+        return v.item()
+    return v

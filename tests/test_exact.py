@@ -255,3 +255,25 @@ def test_fraction_to_float64_edges():
     assert exact.fraction_to_float64(Fraction(2**1024 - 2**970 - 1)) == MAXF
     assert exact.fraction_to_float64(Fraction(1, 2**1075)) == 0.0
     assert exact.fraction_to_float64(Fraction(3, 2**1076)) == TINY
+
+
+finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(finite, min_size=6, max_size=6),
+    st.lists(finite, min_size=6, max_size=6),
+    st.lists(finite, min_size=4, max_size=4),
+    finite,
+    finite,
+)
+def test_hypothesis_gemm_alpha_beta_any_magnitude(a, b, c, alpha, beta):
+    A = np.array(a).reshape(2, 3)
+    B = np.array(b).reshape(3, 2)
+    C = np.array(c).reshape(2, 2)
+    D, ex = exact.gemm(A, B, C, alpha, beta, return_exact="fraction")
+    R = ref_gemm(A, B, C if beta else None, alpha, beta)
+    assert (ex == R).all()
+    expected = np.vectorize(ref_round, otypes=[float])(R)
+    assert same_bits(D, expected + 0.0)  # exact zeros are +0.0

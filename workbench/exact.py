@@ -300,7 +300,7 @@ def _accumulate_tile(acc, ranges, abits, bbits, i0, i1, j0, j1, k0, k1,
                 q = kk * nj + jj
                 bh[q] = x
                 bl[q] = y
-                be[q] = e - _POS_MIN
+                be[q] = e - _POS_MIN + jj * _NB  # bin offset and accumulator column folded in
                 if x != 0 or y != 0:
                     if e < bmn[jj]:
                         bmn[jj] = e
@@ -322,17 +322,19 @@ def _accumulate_tile(acc, ranges, abits, bbits, i0, i1, j0, j1, k0, k1,
             if amx < amn:
                 continue
             t0 = (i - i0) * nj
+            row_off = t0 * _NB
             # consecutive updates go to different outputs' accumulators, so the
             # read-modify-write chains of one accumulator do not serialise
             for kk in range(nk):
                 x1 = ah[kk]
                 y1 = al[kk]
-                ea = ae[kk]
+                ea = ae[kk] + row_off
+                q0 = kk * nj
                 for jj in range(nj):
-                    q = kk * nj + jj
+                    q = q0 + jj
                     x2 = bh[q]
                     y2 = bl[q]
-                    p = (t0 + jj) * _NB + ea + be[q]
+                    p = ea + be[q]
                     acc[p] += y1 * y2
                     acc[p + 26] += x1 * y2 + y1 * x2
                     acc[p + 52] += x1 * x2

@@ -288,3 +288,15 @@ KM_TABLE2 = [
     FeatureRow("tf19", "fp32", ("A100", "A2", "A30"), (2, 24), 29, 4, "Trunc", "early", False),
 ]
 # Table II note: "fp16 output for fp16 input is supported on all mentioned GPUs (rounded via RNE)".
+
+
+# ----------------------------------------------------------------------------
+# [Xie] Table 9: sources and upper bounds of numerical error (per elementary operation).
+TABLE9_CITATION = "Xie et al. 2025, Sec. 6.1, Table 9"
+TABLE9 = {
+    "FTZ-AddMul": {"input_ftz": {"bf16": P(-126), "fp16": P(-14)}, "add_mul_ulp": Fraction(1, 2),
+                   "output_ftz": P(-126)},
+    "FMA/E-FDPA": {"output_rounding_ulp": Fraction(1, 2)},
+    # fused summation: (L + 1) * 2**(e_max - F); output rounding 0.5 ulp (RNE) or 1 ulp (RZ)
+    "T-FDPA": {"fused_sum_terms": "L + 1", "output_rounding_ulp": {"rne": Fraction(1, 2), "rz": Fraction(1)}},
+}

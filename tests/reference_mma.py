@@ -169,13 +169,16 @@ def round_fraction(x: Fraction, F: int, mode: str) -> Fraction:
     return Fraction(_round_int(x * scale, mode)) / scale
 
 
-def final_round(value, fmt_name: str, mode: str = "rne", *, flush_subnormals: bool = False) -> float:
+def final_round(value, fmt_name: str, mode: str = "rne", *, flush_subnormals: bool = False,
+                overflow: str = "ieee") -> float:
     """Round an exact value (Fraction, or +-inf / nan) into format fmt_name.
 
     The conversion functions rho of Xie et al. Table 2 (RZ-FP32, RZ-E8M13,
-    RNE-FP32, RNE-FP16): quantum 2**(max(floor(log2|v|), emin) - p + 1), IEEE
-    overflow rules (RNE -> inf; RZ -> max finite; RD/RU directed).  A zero result
-    keeps the sign of the value (callers decide the sign of exact zeros).
+    RNE-FP32, RNE-FP16): quantum 2**(max(floor(log2|v|), emin) - p + 1).
+    overflow="ieee": IEEE 754 Sec. 7.4 (RNE -> inf; RZ -> max finite; RD/RU
+    directed).  overflow="inf": any rounded result above max is +-inf (tensor
+    cores: "finite accumulations lead to +-Inf", Khattak-Mikaitis Sec. IV-B).
+    A zero result keeps the sign of the value (callers decide exact zeros).
     """
     if _is_nan(value) or _is_inf(value):
         return float(value)
@@ -191,7 +194,8 @@ def final_round(value, fmt_name: str, mode: str = "rne", *, flush_subnormals: bo
             return math.copysign(f.max, v)
         if f.special != "ieee":
             return NAN
-        to_inf = mode in ("rne", "rna", "rnz", "ra") or (mode == "ru" and v > 0) or (mode == "rd" and v < 0)
+        to_inf = (overflow == "inf" or mode in ("rne", "rna", "rnz", "ra")
+                  or (mode == "ru" and v > 0) or (mode == "rd" and v < 0))
         return math.copysign(INF if to_inf else f.max, v)
     if flush_subnormals and abs(r) < Fraction(f.min_normal):
         return math.copysign(0.0, v)
@@ -344,7 +348,7 @@ def _sum_to_output(S, e_max, out_format, rounding, neg_zero=False):
     v = S * Fraction(2) ** e_max
     if v == 0:
         return -0.0 if neg_zero else 0.0
-    d = final_round(v, out_format, rounding)
+    d = final_round(v, out_format, rounding, overflow="inf")
     return 0.0 if d == 0 else d  # tensor cores never return -0 (Valpey Sec. 4.4)
 
 
@@ -603,26 +607,34 @@ def block_fma_km(a, b, c, *, n_fma, neab, rounding="rz", sticky=False, c_positio
                  interleave=False, in_format, out_format="fp32", c_format=None):
     """Generic block FMA of Khattak & Mikaitis (2025), Sec. IV and IV-C
     (Generic_BFMA_TC / CustomTC parameters fma, neab, frmode, stkbitenabled,
-    inter_pattern).  One call consumes one block: n_fma elements, or 2*n_fma with
-    interleave=True (fp8 through mma.sync on H100/H200/B200, Sec. IV-A5, Fig. 5c):
-    elements k with k % 4 < 2 form the first group (accumulated with c = 0),
-    the others the second group (accumulated onto the first group's rounded
-    result), then c is added late with RNE.
+    inter_pattern).  The vector is consumed in blocks of n_fma elements (2*n_fma
+    with interleave=True), each block's result becoming the next block's c
+    (recursive accumulation, Sec. IV-C).  With interleave=True (fp8 through
+    mma.sync on H100/H200/B200, Sec. IV-A5, Fig. 5c) elements k with k % 4 < 2
+    of a block form the first group (accumulated with c = 0), the others the
+    second group (accumulated onto the first group's rounded result), then c is
+    added late with RNE.
     """
     c_format = c_format or _default_c_format(out_format)
     sp = _special(a, b, [c])
     if sp is not None:
         return sp
     kw = dict(neab=neab, rounding=rounding, sticky=sticky, in_format=in_format, out_format=out_format)
-    if interleave:
-        g1 = [k for k in range(len(a)) if k % 4 < 2]
-        g2 = [k for k in range(len(a)) if k % 4 >= 2]
-        d1 = _km_block([a[k] for k in g1], [b[k] for k in g1], 0, c_format=out_format, **kw)
-        d2 = _km_block([a[k] for k in g2], [b[k] for k in g2], d1, c_format=out_format, **kw)
-        return _km_late_add(d2, c, out_format)
-    if c_position == "late":
-        return _km_late_add(_km_block(a, b, 0, c_format=c_format, **kw), c, out_format)
-    return _km_block(a, b, c, c_format=c_format, **kw)
+    size = 2 * n_fma if interleave else n_fma
+    d = c
+    for i in range(0, len(a), size):
+        x, y = a[i:i + size], b[i:i + size]
+        if interleave:
+            g1 = [k for k in range(len(x)) if k % 4 < 2]
+            g2 = [k for k in range(len(x)) if k % 4 >= 2]
+            d1 = _km_block([x[k] for k in g1], [y[k] for k in g1], 0, c_format=out_format, **kw)
+            d2 = _km_block([x[k] for k in g2], [y[k] for k in g2], d1, c_format=out_format, **kw)
+            d = _km_late_add(d2, d, out_format)
+        elif c_position == "late":
+            d = _km_late_add(_km_block(x, y, 0, c_format=c_format, **kw), d, out_format)
+        else:
+            d = _km_block(x, y, d, c_format=c_format if i == 0 else out_format, **kw)
+    return d
 
 
 # --------------------------------------------------------------------- chains

@@ -14,14 +14,16 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from paper_cases import CASES, KM_TABLE2, P  # noqa: E402
+from paper_cases import CASES, KM_TABLE2, TABLE9, P  # noqa: E402
 from reference_mma import (  # noqa: E402
     block_fma_km,
     decode,
     dot_chain,
     e_fdpa,
     encode,
+    exp_sig,
     final_round,
+    floor_log2,
     fma_chain,
     ftz_addmul,
     gst_fdpa,
@@ -145,6 +147,35 @@ def test_device_models_agree_with_km_table2():
                     assert m["rounding"] == {"Trunc": "rz", "RNE": "rne"}[row.final_rounding]
 
 
+def _ulp(v, fmt_name):
+    from reference_mma import fmt
+
+    f = fmt(fmt_name)
+    return P(max(floor_log2(v), f.emin) - f.p + 1) if v else P(f.emin - f.p + 1)
+
+
+@pytest.mark.parametrize("L,F,rounding,out", [(4, 23, "rz", "fp32"), (8, 24, "rne", "fp16"), (16, 13, "rz", "e8m13")])
+def test_xie_table9_error_bounds(L, F, rounding, out):
+    """Random fp16 inputs: |T-FDPA - exact| <= (L + 1) 2**(e_max - F) + (1/2 or 1) ulp,
+    and |E-FDPA - exact| <= 0.5 ulp (Xie Table 9)."""
+    import random
+
+    rng = random.Random(L * 100 + F)
+    ulps = TABLE9["T-FDPA"]["output_rounding_ulp"]
+    for _ in range(100):
+        a = [final_round(Fraction(rng.gauss(0, 1)) * P(rng.randint(-12, 4)), "fp16") for _ in range(L)]
+        b = [final_round(Fraction(rng.gauss(0, 1)) * P(rng.randint(-12, 4)), "fp16") for _ in range(L)]
+        c = final_round(Fraction(rng.gauss(0, 1)) * P(rng.randint(-20, 6)), "fp16" if out == "fp16" else "fp32")
+        exact = sum(Fraction(x) * Fraction(y) for x, y in zip(a, b)) + Fraction(c)
+        e_max = max([exp_sig(Fraction(x), "fp16")[1] + exp_sig(Fraction(y), "fp16")[1]
+                     for x, y in zip(a, b) if x and y] + [exp_sig(Fraction(c), "fp16" if out == "fp16" else "fp32")[1]])
+        d = Fraction(t_fdpa(a, b, c, F=F, rounding=rounding, in_format="fp16", out_format=out))
+        ulp = _ulp(max(abs(d), abs(exact)), out)
+        assert abs(d - exact) <= (L + 1) * P(e_max - F) + ulps[rounding] * ulp
+        d = Fraction(e_fdpa(a, b, c))
+        assert abs(d - exact) <= TABLE9["FMA/E-FDPA"]["output_rounding_ulp"] * _ulp(abs(exact), "fp32")
+
+
 # ----------------------------------------------------------------------------
 # Building blocks written by hand (small, exact examples)
 
@@ -211,6 +242,22 @@ def test_km_late_c_and_sticky():
     a, b = [1.0, -P(-15)], [1.0, P(-15)]
     assert block_fma_km(a, b, 0, n_fma=2, neab=2, rounding="rz", in_format="fp8_e5m2") == 1.0
     assert block_fma_km(a, b, 0, n_fma=2, neab=2, rounding="rz", sticky=True, in_format="fp8_e5m2") == float(1 - P(-24))
+
+
+def test_overflow_gives_infinity():
+    """KM Sec. IV-B: finite accumulations that overflow give +-Inf, also with truncation."""
+    assert t_fdpa([P(127)], [2], 0, F=24, in_format="bf16") == math.inf
+    assert t_fdpa([P(127)], [-2], 0, F=24, in_format="bf16") == -math.inf
+    assert final_round(P(128), "fp32", "rz") == float((2 - P(-23)) * P(127))  # whereas the IEEE RZ rule saturates
+
+
+def test_block_fma_km_consumes_blocks():
+    """KM Sec. IV-C: a K longer than N_FMA is computed block by block, recursively."""
+    a, b = [1.0] + [0.0] * 3 + [P(-12)] * 2 + [0.0] * 2, [1.0] + [0.0] * 3 + [P(-12)] * 2 + [0.0] * 2
+    # one block of 8 (F = 25 keeps 1 + 2^-23); two blocks of 4: RZ(1) then 1 + 2^-24 + 2^-24 again exact
+    assert block_fma_km(a, b, 0, n_fma=8, neab=2, in_format="fp8_e5m2") == float(1 + P(-23))
+    assert block_fma_km(a, b, 0, n_fma=4, neab=2, in_format="fp8_e5m2") == float(1 + P(-23))
+    assert block_fma_km(a, b, 0, n_fma=4, neab=0, in_format="fp8_e5m2") == 1.0  # F = 23 drops 2^-24
 
 
 def test_ftz_addmul_flushes():
@@ -292,3 +339,18 @@ def test_hw_vectors_first_rows(device, fmt, out):
 def test_hw_vectors_300_rows(device, fmt, out):
     """Bit equality on the first 300 rows of every set."""
     check_hw_set(device, fmt, out, 300)
+
+
+@_skip_no_shared
+@pytest.mark.parametrize("device,out", [("Ada", "fp32"), ("L40S", "fp32"), ("Ada", "fp16")])
+def test_hw_exact_zero_result_is_positive(device, out):
+    """The only zero results in the data (row 2085 of Ada/L40S fp8_e5m2, hw_vectors
+    README) are +0, as the reference gives (Valpey et al. Sec. 4.4: no -0 output)."""
+    np = pytest.importorskip("numpy")
+    z = np.load(HW / device / "fp8_e5m2.npz")
+    i = 2085
+    assert int(z[f"d_{out}"][i]) == 0
+    a = [decode(int(x), "fp32") for x in z["a"][i]]
+    b = [decode(int(x), "fp32") for x in z["b"][i]]
+    c = decode(int((z["c"] if out == "fp32" else z["c_fp16_rne"])[i]), out)
+    assert encode(run_model("Ada", "fp8_e5m2", out, a, b, c), out) == 0

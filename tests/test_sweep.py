@@ -273,3 +273,8 @@ def test_import_workbench_stays_light():
     code = "import sys, workbench.sweep; print([m for m in ('dask', 'distributed') if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+    # the command-line module (imported by workbench.cli) loads nothing heavy either
+    code = ("import sys, workbench.sweep.cli; "
+            "print([m for m in ('pandas', 'pyarrow', 'dask', 'tqdm', 'workbench.sweep.runner') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

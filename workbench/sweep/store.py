@@ -84,7 +84,12 @@ def clean_temporaries(out: Path) -> None:
 
 
 def _read(files: Iterable[Path]) -> pd.DataFrame:
-    frames = [pq.read_table(f).to_pandas() for f in files]
+    frames = []
+    for f in files:
+        try:
+            frames.append(pq.read_table(f).to_pandas())
+        except FileNotFoundError:  # merged into a results file by a concurrent compaction
+            continue
     frames = [f for f in frames if len(f)]
     if not frames:
         return pd.DataFrame()

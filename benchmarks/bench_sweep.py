@@ -1,0 +1,149 @@
+"""Benchmark: the full Khattak-Mikaitis Figure 7 grid through ``workbench.sweep``.
+
+    python benchmarks/bench_sweep.py [--quick] [--workers N] [--out DIR] [--scheduler ADDRESS]
+
+Runs ``experiments/fig7_multiword.toml`` (660 tasks: 20 sizes up to n = 10^6, fp16 and
+bf16 with 1-3 words, fp8 E5M2 with 1/4/6 words, the figure's models) into a fresh
+folder, prints the wall time, the simulated multiply-accumulates per second and, per
+(format, words, model), the median ratio of our error to the published one (the
+inputs differ: MATLAB's rng(1) stream cannot be reproduced, so expect the same
+curves, not the same digits).  Target: <= 10 minutes on 2 cores.
+
+The multi-word algorithm is ``algorithms.ALGORITHMS["multiword"]`` when the
+algorithms package provides it; otherwise :func:`multiword` below, a direct
+transcription of the experiment definition in
+``../shared/paper_data/khattak2025_fig7/README.md`` (scaling, splitting into words,
+p(p+1)/2 word products accumulated in the model, unscaling).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import math
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+FIG7_DATA = ROOT.parent / "shared" / "paper_data" / "khattak2025_fig7"
+
+
+def multiword(A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None, *, model, words: int) -> np.ndarray:
+    """Mary & Mikaitis' scaled multi-word product as run in Khattak & Mikaitis' matmul_test.m."""
+    import workbench
+
+    fin = workbench.format(model.in_format)
+    fout = workbench.format(model.out_format)
+    n = A.shape[1]
+    u = 2.0 ** -fin.p
+    theta = min(fin.max, math.sqrt(fout.max / n))
+    with np.errstate(divide="ignore"):
+        L = np.exp2(np.floor(np.log2(theta / np.max(np.abs(A), axis=1))))
+        M = np.exp2(np.floor(np.log2(theta / np.max(np.abs(B), axis=0))))
+    L[~np.isfinite(L)] = 1.0
+    M[~np.isfinite(M)] = 1.0
+    As, Bs = A * L[:, None], B * M[None, :]
+
+    def split(X: np.ndarray) -> list[np.ndarray]:
+        parts = [workbench.round(X, fin)]
+        r = X - parts[0]
+        for j in range(2, words + 1):
+            Xj = workbench.round(r / u ** (j - 1), fin)
+            parts.append(Xj)
+            r = r - u ** (j - 1) * Xj
+        return parts
+
+    Aw, Bw = split(As), split(Bs)
+    Cp = np.zeros((A.shape[0], B.shape[1]))
+    for j in range(words):
+        for k in range(words):
+            if j + k < words:
+                # the toolbox's GEMM rounds alpha * A_j to the input format (alpha = u^(j+k))
+                Aj = workbench.round(u ** (j + k) * Aw[j], fin) if j + k else Aw[j]
+                Cp = np.asarray(workbench.gemm(Aj, Bw[k], Cp, model=model), dtype=np.float64)
+    return Cp / L[:, None] / M[None, :]
+
+
+def _algorithm_name() -> str:
+    try:
+        if "multiword" in importlib.import_module("algorithms").ALGORITHMS:
+            return "multiword"
+    except (ImportError, AttributeError):
+        pass
+    return "bench_sweep:multiword"
+
+
+def _published() -> dict[tuple[str, int, str], dict[int, float]]:
+    import pandas as pd
+
+    names = {"binary16": "fp16", "bfloat16": "bf16", "fp8-e5m2": "fp8_e5m2"}
+    out = {}
+    for f in FIG7_DATA.glob("matmul_test_*_binary32_words_*_model_*.csv"):
+        parts = f.stem.split("_")
+        d = pd.read_csv(f)
+        out[(names[parts[2]], int(parts[5]), parts[7])] = dict(zip(d["n"], d["error"]))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="the [quick] grid (4 sizes up to 14384)")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--scheduler", default=None)
+    parser.add_argument("--out", default=None, help="results folder (default: a fresh temporary one)")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+    import tomllib
+
+    import workbench.sweep as sweep
+
+    raw = tomllib.loads((ROOT / "experiments" / "fig7_multiword.toml").read_text())
+    algo = _algorithm_name()
+    raw["defaults"]["algorithm"] = algo
+    exp = sweep.parse(raw, quick=args.quick)
+    macs = sum(t.spec["m"] * t.spec["k"] * t.spec["n"] * (t.spec["params"]["words"] * (t.spec["params"]["words"] + 1) // 2)
+               for t in exp.tasks)
+    tmp = None
+    out = args.out
+    if out is None:
+        tmp = tempfile.mkdtemp(prefix="bench_sweep_")
+        out = tmp
+    print(f"Figure 7 grid{' (quick)' if args.quick else ''}: {len(exp)} tasks, "
+          f"{len({t.input_hash for t in exp.tasks})} inputs, {macs:.3g} simulated MACs, algorithm {algo!r}, "
+          f"{'scheduler ' + args.scheduler if args.scheduler else f'{args.workers} workers'}")
+    t0 = time.perf_counter()
+    df = sweep.run(raw, out=out, workers=args.workers, scheduler=args.scheduler, quick=args.quick)
+    wall = time.perf_counter() - t0
+    n_err = int(df["error"].notna().sum())
+    print(f"wall time {wall:.1f} s ({wall / 60:.2f} min); {macs / wall:.3g} simulated MAC/s; "
+          f"{n_err} task errors; reference time {df['reference_s'].drop_duplicates().sum():.1f} s (summed over inputs)")
+    if n_err:
+        print(df.loc[df["error"].notna(), "error"].value_counts().head(5).to_string())
+    published = _published()
+    model_name = {("V100", None, None): "v100", ("A100", None, None): "a100", ("H100", None, None): "h100",
+                  ("L40S", None, None): "l40s", ("B200", None, None): "b200", ("B200", "mma.sync", None): "b200",
+                  ("B200", None, "rn"): "b200rn"}
+    ok = df[df["error"].isna()]
+    print("format    words model   median(ours/published) over n   max ours/bound")
+    for key, g in ok.groupby(["in_format", "param.words", "preset", "instruction", "variant"], dropna=False):
+        fmt, words, preset, instr, variant = key
+        instr = None if isinstance(instr, float) else instr
+        variant = None if isinstance(variant, float) else variant
+        name = model_name[(preset, instr, variant)]
+        pub = published[(fmt, int(words), name)]
+        ratios = [e / pub[k] for k, e in zip(g["k"], g["normwise_inf"]) if pub.get(k, 0) > 0 and e > 0]
+        print(f"{fmt:9s} {int(words):5d} {name:7s} {np.median(ratios) if ratios else float('nan'):12.3g}"
+              f"{(g['normwise_inf'] / g['multiword_bound']).max():28.3g}")
+    if tmp:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

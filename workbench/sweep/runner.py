@@ -114,11 +114,12 @@ def _threads_per_worker(threads: int | None) -> Iterator[None]:
                 os.environ[k] = v
 
 
-def _progress(total: int, enabled: bool, desc: str) -> Any:
+def _progress(total_cost: float, enabled: bool, desc: str) -> Any:
+    """A tqdm bar advanced by task cost (m k n), so that the ETA holds although tasks differ in size."""
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, disable=not enabled, desc=desc, unit="task", dynamic_ncols=True,
-                file=sys.stderr, smoothing=0.1)
+    return tqdm(total=total_cost, disable=not enabled, desc=desc, dynamic_ncols=True, file=sys.stderr,
+                smoothing=0.05, bar_format="{desc} {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}]")
 
 
 def _payload(exp: _spec.Experiment, task: _spec.Task) -> dict[str, Any]:
@@ -222,8 +223,9 @@ def _execute(exp: _spec.Experiment, pending: list[_spec.Task], executor: Any, ou
     for t in sorted(pending, key=lambda t: -t.cost):
         by_input.setdefault(t.input_hash, []).append(t)
     in_flight: dict[Any, tuple[str, Any]] = {}
-    bar = _progress(len(pending), progress, exp.name)
-    errors = 0
+    bar = _progress(sum(t.cost for t in pending), progress, exp.name)
+    errors = finished = 0
+    bar.set_description_str(f"{exp.name}: 0/{len(pending)} tasks", refresh=False)
 
     def submit_tasks(ih: str, reference: Any) -> None:
         for t in by_input[ih]:
@@ -251,9 +253,10 @@ def _execute(exp: _spec.Experiment, pending: list[_spec.Task], executor: Any, ou
                     continue
                 _store.write_row(out, result)
                 errors += result.get("error") is not None
-                bar.update(1)
-                if errors:
-                    bar.set_postfix(errors=errors)
+                finished += 1
+                bar.set_description_str(f"{exp.name}: {finished}/{len(pending)} tasks"
+                                        + (f", {errors} errors" if errors else ""), refresh=False)
+                bar.update(what.cost)
     finally:
         bar.close()
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import inspect
 import itertools
 import json
 import math
@@ -188,6 +189,16 @@ def _check_round_to(where: str, key: str, value: Any, allowed: tuple[str, ...]) 
     _check_format(where, key, value)
 
 
+def _check_generator_params(where: str, prefix: str, gen: str, table: Mapping[str, Any],
+                            reserved: tuple[str, ...]) -> None:
+    func = _inputs.adversarial if gen == "adversarial" else _inputs.GENERATORS[gen]
+    allowed = [p.name for p in inspect.signature(func).parameters.values() if p.kind is p.KEYWORD_ONLY]
+    for key in table:
+        if key not in reserved and key not in allowed:
+            raise ValueError(f"{where}: {prefix}.{key} is not a parameter of generator {gen!r}; expected one of "
+                             f"{allowed + list(reserved)}")
+
+
 def validate_task(spec: dict[str, Any], where: str) -> dict[str, Any]:
     """Check one expanded task and fill defaults; raise ValueError naming the bad key."""
     for key in spec:
@@ -233,6 +244,7 @@ def validate_task(spec: dict[str, Any], where: str) -> dict[str, Any]:
     known = sorted([*_inputs.GENERATORS, "adversarial"])
     if gen not in known:
         raise ValueError(f"{where}: input.generator={gen!r} is not known; expected one of {known}")
+    _check_generator_params(where, "input", gen, inp, ("generator", "round_to", "c"))
     inp.setdefault("round_to", "input")
     _check_round_to(where, "input.round_to", inp["round_to"], ("input", "none"))
     if inp["round_to"] == "input" and out.get("in_format") is None:
@@ -246,6 +258,7 @@ def validate_task(spec: dict[str, Any], where: str) -> dict[str, Any]:
         if c.get("generator") not in _inputs.GENERATORS:
             raise ValueError(f"{where}: input.c.generator={c.get('generator')!r} is not known; expected one of "
                              f"{sorted(_inputs.GENERATORS)}")
+        _check_generator_params(where, "input.c", c["generator"], c, ("generator", "round_to"))
         c.setdefault("round_to", "output")
         _check_round_to(where, "input.c.round_to", c["round_to"], ("output", "none"))
         if c["round_to"] == "output" and out.get("out_format") is None:

@@ -284,3 +284,21 @@ def test_import_workbench_stays_light():
             "print([m for m in ('pandas', 'pyarrow', 'dask', 'tqdm', 'workbench.sweep.runner') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_store_ignores_temporaries_and_duplicates(tmp_path):
+    from workbench.sweep import store
+
+    df = sweep.run(sweep_helpers.experiment(seeds=(0,), ks=(8,)), out=tmp_path, workers=1, progress=False)
+    assert len(df) == 2 and len(list(tmp_path.glob("results-*.parquet"))) == 1
+    # a half-written temporary from a killed writer, and a part duplicating a compacted row
+    (tmp_path / "parts").mkdir(exist_ok=True)
+    (tmp_path / "parts" / f".{df['task_hash'][0]}.parquet.dead.tmp").write_bytes(b"PAR1 truncated")
+    row = df.iloc[0].to_dict()
+    row["signed_errors"] = list(row["signed_errors"])
+    store.write_row(tmp_path, row)
+    again = sweep.load(tmp_path)
+    pd.testing.assert_frame_equal(again, df)
+    sweep.run(sweep_helpers.experiment(seeds=(0,), ks=(8,)), out=tmp_path, workers=1, progress=False)
+    assert not list(tmp_path.rglob("*.tmp")) and not list((tmp_path / "parts").glob("*.parquet"))
+    pd.testing.assert_frame_equal(sweep.load(tmp_path), df)

@@ -133,6 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     df = sweep.run(raw, out=out, workers=args.workers, scheduler=args.scheduler, quick=args.quick)
     wall = time.perf_counter() - t0
     n_err = int(df["error"].notna().sum())
+    cpu = df["cpu_s"].sum()
+    print(f"CPU time of the tasks {cpu:.0f} s ({cpu / 60:.1f} min; {macs / cpu:.3g} simulated MAC per CPU-second): "
+          f"on 2 otherwise idle cores about {cpu / 2 / 60:.1f} min")
     print(f"wall time {wall:.1f} s ({wall / 60:.2f} min); {macs / wall:.3g} simulated MAC/s; "
           f"{n_err} task errors; reference time {df['reference_s'].drop_duplicates().sum():.1f} s (summed over inputs)")
     if n_err:

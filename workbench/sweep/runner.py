@@ -265,7 +265,7 @@ def _failed_row(exp: _spec.Experiment, task: _spec.Task, exc: BaseException) -> 
     import time
 
     row = _tasks.base_row(task.hash, task.input_hash, task.spec, exp.name, task.index, exp.reference)
-    row.update(error=f"worker failed: {type(exc).__name__}: {exc}", traceback=None, elapsed_s=None,
+    row.update(error=f"worker failed: {type(exc).__name__}: {exc}", traceback=None, elapsed_s=None, cpu_s=None,
                finished_at=time.time(), worker=None)
     return row
 

@@ -25,7 +25,7 @@ from .. import inputs as _inputs
 from .measures import METRICS, Context
 
 #: Columns that vary between runs of the same task (excluded when comparing tables).
-TIMING_COLUMNS = ("elapsed_s", "reference_s", "finished_at", "worker")
+TIMING_COLUMNS = ("elapsed_s", "cpu_s", "reference_s", "finished_at", "worker")
 
 
 # ----------------------------------------------------------------- look-ups
@@ -212,6 +212,7 @@ def run_task(payload: Mapping[str, Any], reference: tuple[bool, Any, float] | No
     row["error"] = None
     row["traceback"] = None
     t0 = time.perf_counter()
+    c0 = time.process_time()
     try:
         if reference is not None and not reference[0]:
             raise RuntimeError(reference[1])
@@ -243,6 +244,7 @@ def run_task(payload: Mapping[str, Any], reference: tuple[bool, Any, float] | No
         row["error"] = f"{type(exc).__name__}: {exc}"
         row["traceback"] = traceback.format_exc()
     row["elapsed_s"] = time.perf_counter() - t0
+    row["cpu_s"] = time.process_time() - c0  # CPU time of the worker process, all its threads
     row["finished_at"] = time.time()
     row["worker"] = f"{socket.gethostname()}:{os.getpid()}"
     return row

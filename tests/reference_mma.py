@@ -53,6 +53,18 @@ Parameter names (shared by all functions)
                  pattern of H100/H200/B200 (two interleaved groups of n_fma, pairs
                  alternating, then c late).
 
+Semantics fixed here (not parameters): products exact and unnormalised; alignment
+truncates toward zero in sign-magnitude (RZ_F); TR/GTR-FDPA's later steps round
+down (RD, toward -inf, as two's complement truncation does); NaN/Inf follow Xie
+Sec. 4.2; a tensor-core conversion that overflows gives +-inf even under RZ
+(``final_round(..., overflow="inf")``, Khattak-Mikaitis Sec. IV-B), while
+FMA / FTZ-Add/Mul / E-FDPA follow IEEE 754 (``overflow="ieee"``).
+The "c late" addition of the KM model aligns both operands with 2 extra bits and
+a sticky bit and rounds RNE (MATLAB GEMM.m, fixed cOutRoundMode = 'rne').
+
+Parameters that reproduce the Khattak-Mikaitis hardware vectors bit for bit:
+see DEVICE_MODELS / hw_model in tests/test_reference_mma.py.
+
 Sign of zero: an exact-zero fused sum is +0 unless every addend is -0 (IEEE sum
 rule); NVIDIA tensor cores never output -0 otherwise (Valpey et al. Sec. 4.4).
 """

@@ -1,1 +1,30 @@
-"""GEMM algorithms built on matrix-unit presets."""
+"""GEMM algorithms built on matrix-unit presets (they use :func:`workbench.gemm` only).
+
+Each algorithm is ``f(A, B, C=None, *, model, **params)`` returning a float64 array
+(``return_words=True`` also returns the intermediate words):
+
+``markidis``        Markidis et al. (2018): fp16 word + unscaled residual, 3 or 4 products.
+``ootomo_yokota``   Ootomo & Yokota (2022): halfhalf / tf32tf32, large product
+                    accumulated outside the unit with round-to-nearest.
+``multiword``       Fasi et al. (2023), Mary & Mikaitis (2025) Section 4: p scaled words;
+                    the experiment of Khattak & Mikaitis (2025) Figure 7.
+``cutlass_xtf32``   CUTLASS 3xTF32 / 4xTF32.
+``bf16xn``          Henry et al. (2019) bf16x3 / bf16x6 / bf16x9.
+``ozaki``           Ozaki scheme (slices) and Ozaki scheme II (CRT) on the exact
+                    INT8 unit :data:`INT8_UNIT`.
+
+``get(name)`` / ``available()`` / ``ALGORITHMS`` name them by string.  Input
+generators of Ootomo & Yokota's exponent ranges are
+:func:`workbench.inputs.exponent_range` (``type="type1"``: exponents -15..14).
+"""
+
+from ._registry import ALGORITHMS, available, get
+from .bf16xn import bf16xn
+from .cutlass import cutlass_xtf32
+from .markidis import markidis
+from .multiword import multiword
+from .ootomo_yokota import ootomo_yokota
+from .ozaki import INT8_UNIT, Int8Unit, ozaki
+
+__all__ = ["ALGORITHMS", "INT8_UNIT", "Int8Unit", "available", "bf16xn", "cutlass_xtf32", "get", "markidis",
+           "multiword", "ootomo_yokota", "ozaki"]

@@ -1,0 +1,126 @@
+"""Helpers shared by the algorithm modules: validation, splitting, product chains.
+
+Every algorithm issues its word products to the simulated matrix unit through
+:func:`workbench.gemm` only.  A sequence of products accumulated in the unit's
+accumulator (``D <- X_1 Y_1 + D``, ``D <- X_2 Y_2 + D``, ...) is issued as *one*
+``gemm`` call on operands concatenated along K (:func:`chain`), which is bit-for-bit
+the same as the separate chained calls (each segment is zero-padded to a multiple of
+the unit's block size ``L``, so no block mixes two products) and decomposes the
+operands once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+import workbench
+from workbench.engine.model import Model
+
+#: Term orders of a product chain (see :func:`chain`).
+ORDERS = ("sequential", "interleaved")
+
+
+def as_matrices(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike | None,
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """A, B (and C) as finite float64 2-D arrays with matching shapes, else ValueError."""
+    out = []
+    for name, X in (("A", A), ("B", B), ("C", C)):
+        if X is None:
+            out.append(None)
+            continue
+        arr = np.asarray(X)
+        if arr.dtype.kind not in "fiu":
+            raise ValueError(f"{name} must hold real numbers (float32/float64 data); got dtype {arr.dtype}")
+        arr = arr.astype(np.float64)
+        if arr.ndim != 2:
+            raise ValueError(f"{name} must be a 2-D array; got shape {arr.shape}")
+        if not np.isfinite(arr).all():
+            raise ValueError(f"{name} contains NaN or Inf; the splitting algorithms need finite inputs")
+        out.append(arr)
+    A64, B64, C64 = out
+    if A64.shape[1] != B64.shape[0]:
+        raise ValueError(f"A is {A64.shape[0]}x{A64.shape[1]} and B is {B64.shape[0]}x{B64.shape[1]}: "
+                         "the number of columns of A must equal the number of rows of B")
+    if C64 is not None and C64.shape != (A64.shape[0], B64.shape[1]):
+        raise ValueError(f"C has shape {C64.shape}; A @ B has shape {(A64.shape[0], B64.shape[1])}")
+    return A64, B64, C64
+
+
+def check_model(model: object, in_formats: Sequence[str], algorithm: str) -> Model:
+    """``model`` must be a workbench Model whose input format is one of ``in_formats``."""
+    if not isinstance(model, Model):
+        raise ValueError(f"{algorithm}: model= must be a matrix-unit model from workbench.preset(...) or "
+                         f"workbench.custom_model(...); got {type(model).__name__}")
+    fin = workbench.format(model.in_format).name
+    if fin not in in_formats:
+        raise ValueError(f"{algorithm}: the words are {' or '.join(in_formats)} but the preset's input format is "
+                         f"{fin}; choose a preset with in_format in {tuple(in_formats)}, e.g. "
+                         f"workbench.preset('B200', '{in_formats[0]}', 'fp32')")
+    if workbench.format(model.out_format).name != "fp32":
+        raise ValueError(f"{algorithm}: the algorithm accumulates in binary32 but the preset's output format is "
+                         f"{model.out_format}; choose the preset with out_format='fp32'")
+    return model
+
+
+def to_fp32(X: np.ndarray) -> np.ndarray:
+    """The fp32 value of each entry (RNE cast), as float64: the input of an SGEMM emulation."""
+    return X.astype(np.float32).astype(np.float64)
+
+
+def split(X: np.ndarray, fmt: str, words: int, *, mode: str = "rne", scale: float = 1.0) -> list[np.ndarray]:
+    """``words`` words of ``fmt``: w_1 = fl(X), w_j = fl((X - sum_{i<j} w_i s^(i-1)) / s^(j-1)).
+
+    ``s = 1 / scale`` (``scale = 2^11`` is Ootomo-Yokota's residual scaling, 1 is
+    Markidis' unscaled residual); residuals are formed in float64, exactly for the
+    formats used here (each word is a rounding of the current residual).
+    """
+    out = []
+    r = X
+    factor = 1.0
+    for _ in range(words):
+        w = workbench.round(r * factor, fmt, mode)
+        out.append(w)
+        r = r - w / factor
+        factor *= scale
+    return out
+
+
+def chain(model: Model, pairs: Sequence[tuple[np.ndarray, np.ndarray]], C: np.ndarray | None = None, *,
+          order: str = "sequential") -> np.ndarray:
+    """The unit's accumulation of ``sum_l X_l @ Y_l + C`` over ``pairs``, in the given term order.
+
+    ``order="sequential"``: product 1 over the whole of K (chained block by block as
+    the unit does), then product 2 with that result as its accumulator input, and
+    so on (separate GEMM calls sharing the accumulator).  ``order="interleaved"``:
+    for each K-block of ``model.L`` columns, the products in turn (a WMMA/MMA kernel
+    that issues all products of one k-tile before moving on).  C (fp32 values) is
+    the accumulator input of the first block; result as float64 holding fp32 values.
+    """
+    if order not in ORDERS:
+        raise ValueError(f"order={order!r}: expected one of {ORDERS}")
+    M, K = pairs[0][0].shape
+    N = pairs[0][1].shape[1]
+    L = model.L
+    nb = -(-K // L)
+    Kp = nb * L
+    P = len(pairs)
+    Xs = np.zeros((P, M, Kp))
+    Ys = np.zeros((P, Kp, N))
+    for idx, (X, Y) in enumerate(pairs):
+        Xs[idx, :, :K] = X
+        Ys[idx, :K, :] = Y
+    if order == "sequential":
+        Abig = Xs.transpose(1, 0, 2).reshape(M, P * Kp)
+        Bbig = Ys.reshape(P * Kp, N)
+    else:
+        Abig = Xs.reshape(P, M, nb, L).transpose(1, 2, 0, 3).reshape(M, P * Kp)
+        Bbig = Ys.reshape(P, nb, L, N).transpose(1, 0, 2, 3).reshape(P * Kp, N)
+    D = workbench.gemm(Abig, Bbig, C, model=model)
+    return D.astype(np.float64)
+
+
+def fp32_add(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """fl32(x + y) with round-to-nearest-even (an FADD on the ordinary cores)."""
+    return workbench.round(x + y, "fp32", "rne")

@@ -1,0 +1,38 @@
+"""Registry: algorithms by name, so sweeps and notebooks can name them as strings."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+
+import numpy as np
+
+from .bf16xn import bf16xn
+from .cutlass import cutlass_xtf32
+from .markidis import markidis
+from .multiword import multiword
+from .ootomo_yokota import ootomo_yokota
+from .ozaki import ozaki
+
+#: name -> f(A, B, C=None, *, model, **params) -> float64 ndarray
+ALGORITHMS: Mapping[str, Callable[..., np.ndarray]] = MappingProxyType({
+    "markidis": markidis,
+    "ootomo_yokota": ootomo_yokota,
+    "multiword": multiword,
+    "cutlass_xtf32": cutlass_xtf32,
+    "bf16xn": bf16xn,
+    "ozaki": ozaki,
+})
+
+
+def available() -> list[str]:
+    """The registered algorithm names, sorted."""
+    return sorted(ALGORITHMS)
+
+
+def get(name: str) -> Callable[..., np.ndarray]:
+    """The algorithm called ``name`` (see :func:`available`); ValueError lists the names."""
+    try:
+        return ALGORITHMS[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown algorithm {name!r}; available: {', '.join(available())}") from None

@@ -1,0 +1,67 @@
+"""bf16x3 / bf16x6 / bf16x9: fp32 GEMM emulated with three bfloat16 words.
+
+G. Henry, P. T. P. Tang, A. Heinecke, "Leveraging the bfloat16 Artificial
+Intelligence Datatype For Higher-Precision Computations", ARITH 2019, Section III:
+x = b_1 + b_2 + b_3 with b_1 = bf16(x), b_2 = bf16(x - b_1), b_3 = bf16(x - b_1 - b_2)
+(round to nearest even), and the product A B ~= sum of b^A_j b^B_k over
+
+* bf16x3: (j, k) in {(1,1), (1,2), (2,1)};
+* bf16x6: j + k <= 4;
+* bf16x9: all nine;
+
+accumulated in fp32, smallest products first (Henry et al.: "the smaller terms are
+computed first").  Here the accumulation is the matrix unit's fp32 accumulator.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from workbench.engine.model import Model
+
+from ._common import ORDERS, as_matrices, chain, check_model, split, to_fp32
+
+PRODUCT_SETS: dict[int, tuple[tuple[int, int], ...]] = {
+    3: ((1, 1), (1, 2), (2, 1)),
+    6: ((1, 1), (1, 2), (2, 1), (1, 3), (2, 2), (3, 1)),
+    9: tuple((j, k) for j in (1, 2, 3) for k in (1, 2, 3)),
+}
+
+
+def bf16xn(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike | None = None, *,
+           model: Model, products: int = 3, order: str = "sequential",
+           return_words: bool = False) -> np.ndarray | tuple[np.ndarray, dict[str, list[np.ndarray]]]:
+    """D = A B + C by Henry et al.'s bf16x3 / bf16x6 / bf16x9 scheme.
+
+    Parameters
+    ----------
+    A, B, C:
+        Cast to fp32 (RNE) first (the scheme emulates an SGEMM).
+    model:
+        A bf16 -> fp32 preset.
+    products:
+        3 (default), 6 or 9.
+    order:
+        ``"sequential"`` (default: one product over all of K after another, smallest
+        words' products first: (j, k) sorted by decreasing j + k) or ``"interleaved"``.
+    return_words:
+        Also return ``{"A": [b_1, b_2, b_3], "B": [...], "pairs": [...]}``.
+
+    Returns
+    -------
+    float64 array holding fp32 values, or ``(D, words)``.
+    """
+    A64, B64, C64 = as_matrices(A, B, C)
+    check_model(model, ("bf16",), "bf16xn")
+    if products not in PRODUCT_SETS:
+        raise ValueError(f"products={products!r}: expected 3, 6 or 9 (bf16x3, bf16x6, bf16x9)")
+    if order not in ORDERS:
+        raise ValueError(f"order={order!r}: expected one of {ORDERS}")
+    Aw = split(to_fp32(A64), "bf16", 3)
+    Bw = split(to_fp32(B64), "bf16", 3)
+    idx = sorted(PRODUCT_SETS[products], key=lambda jk: (-(jk[0] + jk[1]), jk))
+    pairs = [(Aw[j - 1], Bw[k - 1]) for j, k in idx]
+    D = chain(model, pairs, None if C64 is None else to_fp32(C64), order=order)
+    if return_words:
+        return D, {"A": Aw, "B": Bw, "pairs": idx}
+    return D

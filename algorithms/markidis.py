@@ -1,0 +1,78 @@
+"""Markidis et al. (2018) precision refinement on a half-precision matrix unit.
+
+S. Markidis, S. W. D. Chien, E. Laure, I. B. Peng, J. S. Vetter, "NVIDIA Tensor Core
+Programmability, Performance & Precision", IPDPSW 2018, Section V; written as
+Valpey et al. (2025), Section 6 (and Ootomo & Yokota 2022, eq. (6)) quote it::
+
+    A16 = fp16(A),  R_A = fp16(A - A16)          (no scaling of the residual)
+    A B ~= A16 B16 + R_A B16 + A16 R_B [+ R_A R_B]
+
+All products are accumulated in the matrix unit's accumulator (round-toward-zero
+on NVIDIA parts), with C as the accumulator's initial value.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from workbench.engine.model import Model
+
+from ._common import as_matrices, chain, check_model, split
+
+#: Default term order (smallest products first, the large product last, so that the
+#: corrections enter the block that also holds A16 B16; see :func:`markidis`).
+SMALL_FIRST = "small_first"
+ORDERINGS = ("small_first", "large_first")
+
+
+def markidis(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike | None = None, *,
+             model: Model, terms: int = 3, ordering: str = SMALL_FIRST, order: str = "sequential",
+             return_words: bool = False) -> np.ndarray | tuple[np.ndarray, dict[str, np.ndarray]]:
+    """D = A B + C by Markidis et al.'s split into a half-precision word and its residual.
+
+    Parameters
+    ----------
+    A, B, C:
+        float32/float64 data; the split is formed in float64 (exact for fp32 data).
+        C is rounded to fp32 (RNE) and is the accumulator's initial value.
+    model:
+        A preset whose input format holds the words (fp16 in the paper; a bf16 or
+        tf32 preset splits into its own format) and whose output is fp32.
+    terms:
+        3 (default; R_A R_B dropped, Markidis et al. Section V) or 4 (all products,
+        the form Valpey et al. Section 6 analyse).
+    ordering:
+        ``"small_first"`` (default): R_A R_B (if kept), R_A B16, A16 R_B, then A16 B16;
+        ``"large_first"``: the reverse.  The paper does not fix the order; the
+        default lets the final block hold the large products with the corrections
+        as its addend, the accumulation Valpey et al. Section 6 (steps 5-7) model.
+    order:
+        ``"sequential"`` (default: each product over all of K, one GEMM call after
+        another sharing the accumulator) or ``"interleaved"`` (per K-block of
+        ``model.L``, all products in turn), see :func:`algorithms._common.chain`.
+    return_words:
+        Also return ``{"A16", "R_A", "B16", "R_B"}``.
+
+    Returns
+    -------
+    float64 array (fp32 values, the unit's output), or ``(D, words)``.
+    """
+    A64, B64, C64 = as_matrices(A, B, C)
+    check_model(model, ("fp16", "bf16", "tf32"), "markidis")
+    if terms not in (3, 4):
+        raise ValueError(f"terms={terms!r}: Markidis et al. use 3 products (R_A R_B dropped) or 4")
+    if ordering not in ORDERINGS:
+        raise ValueError(f"ordering={ordering!r}: expected one of {ORDERINGS}")
+    fmt = model.in_format
+    A16, RA = split(A64, fmt, 2)
+    B16, RB = split(B64, fmt, 2)
+    pairs = [(RA, B16), (A16, RB), (A16, B16)]
+    if terms == 4:
+        pairs.insert(0, (RA, RB))
+    if ordering == "large_first":
+        pairs.reverse()
+    C32 = None if C64 is None else C64.astype(np.float32).astype(np.float64)
+    D = chain(model, pairs, C32, order=order)
+    if return_words:
+        return D, {"A16": A16, "R_A": RA, "B16": B16, "R_B": RB}
+    return D

@@ -1,0 +1,133 @@
+"""Multi-word matrix multiplication with narrow-range words.
+
+M. Fasi, N. J. Higham, F. Lopez, T. Mary, M. Mikaitis, "Matrix multiplication in
+multiword arithmetic: error analysis and application to GPU tensor cores", SIAM J.
+Sci. Comput. 45(1), 2023; T. Mary, M. Mikaitis, "Error analysis of matrix
+multiplication with narrow range floating-point arithmetic" (hal-04671474, 2024/25),
+Section 4; the experiment of Khattak & Mikaitis (2025), Figure 7, defined exactly in
+``paper_data/khattak2025_fig7/README.md`` (``experiments/matmul_test.m`` and
+``models/tools/GEMM.m`` of the MATLAB Tensor Core toolbox):
+
+1. scaling: theta = min(f_max, sqrt(F_max / n)); row scales
+   L_i = 2^floor(log2(theta / max_j |A_ij|)), column scales
+   M_j = 2^floor(log2(theta / max_i |B_ij|)); A' = diag(L) A, B' = B diag(M);
+2. splitting: A_1 = fl(A'), A_j = fl(r_{j-1} / u^(j-1)), r_j = r_{j-1} - u^(j-1) A_j
+   (u = 2^-t of the word format, fl = round to nearest even);
+3. products (j, k) with j + k <= p + 1 in the loop order (1,1),(1,2),...,(2,1),...:
+   C' <- alpha A_j B_k + C' with alpha = u^(j+k-2) multiplied into A_j and rounded to
+   the unit's input format (as GEMM.m does), accumulated in the unit;
+4. unscaling in float64: C = diag(1/L) C' diag(1/M).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import workbench
+from workbench.engine.model import Model
+
+from ._common import ORDERS, as_matrices, chain, check_model, split
+
+WORD_FORMATS = ("fp16", "bf16", "fp8_e4m3", "fp8_e5m2")
+PRODUCTS = ("triangle", "all")
+ALPHA_PLACEMENTS = ("input", "after")
+
+
+def _scales(X: np.ndarray, theta: float, axis: int) -> np.ndarray:
+    """Powers of two 2^floor(log2(theta / max|X|)) along ``axis`` (1 for all-zero lines)."""
+    mx = np.max(np.abs(X), axis=axis)
+    e = np.zeros(mx.shape)
+    nz = mx > 0
+    e[nz] = np.floor(np.log2(theta / mx[nz]))
+    return np.ldexp(1.0, e.astype(np.int64))
+
+
+def multiword(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike | None = None, *,
+              model: Model, words: int = 2, word_format: str | None = None, products: str = "triangle",
+              alpha_placement: str = "input", scaling: bool = True, order: str = "sequential",
+              return_words: bool = False) -> np.ndarray | tuple[np.ndarray, dict[str, object]]:
+    """A B (+ C) from ``words``-word splittings of A and B, products in the matrix unit.
+
+    Parameters
+    ----------
+    A, B:
+        float32/float64 data (split in float64).
+    C:
+        Optional; added to the unscaled product in float64 (the paper's experiment
+        has no C).
+    model:
+        A preset with fp32 output whose input format holds the words (the unit's
+        input format by default).
+    words:
+        Number of words p >= 1.
+    word_format:
+        fp16, bf16, fp8_e4m3 or fp8_e5m2; ``None`` = the unit's input format.  A word
+        format different from the unit's must be exactly representable in it.
+    products:
+        ``"triangle"`` (default): the p(p+1)/2 products with j + k <= p + 1;
+        ``"all"``: all p^2 products (same loop order).
+    alpha_placement:
+        ``"input"`` (default, GEMM.m): alpha = u^(j+k-2) multiplied into A_j and
+        rounded (RNE, with subnormals) to the unit's input format, every product
+        chained in the unit's accumulator.  ``"after"``: each A_j B_k computed by
+        the unit from a zero accumulator, multiplied by alpha and summed in float64.
+    scaling:
+        True (default): the power-of-two row/column scaling of step 1; False: none.
+    order:
+        Term order of the in-unit chain (``"sequential"``: one product over all of K
+        after the other, as the toolbox's successive model calls; or
+        ``"interleaved"``), see :func:`algorithms._common.chain`.
+    return_words:
+        Also return ``{"A": [A_1..A_p], "B": [B_1..B_p], "row_scale": L,
+        "col_scale": M, "pairs": [(j, k), ...], "theta": theta}``.
+
+    Returns
+    -------
+    float64 array, or ``(D, words)``.
+    """
+    A64, B64, C64 = as_matrices(A, B, C)
+    if not isinstance(model, Model):
+        raise ValueError("multiword: model= must be a matrix-unit model from workbench.preset(...)")
+    unit_fmt = workbench.format(model.in_format)
+    wf = workbench.format(word_format if word_format is not None else model.in_format)
+    if wf.name not in WORD_FORMATS:
+        raise ValueError(f"word_format={wf.name!r}: expected one of {WORD_FORMATS}")
+    check_model(model, (unit_fmt.name,), "multiword")
+    if wf.name != unit_fmt.name and (wf.p > unit_fmt.p or wf.emin < unit_fmt.emin or wf.max > unit_fmt.max):
+        raise ValueError(f"multiword: {wf.name} words are not all representable in the preset's input format "
+                         f"{unit_fmt.name}; choose a preset with in_format={wf.name!r} or a narrower word_format")
+    if not isinstance(words, (int, np.integer)) or words < 1:
+        raise ValueError(f"words={words!r}: expected a positive integer number of words")
+    if products not in PRODUCTS:
+        raise ValueError(f"products={products!r}: expected one of {PRODUCTS}")
+    if alpha_placement not in ALPHA_PLACEMENTS:
+        raise ValueError(f"alpha_placement={alpha_placement!r}: expected one of {ALPHA_PLACEMENTS}")
+    if order not in ORDERS:
+        raise ValueError(f"order={order!r}: expected one of {ORDERS}")
+    p = int(words)
+    n = A64.shape[1]
+    u = 2.0 ** -wf.p
+    out = workbench.format(model.out_format)
+    theta = min(wf.max, float(np.sqrt(out.max / max(n, 1))))
+    if scaling:
+        Ls = _scales(A64, theta, axis=1)
+        Ms = _scales(B64, theta, axis=0)
+    else:
+        Ls = np.ones(A64.shape[0])
+        Ms = np.ones(B64.shape[1])
+    Aw = split(A64 * Ls[:, None], wf.name, p, scale=1.0 / u)
+    Bw = split(B64 * Ms[None, :], wf.name, p, scale=1.0 / u)
+    idx = [(j, k) for j in range(1, p + 1) for k in range(1, p + 1) if products == "all" or j + k <= p + 1]
+    if alpha_placement == "input":
+        pairs = [(workbench.round(u ** (j + k - 2) * Aw[j - 1], unit_fmt, "rne"), Bw[k - 1]) for j, k in idx]
+        Cs = chain(model, pairs, order=order)
+    else:
+        Cs = np.zeros((A64.shape[0], B64.shape[1]))
+        for j, k in idx:
+            Cs = Cs + u ** (j + k - 2) * workbench.gemm(Aw[j - 1], Bw[k - 1], model=model).astype(np.float64)
+    D = Cs / Ls[:, None] / Ms[None, :]
+    if C64 is not None:
+        D = D + C64
+    if return_words:
+        return D, {"A": Aw, "B": Bw, "row_scale": Ls, "col_scale": Ms, "pairs": idx, "theta": theta}
+    return D

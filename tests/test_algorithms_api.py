@@ -116,3 +116,26 @@ def test_algorithms_import_no_sweep_or_probes():
             "'workbench.probes', 'dask', 'torch'))]; print(bad); sys.exit(1 if bad else 0)")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_ootomo_yokota_hi_block_spanning_k_equals_the_in_unit_variant():
+    """hi_block >= K: one in-unit chain from 0, added once to C = 0 (exact) = the "rz" variant's D_hi."""
+    rng = np.random.default_rng(2)
+    A = rng.standard_normal((5, 4 * FP16.L)).astype(np.float32)
+    B = rng.standard_normal((4 * FP16.L, 3)).astype(np.float32)
+    whole = algorithms.ootomo_yokota(A, B, model=FP16, hi_block=4 * FP16.L)
+    np.testing.assert_array_equal(whole, algorithms.ootomo_yokota(A, B, model=FP16, accumulation="rz"))
+    per_block = algorithms.ootomo_yokota(A, B, model=FP16, hi_block=FP16.L)
+    np.testing.assert_array_equal(per_block, algorithms.ootomo_yokota(A, B, model=FP16))
+    with pytest.raises(ValueError, match="multiple of the unit's block size"):
+        algorithms.ootomo_yokota(A, B, model=FP16, hi_block=FP16.L + 1)
+
+
+def test_multiword_without_scaling_one_word_is_the_plain_unit_product():
+    """scaling=False, p = 1: A_1 = fl(A), B_1 = fl(B), one product from a zero accumulator."""
+    rng = np.random.default_rng(3)
+    A = rng.standard_normal((4, 40))
+    B = rng.standard_normal((40, 3))
+    got = algorithms.multiword(A, B, model=FP16, words=1, scaling=False)
+    want = workbench.gemm(workbench.round(A, "fp16"), workbench.round(B, "fp16"), model=FP16)
+    np.testing.assert_array_equal(got, want.astype(np.float64))

@@ -1,12 +1,14 @@
 """Command line: ``workbench <command> ...``.
 
 Thin by design: each command parses its arguments, calls the library and prints.
-Commands register themselves in :data:`COMMANDS` as (help, add_arguments, run).
+Commands register themselves in :data:`COMMANDS` as (help, add_arguments, run), or in
+:data:`MODULE_COMMANDS` when a subpackage defines them.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
 import sys
 from collections.abc import Callable, Sequence
@@ -55,6 +57,14 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callab
 }
 
 
+# Commands defined next to the code they drive: name -> module providing HELP,
+# add_arguments(parser) and run_command(args).  Each module keeps its heavy imports
+# inside run_command, so building the parser stays cheap.
+MODULE_COMMANDS: dict[str, str] = {
+    "sweep": "workbench.sweep.cli",
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="workbench",
@@ -65,6 +75,11 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
         add_args(p)
         p.set_defaults(_run=run)
+    for name, module_name in MODULE_COMMANDS.items():
+        module = importlib.import_module(module_name)
+        p = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        module.add_arguments(p)
+        p.set_defaults(_run=module.run_command)
     return parser
 
 

@@ -1,0 +1,48 @@
+"""``workbench discriminate PRESET_A PRESET_B``: the simplest input on which two
+presets (or device:format names) give different bits (Valpey et al. 2025 Section 4).
+
+Registered by :mod:`workbench.cli`; this module only parses and prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model_a", metavar="PRESET_A",
+                        help="preset name ('hopper/wgmma/fp16->fp32') or DEVICE:IN:OUT[:VARIANT] ('H100:fp16:fp32')")
+    parser.add_argument("model_b", metavar="PRESET_B", help="second preset, same forms")
+    parser.add_argument("-K", type=int, default=None, help="dot-product length (default: the larger block size L)")
+    parser.add_argument("--budget", type=int, default=200_000, help="candidate inputs to try (default 200000)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed of the randomised phase")
+    parser.add_argument("--no-shrink", action="store_true", help="report the first input found, unsimplified")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Exit status 0 when an input was found, 1 when none (the message says whether none
+    exists or none was found within the budget)."""
+    from .discrimination import discriminate_outcome, model_label
+
+    out = discriminate_outcome(args.model_a, args.model_b, K=args.K, budget=args.budget, seed=args.seed,
+                               shrink=not args.no_shrink)
+    if args.json:
+        payload = {"status": out.status, "reason": out.reason, "candidates": out.candidates,
+                   "result": out.result.to_dict() if out.result is not None else None}
+        print(json.dumps(payload, indent=2))
+        return 0 if out.result is not None else 1
+    if out.result is None:
+        print(f"{out.status}: {out.reason}")
+        return 1
+    r = out.result
+    print(f"{model_label(r.model_a)}  vs  {model_label(r.model_b)}   (K={r.K}, {out.reason})")
+    for k, x, y in r.terms():
+        print(f"  a[{k}] = {x!r:<24} b[{k}] = {y!r}")
+    if not r.terms():
+        print("  all products zero")
+    print(f"  c    = {r.c!r}")
+    print(f"  {model_label(r.model_a)}: {r.out_a!r}")
+    print(f"  {model_label(r.model_b)}: {r.out_b!r}")
+    return 0

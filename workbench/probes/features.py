@@ -1,0 +1,617 @@
+"""Feature probes of MMA-Sim's closed-loop feature probing (CLFP) and Khattak-Mikaitis' GNFT.
+
+Every probe takes a :class:`~workbench.probes.blackbox.BlackBox` and returns plain data
+(a dataclass with the conclusion and the evidence).  Constants come from the formats
+(:mod:`workbench.probes.vectors`).  The probes and their sources:
+
+* :func:`probe_subnormals` - Fasi et al. 2021, "Support for subnormal numbers";
+  Khattak & Mikaitis 2025 Section III-A (generalised form).
+* :func:`probe_structure` - Xie et al. 2025 Section 3.1.2: the FPRev matrix
+  ``d(i, j) / v`` with p_i = U, p_j = -U and every other product v, matched against
+  the summation trees of the elementary operations (block chains of L terms with c
+  early, interleaved groups with c late, FTZ-AddMul's pairwise trees, exact blocks).
+  This gives the block size NFMA / L (Khattak-Mikaitis Section IV) and interleaving.
+* :func:`probe_c_position` - c early or late (Khattak-Mikaitis Table II; Fasi et al.
+  found c inside the 5-operand sum, Hickmann et al. outside).
+* :func:`probe_precision` - Xie Section 3.1.3 "Summation Precision":
+  FusedSum(U, -U, eps), eps halved until it is lost: F fractional bits (neab = F - (p_out - 1)).
+* :func:`probe_result_precision` - precision of the fused sum's final rounding (the
+  RZ-E8M13 of Ada/Hopper fp8, Xie Table 2), with carries so the window is not the limit.
+* :func:`probe_rounding` - Xie Section 3.1.3 "Rounding Mode": remainders 0.25, 0.75 ulp
+  on both signs, then ties 0.5 and 1.5 ulp (RNE/RNA/RNZ/RNO...).
+* :func:`probe_sticky` - Khattak-Mikaitis' ``stkbitenabled``: terms that fall off the
+  window leave a trace only if a sticky bit is kept.
+* :func:`probe_zero_exponent` lives in :mod:`workbench.probes.infer` (it needs the
+  other parameters to build the hypotheses it compares).
+* :func:`probe_specials` - Xie Section 4.2 (Inf, NaN, overflow).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .. import formats as _formats
+from .blackbox import BlackBox
+from .vectors import Cases, Ranges
+
+__all__ = [
+    "Structure", "probe_subnormals", "probe_structure", "probe_c_position", "probe_precision",
+    "probe_result_precision", "probe_rounding", "probe_sticky", "probe_specials", "decide_rounding",
+    "fprev_prediction", "group_positions",
+]
+
+
+# =================================================================== subnormals
+@dataclass
+class Subnormals:
+    """Fasi et al. 2021 (Section "Support for subnormal numbers"), generalised."""
+
+    inputs: bool            # a subnormal a times 2^k is not flushed
+    c_passthrough: bool     # a subnormal c with A = B = 0 comes back unchanged
+    outputs_from_products: bool | None  # products can produce an output subnormal (None: unreachable)
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+def probe_subnormals(bb: BlackBox, K: int = 4) -> Subnormals:
+    fin, fout = bb.in_fmt, bb.out_fmt
+    r = Ranges(fin, fout)
+    K = min(K, bb.max_k or K)
+    cs = Cases(K, fin, fout)
+    # a = smallest subnormal of the input, b = a power of two lifting the product into
+    # the output's normal range when possible (Fasi: a11 = 2^-24, b11 = 2^2)
+    a = fin.min_subnormal
+    kb = min(fin.emax, max(0, fout.emin - int(math.log2(a)) + 1))
+    aa = np.zeros(K)
+    bb_ = np.zeros(K)
+    aa[0], bb_[0] = a, 2.0 ** kb
+    i_in = cs.add_raw(aa, bb_, 0.0)
+    i_c = cs.add({}, fout.min_subnormal) if fout.subnormals else None
+    # output subnormal from normal inputs: c = min_normal_out, product = -min_normal_out/2
+    target = fout.min_normal / 2
+    i_out = None
+    if r.prod_lo <= math.log2(target) <= r.prod_hi:
+        i_out = cs.add({0: target})
+    d = cs.run(bb)
+    exp_in = a * 2.0 ** kb
+    return Subnormals(
+        inputs=bool(d[i_in] == exp_in),
+        c_passthrough=bool(i_c is None or d[i_c] == fout.min_subnormal),
+        outputs_from_products=None if i_out is None else bool(d[i_out] == target),
+        evidence={"subnormal_input_result": float(d[i_in]), "expected": exp_in,
+                  "c_subnormal_result": None if i_c is None else float(d[i_c])},
+    )
+
+
+# =================================================================== structure
+@dataclass(frozen=True)
+class Structure:
+    """A summation tree family (Xie et al. Figure 2).
+
+    ``shape``: ``"chain"`` (blocks of L terms, each fused with the running result:
+    T-FDPA with c early; L = 1 is a chain of FMAs), ``"late"`` (blocks of L terms split
+    into ``interleave`` groups of pairs, the groups chained, the running result added
+    after: Khattak-Mikaitis' fp8 ``mma.sync``), ``"pairwise"`` (FTZ-AddMul: P products
+    summed pairwise, then added to the running result; Xie Algorithm 2), ``"exact"``
+    (blocks summed without swamping: E-FDPA, Xie Algorithm 6)."""
+
+    shape: str
+    L: int
+    interleave: int = 1
+
+    def describe(self) -> str:
+        if self.shape == "chain":
+            return "chain of FMAs" if self.L == 1 else f"fused blocks of L={self.L} with c early (swamped)"
+        if self.shape == "late":
+            return f"fused blocks of L={self.L}, {self.interleave} interleaved group(s), c added late"
+        if self.shape == "pairwise":
+            return f"pairwise sums of P={self.L} products, then added to c"
+        return f"exact (non-swamped) blocks of L={self.L}"
+
+
+def group_positions(L: int, interleave: int) -> list[list[int]]:
+    """Positions of each interleaved group inside a block (pairs of consecutive elements,
+    Khattak-Mikaitis Fig. 5c: 0,1,4,5,... and 2,3,6,7,...)."""
+    if interleave == 1:
+        return [list(range(L))]
+    return [[k for k in range(L) if (k >> 1) % interleave == g] for g in range(interleave)]
+
+
+def _fused(terms: list[tuple[int, int]], swamped: bool) -> tuple[int, int]:
+    """Swamp algebra: a value is (multiple of U, multiple of v).  A swamped fused sum
+    containing any U term loses every v term (Xie Eq. 8); a non-swamped one keeps
+    them (Eq. 9)."""
+    big = 0
+    small = 0
+    has_big = False
+    for b, v in terms:
+        if b:
+            has_big = True
+            big += b
+        small += v
+    if has_big and swamped:
+        return big, 0
+    return big, small
+
+
+def _simulate(st: Structure, vals: list[tuple[int, int]]) -> tuple[int, int]:
+    K = len(vals)
+    acc = (0, 0)
+    L = st.L
+    for k0 in range(0, K, L):
+        blk = vals[k0:k0 + L] + [(0, 0)] * max(0, k0 + L - K)
+        if st.shape == "chain":
+            acc = _fused([acc] + blk, True)
+        elif st.shape == "exact":
+            acc = _fused([acc] + blk, False)
+        elif st.shape == "late":
+            s: tuple[int, int] | None = None
+            for pos in group_positions(L, st.interleave):
+                terms = [blk[p] for p in pos]
+                s = _fused(terms if s is None else [s] + terms, True)
+            assert s is not None
+            acc = _fused([acc, s], True)
+        elif st.shape == "pairwise":
+            level = list(blk)
+            while len(level) > 1:
+                level = [_fused([level[q], level[q + 1]], True) for q in range(0, len(level), 2)]
+            acc = _fused([acc, level[0]], True)
+        else:  # pragma: no cover - guarded by the constructor callers
+            raise ValueError(st.shape)
+    return acc
+
+
+def _predict(st: Structure, K: int, pairs: list[tuple[int, int]]) -> np.ndarray:
+    out = np.empty(len(pairs), dtype=np.int64)
+    for q, (i, j) in enumerate(pairs):
+        vals = [(0, 1)] * K
+        vals[i] = (1, 0)
+        vals[j] = (-1, 0)
+        big, small = _simulate(st, vals)
+        out[q] = small if big == 0 else -1
+    return out
+
+
+def fprev_prediction(st: Structure, K: int) -> np.ndarray:
+    """Predicted FPRev matrix n[i, j] = d(i, j) / v (i < j; -1 elsewhere) of a structure."""
+    n = np.full((K, K), -1, dtype=np.int64)
+    iu = np.triu_indices(K, 1)
+    n[iu] = _predict(st, K, list(zip(iu[0].tolist(), iu[1].tolist())))
+    return n
+
+
+def _candidates(K: int) -> list[Structure]:
+    out = [Structure("chain", L) for L in range(1, K + 1)]
+    pw = [1 << s for s in range(0, 8) if (1 << s) <= K]
+    out += [Structure("exact", L) for L in pw if L > 1]
+    out += [Structure("late", L, g) for L in pw for g in (1, 2, 4) if L % (2 * g if g > 1 else 1) == 0
+            and L >= 2 * g]
+    out += [Structure("pairwise", P) for P in (2, 4, 8) if P <= K]
+    return out
+
+
+@dataclass
+class StructureResult:
+    structure: Structure | None
+    candidates: list[Structure]
+    matrix: np.ndarray           # observed d(i, j) / v, -1 where not a count
+    swamp_bits: int              # log2(U / v)
+    K: int
+    note: str = ""
+
+
+def _fprev_cases(bb: BlackBox, K: int, allow_sub: bool) -> tuple[np.ndarray, float, int]:
+    fin, fout = bb.in_fmt, bb.out_fmt
+    r = Ranges(fin, fout)
+    eU = min(r.prod_hi, r.out_hi - 1)
+    lo = r.prod_lo_sub if allow_sub else r.prod_lo
+    ev = max(lo, fout.emin + 1)          # v normal in the output (FTZ units flush the rest)
+    if eU - ev < 28:
+        ev = max(lo, r.out_lo + 1)
+    U, v = 2.0 ** eU, 2.0 ** ev
+    cs = Cases(K, fin, fout, allow_subnormal=allow_sub)
+    idx = {}
+    for i in range(K):
+        for j in range(i + 1, K):
+            prods = {k: v for k in range(K)}
+            prods[i] = U
+            prods[j] = -U
+            idx[(i, j)] = cs.add(prods)
+    d = cs.run(bb)
+    n = np.full((K, K), -1, dtype=np.int64)
+    for (i, j), t in idx.items():
+        q = d[t] / v
+        if np.isfinite(q) and q == np.round(q) and q >= 0:
+            n[i, j] = int(q)
+    return n, v, eU - ev
+
+
+def probe_structure(bb: BlackBox, K: int | None = None, allow_subnormal: bool = True) -> StructureResult:
+    """Summation tree by FPRev (Xie et al. Section 3.1.2), matched to the elementary
+    operations' trees.  K grows (16, 32, 64) until a block boundary is inside the probe."""
+    sizes = [K] if K is not None else [16, 32, 64]
+    if bb.max_k is not None:
+        sizes = sorted({min(s, bb.max_k) for s in sizes})
+    res: StructureResult | None = None
+    order = {"chain": 0, "pairwise": 1, "late": 2, "exact": 3}
+    for Kp in sizes:
+        n, _v, bits = _fprev_cases(bb, Kp, allow_subnormal)
+        iu = np.triu_indices(Kp, 1)
+        # cheap filter on row 0 and the superdiagonal, then the whole matrix
+        matches = _candidates(Kp)
+        for sample in ([(0, j) for j in range(1, Kp)], [(i, i + 1) for i in range(1, Kp - 1)]):
+            obs = np.array([n[i, j] for i, j in sample])
+            matches = [st for st in matches if np.array_equal(_predict(st, Kp, sample), obs)]
+        matches = [st for st in matches if np.array_equal(fprev_prediction(st, Kp)[iu], n[iu])]
+        matches.sort(key=lambda s: (order[s.shape], s.interleave, s.L))
+        note = "" if matches else "no elementary-operation summation tree explains the FPRev matrix"
+        res = StructureResult(matches[0] if matches else None, matches, n, bits, Kp, note)
+        # a block boundary inside the probe makes L certain; otherwise L >= Kp
+        if not matches or (matches[0].L < Kp and matches[0].shape != "exact"):
+            break
+    assert res is not None
+    return res
+
+
+# ================================================================== fused terms
+def _slots(st: Structure, L: int) -> list[int]:
+    """Positions that share one fused sum (the first interleaved group of block 0)."""
+    if st.shape == "late":
+        return group_positions(L, st.interleave)[0]
+    return list(range(L))
+
+
+def _top(bb: BlackBox) -> int:
+    r = Ranges(bb.in_fmt, bb.out_fmt)
+    return min(r.prod_hi, r.out_hi - 3)
+
+
+def _low(bb: BlackBox, allow_sub: bool) -> int:
+    r = Ranges(bb.in_fmt, bb.out_fmt)
+    return max(r.prod_lo_sub if allow_sub else r.prod_lo, r.out_lo + 1)
+
+
+@dataclass
+class Measure:
+    value: int | None          # the measured number (None: beyond what the formats can show)
+    bound: int                 # largest value the probe could resolve
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+def probe_precision(bb: BlackBox, st: Structure, c_early: bool = True, allow_sub: bool = True) -> Measure:
+    """F by FusedSum(U, -U, eps) (Xie Section 3.1.3): eps = 2^-t U is kept iff t <= F."""
+    K = min(max(st.L, 4), bb.max_k or 4096)
+    slots = _slots(st, st.L)
+    eU = _top(bb)
+    lo = _low(bb, allow_sub)
+    tmax = eU - lo
+    cs = Cases(K, bb.in_fmt, bb.out_fmt, allow_subnormal=allow_sub)
+    U = 2.0 ** eU
+    use_c = len(slots) < 3
+    if use_c and not c_early:
+        return Measure(None, 0, {"reason": "fewer than 3 terms share a fused sum and c is added late"})
+    for t in range(1, tmax + 1):
+        eps = 2.0 ** (eU - t)
+        if use_c:
+            cs.add({slots[0]: U, slots[1]: -U}, c=eps)
+        else:
+            cs.add({slots[0]: U, slots[1]: -U, slots[2]: eps})
+    d = cs.run(bb)
+    kept = [t for t in range(1, tmax + 1) if d[t - 1] == 2.0 ** (eU - t)]
+    lost = [t for t in range(1, tmax + 1) if t not in kept]
+    if not lost:
+        return Measure(None, tmax, {"kept_up_to": tmax})
+    F = lost[0] - 1
+    return Measure(F, tmax, {"first_lost_t": lost[0], "kept_after_loss": [t for t in kept if t > F]})
+
+
+def _base_layout(st: Structure, L: int, c_early: bool) -> tuple[list[int], int | None, str]:
+    """Where to put 4 (or 2) equal base products and the remainder term.
+
+    Returns (base positions, remainder position or None for c, description)."""
+    slots = _slots(st, L)
+    for m in (4, 2, 1):
+        if len(slots) >= m + 1:
+            return slots[:m], slots[m], f"{m} products + remainder product"
+        if len(slots) >= m and c_early:
+            return slots[:m], None, f"{m} products + remainder in c"
+    raise ValueError("no layout for the rounding probe")
+
+
+def probe_result_precision(bb: BlackBox, st: Structure, F: int, c_early: bool = True,
+                           allow_sub: bool = True) -> Measure:
+    """Precision p_res of the fused sum's final rounding: m products 2^e (sum 2^(e+log2 m),
+    a carry out of the window's top) plus 2^(e-t) for t = 0..F; the sum is returned
+    exactly iff t <= p_res - 1 - log2 m."""
+    base, rem, _ = _base_layout(st, st.L, c_early)
+    m = len(base)
+    lg = int(math.log2(m))
+    e = _top(bb) - lg - 1
+    K = min(max(st.L, 4), bb.max_k or 4096)
+    cs = Cases(K, bb.in_fmt, bb.out_fmt, allow_subnormal=allow_sub)
+    ts = [t for t in range(0, F + 1) if e - t >= _low(bb, allow_sub)]
+    for t in ts:
+        prods = {p: 2.0 ** e for p in base}
+        eps = 2.0 ** (e - t)
+        if rem is None:
+            cs.add(prods, c=eps)
+        else:
+            prods[rem] = eps
+            cs.add(prods)
+    d = cs.run(bb)
+    exact = [t for q, t in enumerate(ts) if d[q] == m * 2.0 ** e + 2.0 ** (e - t)]
+    if not ts:
+        return Measure(None, 0, {})
+    missing = [t for t in ts if t not in exact]
+    if not missing:
+        return Measure(None, max(ts) + 1 + lg, {"exact_up_to": max(ts)})
+    return Measure(missing[0] - 1 + 1 + lg, max(ts) + 1 + lg, {"first_inexact_t": missing[0], "carry_bits": lg})
+
+
+RoundingTable = dict[str, int]
+
+
+def decide_rounding(table: RoundingTable) -> str:
+    """Rounding mode from Xie et al.'s tables: keys ``'+0.25', '+0.75', '-0.25', '-0.75'``
+    (ulps rounded away from the base, in magnitude) and ties ``'+0.5', '+1.5', '-0.5',
+    '-1.5'``.  Returns rz, rd, ru, ra, rne, rna, rnz, rno, rnu, rnd or ``"unknown"``."""
+    up = (table["+0.25"], table["+0.75"])
+    dn = (table["-0.25"], table["-0.75"])
+    if up == (0, 0) and dn == (0, 0):
+        return "rz"
+    if up == (0, 0) and dn == (1, 1):
+        return "rd"
+    if up == (1, 1) and dn == (0, 0):
+        return "ru"
+    if up == (1, 1) and dn == (1, 1):
+        return "ra"
+    if up == (0, 1) and dn == (0, 1):
+        # round to nearest: tie rule from 0.5 and 1.5 ulp (base has an even last bit)
+        ties = (table["+0.5"], table["+1.5"], table["-0.5"], table["-1.5"])
+        rules = {(0, 2, 0, 2): "rne", (1, 2, 1, 2): "rna", (0, 1, 0, 1): "rnz", (1, 1, 1, 1): "rno",
+                 (1, 2, 0, 1): "rnu", (0, 1, 1, 2): "rnd"}
+        return rules.get(ties, "unknown")
+    return "unknown"
+
+
+@dataclass
+class Rounding:
+    mode: str
+    table: RoundingTable
+    layout: str
+    resolution_ok: bool
+
+
+def probe_rounding(bb: BlackBox, st: Structure, F: int, p_res: int, c_early: bool = True,
+                   allow_sub: bool = True) -> Rounding:
+    """Final rounding of the fused sum (Xie Section 3.1.3, Fasi et al. "Rounding modes").
+
+    Base: m equal products 2^e summing to S = 2^(e + log2 m) - the largest exponent
+    among the terms stays e, so remainders of a quarter ulp of S fit in the F-bit
+    window as long as F >= p_res - 1 - log2 m + 2 (Fasi et al.'s carry trick, which
+    also makes the test independent of neab as Khattak-Mikaitis ask)."""
+    base, rem, layout = _base_layout(st, st.L, c_early)
+    m = len(base)
+    lg = int(math.log2(m))
+    e = _top(bb) - lg - 1
+    q_exp = e + lg - (p_res - 1) - 2         # a quarter ulp of S
+    ok = q_exp >= e - F and q_exp >= _low(bb, allow_sub)
+    K = min(max(st.L, 4), bb.max_k or 4096)
+    cs = Cases(K, bb.in_fmt, bb.out_fmt, allow_subnormal=allow_sub)
+    keys = [("+", 1), ("+", 3), ("+", 2), ("+", 6), ("-", 1), ("-", 3), ("-", 2), ("-", 6)]
+    S = m * 2.0 ** e
+    ulp = 2.0 ** (q_exp + 2)
+    for sgn, x in keys:
+        s = 1.0 if sgn == "+" else -1.0
+        prods = {p: s * 2.0 ** e for p in base}
+        r = s * x * 2.0 ** q_exp
+        if rem is None:
+            cs.add(prods, c=r)
+        else:
+            prods[rem] = r
+            cs.add(prods)
+    d = cs.run(bb)
+    table: RoundingTable = {}
+    for q, (sgn, x) in enumerate(keys):
+        k = (abs(d[q]) - S) / ulp
+        table[f"{sgn}{x / 4:g}"] = int(k) if k == int(k) else -99
+    mode = decide_rounding(table) if ok else "unknown"
+    return Rounding(mode, table, layout, ok)
+
+
+def probe_sticky(bb: BlackBox, st: Structure, F: int, c_early: bool = True, allow_sub: bool = True) -> bool | None:
+    """Sticky bit (Khattak-Mikaitis ``stkbitenabled``): U, -U and small terms just below
+    the window.  Without a sticky bit they vanish (d = 0); with one, each leaves
+    2^(e - F - 1)."""
+    slots = _slots(st, st.L)
+    eU = _top(bb)
+    tiny = 2.0 ** (eU - F - 2)
+    if eU - F - 2 < _low(bb, allow_sub):
+        return None
+    K = min(max(st.L, 4), bb.max_k or 4096)
+    cs = Cases(K, bb.in_fmt, bb.out_fmt, allow_subnormal=allow_sub)
+    if len(slots) >= 3:
+        prods = {slots[0]: 2.0 ** eU, slots[1]: -(2.0 ** eU)}
+        for p in slots[2:6]:
+            prods[p] = tiny
+        cs.add(prods)
+    elif c_early:
+        cs.add({slots[0]: 2.0 ** eU, slots[1]: -(2.0 ** eU)}, c=tiny)
+    else:
+        return None
+    d = cs.run(bb)
+    return bool(d[0] != 0.0)
+
+
+@dataclass
+class CPosition:
+    position: str                     # "early" or "late"
+    late_rounding: str | None = None
+    table: RoundingTable | None = None
+
+
+def probe_c_position(bb: BlackBox, st: Structure, allow_sub: bool = True) -> CPosition:
+    """c early or late (Khattak-Mikaitis Table II): p0 = U, p1 = -U, c = eps far below
+    U's window.  In the fused sum (early) eps is lost, d = 0; added afterwards (late),
+    d = eps.  When late, the late addition's rounding is probed with s = 2^e from the
+    products and c = x/4 ulp (Xie's rounding table)."""
+    slots = _slots(st, st.L)
+    if len(slots) < 2:
+        return CPosition("early")   # one product per step: c is the running sum
+    eU = _top(bb)
+    lo = _low(bb, allow_sub)
+    r = Ranges(bb.in_fmt, bb.out_fmt)
+    ceps = max(r.out_lo + 1, eU - 60)
+    K = min(max(st.L, 4), bb.max_k or 4096)
+    cs = Cases(K, bb.in_fmt, bb.out_fmt, allow_subnormal=allow_sub)
+    eps = 2.0 ** ceps
+    cs.add({slots[0]: 2.0 ** eU, slots[1]: -(2.0 ** eU)}, c=eps)
+    # late-rounding table: s = 2^e (a product), c = +-x * quarter ulp of s in the output
+    fo = bb.out_fmt
+    e = min(eU, fo.emax - 2)
+    q = e - (fo.p - 1) - 2
+    keys = [("+", 1), ("+", 3), ("+", 2), ("+", 6), ("-", 1), ("-", 3), ("-", 2), ("-", 6)]
+    for sgn, x in keys:
+        s = 1.0 if sgn == "+" else -1.0
+        cs.add({slots[0]: s * 2.0 ** e}, c=s * x * 2.0 ** q)
+    d = cs.run(bb)
+    del lo
+    if d[0] != eps:   # 0, or a sticky trace of eps: either way eps met U in one fused sum
+        return CPosition("early")
+    table: RoundingTable = {}
+    for n, (sgn, x) in enumerate(keys):
+        k = (abs(d[n + 1]) - 2.0 ** e) / 2.0 ** (q + 2)
+        table[f"{sgn}{x / 4:g}"] = int(k) if k == int(k) else -99
+    return CPosition("late", decide_rounding(table), table)
+
+
+# ==================================================================== specials
+def probe_specials(bb: BlackBox) -> dict[str, str]:
+    """Special values (Xie et al. Section 4.2): what comes out for Inf and NaN inputs,
+    Inf - Inf, 0 * Inf, and a finite sum that overflows."""
+    fin, fout = bb.in_fmt, bb.out_fmt
+    K = min(4, bb.max_k or 4)
+    cases: list[tuple[str, list[float], list[float], float]] = []
+    if fin.has_inf:
+        cases += [("inf*1", [math.inf], [1.0], 0.0), ("inf*0", [math.inf], [0.0], 0.0),
+                  ("inf-inf", [math.inf, math.inf], [1.0, -1.0], 0.0)]
+    if fin.has_nan:
+        cases.append(("nan*1", [math.nan], [1.0], 0.0))
+    if fout.has_inf:
+        cases.append(("c=inf", [1.0], [1.0], math.inf))
+        cases.append(("c=inf,p=-inf", [math.inf] if fin.has_inf else [0.0], [-1.0], math.inf))
+    big = fin.max
+    cases.append(("overflow", [big] * K, [big] * K, float(fout.max)))
+    a = np.zeros((len(cases), K))
+    b = np.zeros((len(cases), K))
+    c = np.zeros(len(cases))
+    for n, (_, av, bv, cv) in enumerate(cases):
+        a[n, :len(av)] = av
+        b[n, :len(bv)] = bv
+        c[n] = cv
+    d = bb.dots(a, b, c)
+    return {name: ("NaN" if np.isnan(x) else repr(float(x))) for (name, *_), x in zip(cases, d)}
+
+
+def fmt_or(x: Any) -> str:
+    return "-" if x is None else str(x)
+
+
+_ = _formats  # the module is part of the public surface of the constants above
+
+
+# ============================================== narrow formats: c carries the range
+def narrow(bb: BlackBox, swamp_bits: int) -> bool:
+    """True when products span too few binades for FPRev and FusedSum(U, -U, eps)
+    (fp6/fp4 inputs): the probes below then let c (an output-format value) carry the
+    large magnitude, as Khattak-Mikaitis' generalised vectors do for narrow formats."""
+    return swamp_bits < bb.out_fmt.p + 8
+
+
+def _c_exponent(bb: BlackBox, lowest_t: int, allow_sub: bool) -> int:
+    """E such that products 2^(E - t) exist for t >= lowest_t (as far as the range goes)."""
+    r = Ranges(bb.in_fmt, bb.out_fmt)
+    return min(bb.out_fmt.emax - 2, r.prod_hi + lowest_t)
+
+
+def probe_blocks_by_c(bb: BlackBox, allow_sub: bool = True) -> StructureResult:
+    """Block size from rounding at block boundaries: c = 2^E, two products of half an
+    ulp of c at positions 0 and j.  In one fused sum they add to one ulp exactly; in
+    different blocks each meets a rounding of its own (Fasi et al.'s 1 + 2^-24 + 2^-24
+    test, with the constants derived from the formats)."""
+    fo = bb.out_fmt
+    E = _c_exponent(bb, fo.p, allow_sub)
+    h = 2.0 ** (E - fo.p)
+    res: StructureResult | None = None
+    for K in ([16, 32, 64] if bb.max_k is None else [bb.max_k]):
+        cs = Cases(K, bb.in_fmt, fo, allow_subnormal=allow_sub)
+        for j in range(1, K):
+            cs.add({0: h, j: h}, c=2.0 ** E)
+        d = cs.run(bb)
+        same = d == 2.0 ** E + 2 * h
+        n = np.full((K, K), -1, dtype=np.int64)
+        n[0, 1:] = same
+        if not same[0]:
+            return StructureResult(None, [], n, 0, K, "two half-ulp terms are not fused even at positions 0, 1")
+        L = int(np.argmin(same)) + 1 if not same.all() else K
+        st = Structure("chain", L)
+        res = StructureResult(st, [st], n, 0, K, "block size from rounding at block boundaries (narrow format)")
+        if not same.all():
+            break
+    assert res is not None
+    return res
+
+
+def probe_precision_c(bb: BlackBox, allow_sub: bool = True) -> Measure:
+    """F with c = 2^E carrying the range: eps = 2^(E - t) is kept iff t <= F, seen as a
+    change of c - eps (RZ/RD), c + h + eps against the tie c + h (round to nearest) or
+    c + eps (RU) against the eps = 0 baseline."""
+    fo = bb.out_fmt
+    r = Ranges(bb.in_fmt, fo)
+    lo = r.prod_lo_sub if allow_sub else r.prod_lo
+    E = _c_exponent(bb, fo.p, allow_sub)
+    h = 2.0 ** (E - fo.p)
+    ts = [t for t in range(fo.p, E - lo + 1)]
+    K = 4 if bb.max_k is None else min(4, bb.max_k)
+    cs = Cases(K, bb.in_fmt, fo, allow_subnormal=allow_sub)
+    C = 2.0 ** E
+    cs.add({}, c=C)
+    cs.add({0: h}, c=C)
+    for t in ts:
+        eps = 2.0 ** (E - t)
+        cs.add({1: -eps}, c=C)
+        cs.add({0: h, 1: eps}, c=C)
+        cs.add({1: eps}, c=C)
+    d = cs.run(bb)
+    kept = []
+    for q, t in enumerate(ts):
+        a, b, c_ = d[2 + 3 * q: 5 + 3 * q]
+        kept.append(a != d[0] or b != d[1] or c_ != d[0])
+    if all(kept):
+        return Measure(None, ts[-1] if ts else 0, {"kept_up_to": ts[-1] if ts else None})
+    first_lost = ts[kept.index(False)]
+    return Measure(first_lost - 1, ts[-1], {"first_lost_t": first_lost, "method": "c carries the range"})
+
+
+def probe_rounding_c(bb: BlackBox, F: int, allow_sub: bool = True) -> Rounding:
+    """Xie's rounding table with the base in c: c = +-2^E, remainders x/4 ulp as products."""
+    fo = bb.out_fmt
+    r = Ranges(bb.in_fmt, fo)
+    q_exp = min(r.prod_hi - 3, fo.emax - 2 - fo.p)
+    E = q_exp + fo.p + 1
+    ok = q_exp >= E - F and q_exp >= (r.prod_lo_sub if allow_sub else r.prod_lo) and E <= fo.emax - 1
+    K = 4 if bb.max_k is None else min(4, bb.max_k)
+    cs = Cases(K, bb.in_fmt, fo, allow_subnormal=allow_sub)
+    keys = [("+", 1), ("+", 3), ("+", 2), ("+", 6), ("-", 1), ("-", 3), ("-", 2), ("-", 6)]
+    for sgn, x in keys:
+        s = 1.0 if sgn == "+" else -1.0
+        cs.add({0: s * x * 2.0 ** q_exp}, c=s * 2.0 ** E)
+    d = cs.run(bb)
+    table: RoundingTable = {}
+    for q, (sgn, x) in enumerate(keys):
+        k = (abs(d[q]) - 2.0 ** E) / 2.0 ** (q_exp + 2)
+        table[f"{sgn}{x / 4:g}"] = int(k) if k == int(k) else -99
+    return Rounding(decide_rounding(table) if ok else "unknown", table, "base in c, remainder product", ok)

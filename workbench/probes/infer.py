@@ -1,0 +1,490 @@
+"""``infer``: the closed loop - probe, propose a model, verify it, report.
+
+Xie et al. 2025 Section 3.1 (CLFP: Steps 1-4) and Khattak & Mikaitis 2025 Algorithm 1
+(GNFT for the first approximation, ISSM randomised search for mismatches).  Steps:
+
+1. subnormal support (Fasi et al. 2021) and the summation tree by FPRev (Xie 3.1.2):
+   block size L / NFMA, interleaving, kind of elementary operation;
+2. c early or late, fused-sum precision F (neab = F - (p_out - 1)), precision of the
+   final rounding, rounding mode and tie rule, sticky bit (Xie 3.1.3, Khattak-Mikaitis
+   Section IV);
+3. zero-operand exponent: the value among the candidates that explains the outputs
+   on vectors built to be sensitive to it (Xie's MMA-Sim constants -131/-132/-133);
+4. a model via :func:`workbench.custom_model`, verified by randomised differential
+   testing on several distributions (normal, log-uniform, random bit patterns with
+   subnormals/Inf/NaN, cancellation) - "bit-exact on N inputs" or the smallest failing
+   input found (shrunk by zeroing terms, as Xie Section 3.1.4 debug failing cases).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .. import formats as _formats
+from ..engine.model import PARAM_NAMES, Model
+from . import features as _f
+from .blackbox import BlackBox, as_black_box, from_model
+from .vectors import Cases, Ranges
+
+__all__ = ["infer", "verify", "InferenceResult", "Counterexample", "OBSERVABLE_NOTES"]
+
+#: Why some parameters cannot always be recovered from outputs (documented in the
+#: feature sheet and used by the tests to decide what to compare).
+OBSERVABLE_NOTES = {
+    "zero_exponent": "zeros only move the alignment window when every real term lies below "
+                     "2^zero_exponent; the truncated bits are then below the output's smallest "
+                     "subnormal, so with RZ (fp32 output) no output changes; observable with RNE "
+                     "output (fp16) through ties at the subnormal boundary",
+    "sticky": "not observable when no term can fall off the window (L = 1)",
+    "group_F": "the interleaved groups' precision is measured as F (the presets use one value)",
+    "k_block/G/scale_format": "block scales are not inputs of f(A, B, C)",
+    "F2": "TR-FDPA's second precision is not probed (the engine has no TR-FDPA yet)",
+}
+
+
+@dataclass
+class Counterexample:
+    """The smallest failing dot product found: d = c + sum a_k b_k."""
+
+    a: np.ndarray
+    b: np.ndarray
+    c: float
+    black_box: float
+    model: float
+    distribution: str
+
+    def __str__(self) -> str:
+        nz = np.nonzero((self.a != 0) | (self.b != 0))[0]
+        terms = ", ".join(f"a[{k}]={self.a[k]!r} b[{k}]={self.b[k]!r}" for k in nz)
+        return (f"[{self.distribution}] {terms or 'all products zero'}; c={self.c!r}: "
+                f"black box {self.black_box!r}, model {self.model!r}")
+
+
+@dataclass
+class InferenceResult:
+    """What :func:`infer` found.  ``params`` uses :data:`workbench.engine.PARAM_NAMES`."""
+
+    params: dict[str, Any]
+    model: Model | None
+    verified: bool
+    counterexample: Counterexample | None
+    n_verified: int
+    features: dict[str, Any] = field(default_factory=dict)
+    unobservable: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    target: str = ""
+    #: values of a parameter that explain every probe output (only when more than one)
+    consistent: dict[str, list[Any]] = field(default_factory=dict)
+    #: the parameters the probes determined (the rest of ``params`` are Model defaults)
+    inferred: tuple[str, ...] = ()
+
+    @property
+    def verdict(self) -> str:
+        if self.verified:
+            return f"bit-exact on {self.n_verified} inputs"
+        if self.counterexample is not None:
+            return f"NOT verified: {self.counterexample}"
+        return "NOT verified: " + ("; ".join(self.notes) or "no model")
+
+    def sheet(self) -> str:
+        """The feature sheet printed by ``workbench probe``."""
+        lines = [f"Feature sheet: {self.target}"]
+        for k, v in self.features.items():
+            lines.append(f"  {k:<24} {v}")
+        lines.append("  inferred parameters:")
+        for k in PARAM_NAMES:
+            v = self.params.get(k)
+            if k not in self.inferred or v is None or v is False or (k == "interleave" and v == 1):
+                continue
+            lines.append(f"    {k:<22} {v}")
+        for k, why in self.unobservable.items():
+            lines.append(f"  not observable: {k}: {why}")
+        for n in self.notes:
+            lines.append(f"  note: {n}")
+        lines.append(f"  verification: {self.verdict}")
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- comparison
+def _same(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Bitwise equality of values in one format held as float64 (NaN == NaN, -0 != +0)."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    both_nan = np.isnan(x) & np.isnan(y)
+    return both_nan | ((x == y) & (np.signbit(x) == np.signbit(y)))
+
+
+# ------------------------------------------------------------- distributions
+def _random_inputs(kind: str, rng: np.random.Generator, fin: _formats.FloatFormat, fout: _formats.FloatFormat,
+                   M: int, K: int, N: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def rnd(x: np.ndarray, f: _formats.FloatFormat) -> np.ndarray:
+        x = np.clip(x, -f.max, f.max)
+        return _formats.round(x, f, "rne")
+
+    def logu(shape: tuple[int, int], f: _formats.FloatFormat) -> np.ndarray:
+        lo = math.log2(f.min_subnormal) if f.subnormals else f.emin
+        e = rng.uniform(lo, f.emax + 1, size=shape)
+        return rnd(np.where(rng.random(shape) < 0.5, -1.0, 1.0) * np.exp2(e), f)
+
+    def bits(shape: tuple[int, int], f: _formats.FloatFormat) -> np.ndarray:
+        raw = rng.integers(0, 2 ** f.width, size=shape, dtype=np.uint64)
+        return _formats.from_bits(raw, f)
+
+    if kind == "normal":
+        A, B = rnd(rng.standard_normal((M, K)), fin), rnd(rng.standard_normal((K, N)), fin)
+        C = rnd(rng.standard_normal((M, N)), fout)
+    elif kind == "log-uniform":
+        A, B, C = logu((M, K), fin), logu((K, N), fin), logu((M, N), fout)
+        # keep products where the output can hold them most of the time
+        C[rng.random(C.shape) < 0.5] = 0.0
+    elif kind == "bits":
+        A, B, C = bits((M, K), fin), bits((K, N), fin), bits((M, N), fout)
+    elif kind == "cancellation":
+        A, B = rnd(rng.standard_normal((M, K)), fin), rnd(rng.standard_normal((K, N)), fin)
+        C = rnd(-(A @ B), fout)
+    elif kind == "sparse-tiny":
+        A = logu((M, K), fin) * (rng.random((M, K)) < 0.5)
+        B = logu((K, N), fin) * (rng.random((K, N)) < 0.5)
+        A = rnd(np.abs(A) * np.sign(A), fin)
+        B = rnd(B, fin)
+        C = np.zeros((M, N))
+    else:
+        raise ValueError(f"unknown distribution {kind!r}")
+    return A, B, C
+
+
+DISTRIBUTIONS = ("normal", "log-uniform", "bits", "cancellation", "sparse-tiny")
+
+
+def _model_dots(model: Model, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    return from_model(model).dots(a, b, c)
+
+
+def _shrink(bb: BlackBox, model: Model, a: np.ndarray, b: np.ndarray, c: float,
+            d_box: float, d_model: float) -> tuple[np.ndarray, np.ndarray, float, float, float]:
+    """Zero terms (and c) while the mismatch persists (Xie Section 3.1.4).  Every step
+    re-evaluates the candidates as one batch of dot products; a library whose result
+    depends on the matrix shape may not reproduce the mismatch that way, and then the
+    unshrunk case (with the values seen in the full product) is returned."""
+    a = a.copy()
+    b = b.copy()
+    first = True
+    while True:
+        nz = [k for k in range(a.size) if a[k] != 0 or b[k] != 0]
+        variants_a, variants_b, variants_c = ([a.copy()], [b.copy()], [c]) if first else ([], [], [])
+        for k in nz:
+            va, vb = a.copy(), b.copy()
+            va[k] = vb[k] = 0.0
+            variants_a.append(va)
+            variants_b.append(vb)
+            variants_c.append(c)
+        if c != 0:
+            variants_a.append(a.copy())
+            variants_b.append(b.copy())
+            variants_c.append(0.0)
+        if not variants_a:
+            break
+        A, B, C = np.array(variants_a), np.array(variants_b), np.array(variants_c)
+        d1 = bb.dots(A, B, C)
+        d2 = _model_dots(model, A, B, C)
+        bad = np.nonzero(~_same(d1, d2))[0]
+        if first:
+            if 0 not in bad:
+                return a, b, c, d_box, d_model   # not reproducible as a lone dot product
+            bad = bad[bad != 0]
+            first = False
+        if bad.size == 0:
+            break
+        q = int(bad[0])
+        a, b, c, d_box, d_model = A[q], B[q], float(C[q]), float(d1[q]), float(d2[q])
+    return a, b, c, d_box, d_model
+
+
+def verify(black_box: Any, model: Model, *, n: int = 20000, seed: int = 0, K: int | None = None,
+           distributions: tuple[str, ...] = DISTRIBUTIONS) -> tuple[int, Counterexample | None]:
+    """Randomised differential testing (Xie Step 4, Khattak-Mikaitis ISSM).
+
+    Returns (number of outputs compared, smallest counterexample or None)."""
+    bb = as_black_box(black_box)
+    from ..matmul import gemm
+
+    rng = np.random.default_rng(seed)
+    fin, fout = bb.in_fmt, bb.out_fmt
+    if bb.shape is not None:
+        M, N, Kc = bb.shape
+        Ks = [Kc]
+    else:
+        M = N = 32
+        L = max(model.L, 1)
+        Ks = [K] if K is not None else sorted({2 * L, 2 * L + 3, 64})
+    done = 0
+    rounds = 0
+    while done < n:
+        for dist in distributions:
+            for Kc in Ks:
+                A, B, C = _random_inputs(dist, rng, fin, fout, M, Kc, N)
+                D1 = bb.matmul(A, B, C)
+                D2 = np.asarray(gemm(A, B, C, model=model), dtype=np.float64)
+                ok = _same(D1, D2)
+                if not ok.all():
+                    i, j = map(int, np.argwhere(~ok)[0])
+                    a, b, c, d1, d2 = _shrink(bb, model, A[i].copy(), B[:, j].copy(), float(C[i, j]),
+                                              float(D1[i, j]), float(D2[i, j]))
+                    return done + int(ok.sum()), Counterexample(a, b, c, d1, d2, dist)
+                done += ok.size
+        rounds += 1
+        if rounds > 1000:  # pragma: no cover - n absurdly large
+            break
+    return done, None
+
+
+# ------------------------------------------------------------ zero exponent
+def _zero_exponent_cases(bb: BlackBox, L: int, allow_sub: bool, rng: np.random.Generator) -> Cases:
+    fin, fout = bb.in_fmt, bb.out_fmt
+    r = Ranges(fin, fout)
+    K = min(max(L, 4), bb.max_k or 4096)
+    cs = Cases(K, fin, fout, allow_subnormal=allow_sub)
+    lo = r.prod_lo_sub if allow_sub else r.prod_lo
+    tie = fout.min_subnormal / 2
+    for half in (tie, 3 * tie):  # ties of the output's last rounding at the subnormal boundary
+        for k2 in range(lo, int(math.floor(math.log2(half))) - 1):
+            for pos in (1, K - 1):
+                try:
+                    cs.add({0: half, pos: 2.0 ** k2})
+                except ValueError:
+                    break
+    for k in range(lo, min(r.prod_hi, r.out_lo + 2 * fout.p) + 1):
+        v = 2.0 ** k * (1 + 2.0 ** (1 - fin.p))
+        try:
+            cs.add({0: v})
+            cs.add({0: v, 1: -(2.0 ** k)})
+        except ValueError:
+            pass
+    # random sparse vectors of tiny values
+    span = max(1, min(r.prod_hi, r.out_lo + 8) - lo)
+    for _ in range(256):
+        a = np.zeros(K)
+        b = np.zeros(K)
+        m = rng.integers(1, min(K, 4) + 1)
+        pos = rng.choice(K, size=m, replace=False)
+        for p in pos:
+            e = lo + rng.integers(0, span)
+            sig = 1 + rng.integers(0, 1 << max(fin.p - 1, 0)) * 2.0 ** (1 - fin.p)
+            val = float(sig * 2.0 ** e * (1 if rng.random() < 0.8 else -1))
+            try:
+                from .vectors import split_product
+                a[p], b[p] = split_product(val, fin, allow_sub)
+            except ValueError:
+                continue
+        cs.add_raw(a, b, 0.0)
+    return cs
+
+
+def _search_zero_exponent(bb: BlackBox, base: dict[str, Any], allow_sub: bool, seed: int) -> tuple[int | None, list[int | None]]:
+    from ..engine import core as _core
+
+    fout = bb.out_fmt
+    rng = np.random.default_rng(seed + 7)
+    cs = _zero_exponent_cases(bb, base["L"], allow_sub, rng)
+    a, b, c = cs.arrays()
+    d = bb.dots(a, b, c)
+    lo = int(math.log2(fout.min_subnormal)) - 12
+    cands: list[int | None] = [None] + list(range(lo, fout.emin + 6))
+    ok: list[int | None] = []
+    for ez in cands:
+        m = Model(**{**base, "zero_exponent": ez})
+        dm = _core.dots(m, a, b, c)
+        if _same(d, dm).all():
+            ok.append(ez)
+    if not ok:
+        return None, []
+    if None in ok:
+        return None, ok
+    return max(e for e in ok if e is not None), ok
+
+
+# --------------------------------------------------------------------- infer
+def _result_format(p_res: int | None, fout: _formats.FloatFormat) -> str | None:
+    if p_res is None or p_res >= fout.p:
+        return None
+    for f in _formats.list_formats():
+        if f.p == p_res and f.exp_bits == fout.exp_bits and f.special == "ieee":
+            return f.name
+    raise ValueError(f"the fused sum is rounded to {p_res} bits, a format not in the registry")
+
+
+def infer(black_box: Any, in_format: str | None = None, out_format: str | None = None, *,
+          n_verify: int = 20000, seed: int = 0, verify_model: bool = True) -> InferenceResult:
+    """Recover a unit's arithmetic from its outputs (see the module docstring).
+
+    ``black_box``: a callable ``f(A, B, C) -> D`` (then ``in_format`` and
+    ``out_format`` are required), a :class:`~workbench.probes.BlackBox`, or a Model /
+    preset (probed through ``workbench.gemm``)."""
+    bb = as_black_box(black_box, in_format, out_format)
+    fin, fout = bb.in_fmt, bb.out_fmt
+    feats: dict[str, Any] = {"formats": f"{fin.name} -> {fout.name}"}
+    notes: list[str] = []
+    unobs: dict[str, str] = {}
+
+    sub = _f.probe_subnormals(bb)
+    feats["subnormal inputs"] = "kept" if sub.inputs else "flushed to zero"
+    feats["subnormal c"] = "kept" if sub.c_passthrough else "flushed / rounded away"
+    feats["subnormal outputs"] = {True: "produced", False: "flushed", None: "unreachable from products"}[
+        sub.outputs_from_products]
+    allow_sub = sub.inputs
+    sr = _f.probe_structure(bb, allow_subnormal=allow_sub)
+    feats["FPRev swamping range"] = f"2^{sr.swamp_bits} (K = {sr.K})"
+    is_narrow = _f.narrow(bb, sr.swamp_bits)
+    if is_narrow:
+        sr = _f.probe_blocks_by_c(bb, allow_sub)
+        notes.append(f"products span only 2^{Ranges(fin, fout).prod_hi - Ranges(fin, fout).prod_lo_sub}: "
+                     "structure, F and rounding probed with c carrying the range (c assumed early)")
+    if sr.structure is None and not is_narrow:
+        # terms that do not vanish cleanly (a sticky bit, or an unknown tree): fall back to
+        # block boundaries seen through rounding (Fasi et al.'s constants, generalised)
+        alt = _f.probe_blocks_by_c(bb, allow_sub)
+        if alt.structure is not None:
+            notes.append("FPRev counts are not integers (terms below the window leave traces, e.g. a sticky "
+                         "bit); block size from rounding at block boundaries")
+            sr = alt
+    st = sr.structure
+    params: dict[str, Any] = {"in_format": fin.name, "out_format": fout.name}
+    if st is None:
+        notes.append(sr.note + "; the unit is not a block-FMA chain of the known elementary operations")
+        feats["summation tree"] = "unrecognised"
+        best = _closest_structure(sr)
+        feats["closest tree"] = best.describe()
+        st = best
+    else:
+        feats["summation tree"] = st.describe()
+        if len(sr.candidates) > 1:
+            feats["also consistent"] = ", ".join(s.describe() for s in sr.candidates[1:4])
+    try:
+        feats["special values"] = _f.probe_specials(bb)
+    except ValueError as exc:  # pragma: no cover - exotic formats
+        feats["special values"] = f"not probed ({exc})"
+
+    if st.shape == "pairwise":
+        params.update(kind="ftz-addmul", L=st.L, P=st.L, flush_subnormals=not sub.inputs,
+                      flush_output_subnormals=not sub.c_passthrough)
+    elif st.shape == "exact":
+        params.update(kind="e-fdpa", L=st.L)
+    elif st.L == 1 and fin.name == fout.name:
+        params.update(kind="fma", L=1)
+    else:
+        c_early = True
+        params.update(kind="t-fdpa", L=st.L)
+        if st.shape == "late":
+            cp = _f.probe_c_position(bb, st, allow_sub)
+            params["interleave"] = st.interleave
+        else:
+            cp = _f.probe_c_position(bb, st, allow_sub)
+        params["c_position"] = cp.position
+        c_early = cp.position == "early"
+        if cp.position == "late":
+            params["late_rounding"] = cp.late_rounding if cp.late_rounding in ("rne", "rz", "rd", "ru") else "rne"
+            if cp.late_rounding not in ("rne", "rz", "rd", "ru"):
+                notes.append(f"late addition rounds as {cp.late_rounding!r}, which the engine cannot model")
+        feats["c"] = f"{cp.position} (in the fused sum)" if c_early else f"late, rounded {cp.late_rounding}"
+        Fm = _f.probe_precision_c(bb, allow_sub) if is_narrow else _f.probe_precision(bb, st, c_early, allow_sub)
+        if Fm.value is None:
+            F = min(Fm.bound, 56)
+            unobs["F"] = f"every eps down to 2^-{Fm.bound} U was kept: F >= {Fm.bound} (formats' range)"
+        else:
+            F = Fm.value
+        params["F"] = F
+        feats["fused-sum precision"] = f"F = {F} fractional bits (neab = {F - (fout.p - 1)})"
+        pr = (_f.Measure(None, 0) if is_narrow else _f.probe_result_precision(bb, st, F, c_early, allow_sub))
+        if is_narrow:
+            unobs["result_format"] = "the precision of the final rounding needs carries over 2^(p_out) (narrow format)"
+        try:
+            params["result_format"] = _result_format(pr.value, fout)
+        except ValueError as exc:
+            notes.append(str(exc))
+        p_res = pr.value if pr.value is not None else fout.p
+        feats["final rounding precision"] = f"{p_res} bits" + (
+            f" ({params['result_format']})" if params.get("result_format") else "")
+        rd = (_f.probe_rounding_c(bb, F, allow_sub) if is_narrow
+              else _f.probe_rounding(bb, st, F, min(p_res, fout.p), c_early, allow_sub))
+        feats["final rounding"] = f"{rd.mode} ({rd.layout})"
+        if rd.mode in ("rne", "rz", "rd", "ru"):
+            params["rounding"] = rd.mode
+        else:
+            params["rounding"] = "rz"
+            notes.append(f"final rounding {rd.mode!r} (table {rd.table}) is not one the engine models; "
+                         "proposing rz")
+        sk = None if is_narrow else _f.probe_sticky(bb, st, F, c_early, allow_sub)
+        if sk is None:
+            unobs["sticky"] = "no vector of this format puts terms just below the window next to U and -U"
+        params["sticky"] = bool(sk)
+        if sk and Fm.value is not None:
+            # a single eps one bit below the window is represented exactly by the sticky
+            # bit, so FusedSum(U, -U, eps) reads one bit too many
+            F = Fm.value - 1
+            params["F"] = F
+            feats["fused-sum precision"] = f"F = {F} fractional bits + sticky (neab = {F - (fout.p - 1)})"
+        feats["sticky bit"] = {True: "yes", False: "no", None: "not observable"}[sk]
+        if not sub.inputs:
+            params["flush_subnormals"] = True
+        if sub.outputs_from_products is False or (not sub.c_passthrough and params.get("result_format") is None):
+            params["flush_output_subnormals"] = True
+    model: Model | None = None
+    ok: list[int | None] = []
+    try:
+        model = Model(**params)
+    except (ValueError, TypeError) as exc:
+        notes.append(f"no model: {exc}")
+    if model is not None and "F" in unobs and verify_model:
+        # Step 4's revision (Xie Section 3.1.4): F is only bounded below by the probes;
+        # take the smallest F above the bound that survives randomised testing
+        for F_try in range(model.F, 57):
+            trial = model.with_params(F=F_try)
+            n_try, cex_try = verify(bb, trial, n=3000, seed=seed + 1)
+            if cex_try is None:
+                model = trial
+                unobs["F"] += f"; F = {F_try} is the smallest value above the bound that passes verification"
+                break
+    if model is not None and model.kind == "t-fdpa":
+        ez, ok = _search_zero_exponent(bb, model.params, allow_sub, seed)
+        if not ok:
+            notes.append("no zero-operand exponent explains the tiny-value probes")
+        elif None in ok:
+            rest = [e for e in ok if e is not None]
+            if len(rest) == len(ok) - 1 and rest:
+                unobs["zero_exponent"] = (f"every candidate in [{min(rest)}, {max(rest)}] and none explain the "
+                                          "outputs: " + OBSERVABLE_NOTES["zero_exponent"])
+            feats["zero-operand exponent"] = "not observable (no effect on outputs)"
+        else:
+            model = model.with_params(zero_exponent=ez)
+            feats["zero-operand exponent"] = f"{ez}" + (f" (consistent: {min(ok)}..{max(ok)})" if len(ok) > 1 else "")
+            if len(ok) > 1:
+                unobs["zero_exponent"] = f"values {min(ok)}..{max(ok)} are equivalent on these formats"
+    consistent: dict[str, list[Any]] = {}
+    if model is not None and model.kind == "t-fdpa" and ok:
+        consistent["zero_exponent"] = ok
+    full = dict(model.params) if model is not None else {**Model().params, **params}
+    n_ok, cex = 0, None
+    verified = False
+    if model is not None and verify_model:
+        try:
+            n_ok, cex = verify(bb, model, n=n_verify, seed=seed)
+            verified = cex is None
+        except ValueError as exc:
+            notes.append(f"verification impossible: {exc}")
+    inferred = tuple(params) + (("zero_exponent",) if "zero_exponent" in consistent else ())
+    return InferenceResult(full, model, verified, cex, n_ok, feats, unobs, notes, bb.name, consistent, inferred)
+
+
+def _closest_structure(sr: _f.StructureResult) -> _f.Structure:
+    iu = np.triu_indices(sr.K, 1)
+    best, best_err = None, None
+    for st in _f._candidates(sr.K):
+        err = int((_f.fprev_prediction(st, sr.K)[iu] != sr.matrix[iu]).sum())
+        if best_err is None or err < best_err:
+            best, best_err = st, err
+    assert best is not None
+    return best

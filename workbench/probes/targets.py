@@ -1,0 +1,177 @@
+"""Real targets: black-box adapters for libraries on this machine and for GPUs.
+
+``target(name)`` builds a :class:`~workbench.probes.blackbox.BlackBox` from a name:
+
+=====================  =============================================================
+``numpy-fp32``         ``A @ B + C`` in float32 (numpy -> OpenBLAS sgemm, then one add)
+``numpy-fp16``         ``A @ B + C`` in float16 (numpy's own half loops)
+``torch-cpu-bf16``     ``torch.addmm(C, A, B)`` on bfloat16 CPU tensors (needs torch)
+``torch-cpu-fp16``     ``torch.addmm(C, A, B)`` on float16 CPU tensors (needs torch)
+``torch-cpu-fp32``     ``torch.addmm(C, A, B)`` on float32 CPU tensors (needs torch)
+``mldtypes-bf16``      ``A @ B + C`` on ml_dtypes.bfloat16 arrays (numpy loops in bf16)
+``preset:DEV:IN:OUT``  a workbench preset through ``workbench.gemm`` (optional
+                       ``:INSTRUCTION`` and ``:VARIANT``), e.g. ``preset:H100:fp16:fp32``
+``torch-cuda-IN-OUT``  the GPU adapter below, e.g. ``torch-cuda-fp16-fp32``
+``cupy-IN-OUT``        the GPU adapter below with cupy, e.g. ``cupy-fp16-fp32``
+=====================  =============================================================
+
+GPU adapters (a user with a GPU probes it this way; nothing here imports torch or
+cupy until called)::
+
+    from workbench.probes import infer
+    from workbench.probes.targets import torch_cuda
+    res = infer(torch_cuda("fp16", "fp32"))      # torch.matmul on the GPU, fp32 out
+    print(res.sheet())
+
+``torch_cuda(in, out)`` converts A and B to the input dtype on the GPU and computes
+``torch.addmm(C, A, B, out_dtype=...)``: with fp16/bf16 inputs and fp32 output cuBLAS
+uses the tensor cores (set ``torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction``
+as you need).  The probed unit is then cuBLAS's kernel, i.e. the MMA instruction
+*plus* the library's blocking over K (Xie et al. Section 3.1.5: API-level models may
+conflate software and hardware).  ``cupy_matmul`` does the same with cupy.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+import numpy as np
+
+from .. import formats as _formats
+from .blackbox import BlackBox, from_model
+
+__all__ = ["target", "TARGETS", "torch_cuda", "cupy_matmul", "numpy_target", "torch_cpu", "mldtypes_target"]
+
+
+def _need(module: str, what: str) -> object:
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ValueError(f"{what} needs the Python package {module!r}, which is not installed") from exc
+
+
+def numpy_target(fmt: str) -> BlackBox:
+    """numpy ``A @ B + C`` in float32 or float16: the product is one library call and C
+    is added afterwards with one more rounding (numpy has no fused beta*C)."""
+    dt = {"fp32": np.float32, "fp16": np.float16, "fp64": np.float64}.get(_formats.format(fmt).name)
+    if dt is None:
+        raise ValueError(f"numpy target: fmt={fmt!r}; expected fp64, fp32 or fp16")
+
+    def fn(A: np.ndarray, B: np.ndarray, C: np.ndarray) -> np.ndarray:
+        return (A.astype(dt) @ B.astype(dt)) + C.astype(dt)
+
+    return BlackBox(fn, fmt, fmt, name=f"numpy {np.dtype(dt).name} matmul + C")
+
+
+def torch_cpu(fmt: str) -> BlackBox:
+    """``torch.addmm(C, A, B)`` on CPU tensors of the format's dtype."""
+    torch = _need("torch", "the torch CPU target")
+    name = _formats.format(fmt).name
+    dt = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}.get(name)
+    if dt is None:
+        raise ValueError(f"torch CPU target: fmt={fmt!r}; expected bf16, fp16 or fp32")
+
+    def fn(A: np.ndarray, B: np.ndarray, C: np.ndarray) -> np.ndarray:
+        t = lambda x: torch.from_numpy(np.ascontiguousarray(x)).to(dt)  # noqa: E731
+        return torch.addmm(t(C), t(A), t(B)).to(torch.float64).numpy()
+
+    return BlackBox(fn, name, name, name=f"torch {torch.__version__} CPU addmm {name}")
+
+
+def mldtypes_target(fmt: str = "bf16") -> BlackBox:
+    """numpy ``A @ B + C`` on ml_dtypes arrays (numpy's generic loops in that dtype)."""
+    ml = _need("ml_dtypes", "the ml_dtypes target")
+    name = _formats.format(fmt).name
+    dt = {"bf16": ml.bfloat16}.get(name)
+    if dt is None:
+        raise ValueError(f"ml_dtypes target: fmt={fmt!r}; only bf16 can also be a model's output format")
+
+    def fn(A: np.ndarray, B: np.ndarray, C: np.ndarray) -> np.ndarray:
+        return ((A.astype(dt) @ B.astype(dt)) + C.astype(dt)).astype(np.float64)
+
+    return BlackBox(fn, name, name, name=f"ml_dtypes {ml.__version__} {name} matmul + C")
+
+
+def torch_cuda(in_format: str, out_format: str = "fp32", device: str = "cuda") -> BlackBox:
+    """GPU adapter: ``torch.addmm`` on ``device`` with inputs in ``in_format`` (fp16,
+    bf16, fp32/tf32) and the result in ``out_format``.  Raises ValueError without a GPU."""
+    torch = _need("torch", "the torch CUDA adapter")
+    if not torch.cuda.is_available():
+        raise ValueError("torch reports no CUDA device: the torch CUDA adapter needs a GPU")
+    dts = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "tf32": torch.float32}
+    fin, fout = _formats.format(in_format).name, _formats.format(out_format).name
+    if fin not in dts or fout not in dts:
+        raise ValueError(f"torch CUDA adapter: formats {in_format!r} -> {out_format!r} not supported")
+
+    def fn(A: np.ndarray, B: np.ndarray, C: np.ndarray) -> np.ndarray:
+        torch.backends.cuda.matmul.allow_tf32 = fin == "tf32"
+        a = torch.from_numpy(A).to(device=device, dtype=dts[fin])
+        b = torch.from_numpy(B).to(device=device, dtype=dts[fin])
+        c = torch.from_numpy(C).to(device=device, dtype=dts[fout])
+        if fin != fout:
+            d = torch.matmul(a, b, out_dtype=dts[fout]) if "out_dtype" in torch.matmul.__doc__ else \
+                torch.matmul(a.to(dts[fout]), b.to(dts[fout]))
+            d = d + c
+        else:
+            d = torch.addmm(c, a, b)
+        return d.to(torch.float64).cpu().numpy()
+
+    return BlackBox(fn, fin, fout, name=f"torch CUDA {fin}->{fout}")
+
+
+def cupy_matmul(in_format: str, out_format: str = "fp32") -> BlackBox:
+    """GPU adapter with cupy: ``cupy.matmul`` on inputs in ``in_format``, then + C in
+    ``out_format`` (fp16 inputs with fp32 output use ``cupy.matmul(..., dtype=float32)``)."""
+    cp = _need("cupy", "the cupy adapter")
+    dts = {"fp16": np.float16, "fp32": np.float32, "fp64": np.float64}
+    fin, fout = _formats.format(in_format).name, _formats.format(out_format).name
+    if fin not in dts or fout not in dts:
+        raise ValueError(f"cupy adapter: formats {in_format!r} -> {out_format!r} not supported")
+
+    def fn(A: np.ndarray, B: np.ndarray, C: np.ndarray) -> np.ndarray:
+        a = cp.asarray(A, dtype=dts[fin])
+        b = cp.asarray(B, dtype=dts[fin])
+        d = cp.matmul(a, b, dtype=dts[fout]) + cp.asarray(C, dtype=dts[fout])
+        return cp.asnumpy(d).astype(np.float64)
+
+    return BlackBox(fn, fin, fout, name=f"cupy {fin}->{fout}")
+
+
+TARGETS: dict[str, Callable[[], BlackBox]] = {
+    "numpy-fp32": lambda: numpy_target("fp32"),
+    "numpy-fp16": lambda: numpy_target("fp16"),
+    "torch-cpu-bf16": lambda: torch_cpu("bf16"),
+    "torch-cpu-fp16": lambda: torch_cpu("fp16"),
+    "torch-cpu-fp32": lambda: torch_cpu("fp32"),
+    "mldtypes-bf16": lambda: mldtypes_target("bf16"),
+}
+
+
+def target(name: str) -> BlackBox:
+    """A black box by name (see the module docstring)."""
+    if not isinstance(name, str):
+        raise TypeError(f"target name must be a str, got {type(name).__name__}")
+    key = name.strip().lower()
+    if key in TARGETS:
+        return TARGETS[key]()
+    if key.startswith("preset:"):
+        from ..catalogue import preset
+
+        parts = name.strip().split(":")[1:]
+        if len(parts) < 2:
+            raise ValueError(f"{name!r}: expected preset:DEVICE:IN[:OUT[:INSTRUCTION[:VARIANT]]]")
+        dev, fin = parts[0], parts[1]
+        fout = parts[2] if len(parts) > 2 else "fp32"
+        instr = parts[3] if len(parts) > 3 and parts[3] else None
+        var = parts[4] if len(parts) > 4 else None
+        p = preset(dev, fin, fout, instruction=instr, variant=var)
+        return from_model(p, name=f"preset {p.name}")
+    for prefix, make in (("torch-cuda-", torch_cuda), ("cupy-", cupy_matmul)):
+        if key.startswith(prefix):
+            fmts = key[len(prefix):].split("-")
+            if len(fmts) != 2:
+                raise ValueError(f"{name!r}: expected {prefix}IN-OUT, e.g. {prefix}fp16-fp32")
+            return make(fmts[0], fmts[1])
+    raise ValueError(f"unknown probe target {name!r}; known: {', '.join(TARGETS)}, preset:DEV:IN:OUT, "
+                     "torch-cuda-IN-OUT, cupy-IN-OUT")

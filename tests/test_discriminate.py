@@ -180,3 +180,28 @@ def test_cli(capsys):
     assert code == 1 and out.startswith("none exists")
     code, out = _cli(["V100:fp16:fp32", "A100:fp16:fp32", "--json", "--budget", "0"], capsys)
     assert code == 1 and '"status": "none found within budget"' in out
+
+
+@pytest.mark.skipif(not HAS_Z3, reason="z3-solver not installed (optional extra 'smt')")
+def test_smt_finds_rechecked_input():
+    ma, mb = wb.preset("V100", "fp16", "fp32"), wb.preset("A100", "fp16", "fp32")
+    r = discriminate(ma, mb, K=4, backend="smt", smt_timeout=120)
+    assert r is not None and r.method == "smt"
+    _assert_discriminates(r, ma, mb)
+
+
+@pytest.mark.skipif(not HAS_Z3, reason="z3-solver not installed (optional extra 'smt')")
+def test_smt_proves_equivalence_and_rejects_unsupported():
+    ma = wb.custom_model("fp16", "fp32", L=8, F=24, rounding="rz", zero_exponent=-132)
+    mb = ma.with_params(L=16)  # K = 4 fits in one block of either: same arithmetic
+    out = discriminate_outcome(ma, mb, K=4, backend="smt", smt_timeout=120)
+    assert out.status == "proved equivalent" and out.result is None
+    with pytest.warns(DiscriminationNotFound, match="proved equivalent"):
+        assert discriminate(ma, mb, K=4, backend="smt") is None
+    # the same pair at K = 9 differs (two Ampere-like blocks vs one), and z3 says so
+    r = discriminate(ma, mb, K=9, backend="smt", smt_timeout=120)
+    assert r is not None
+    _assert_discriminates(r, ma, mb)
+    with pytest.raises(ValueError, match="kind='fma'"):
+        discriminate(wb.preset("A100", "fp64", "fp64"), wb.preset("H100", "fp64", "fp64").with_params(L=2),
+                     backend="smt")

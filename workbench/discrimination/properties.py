@@ -126,9 +126,7 @@ def fixed_point_accumulate(a: list[float], b: list[float], c: float, *, F: int =
     nz = [t for t in terms if t != 0]
     if not nz:
         return Fraction(0)
-    E = max(math.floor(math.log2(abs(t))) if abs(t) != 0 else -10**9 for t in nz)
-    # exact floor(log2) for Fractions
-    def flog2(t: Fraction) -> int:
+    def flog2(t: Fraction) -> int:  # exact floor(log2 |t|)
         n, d = abs(t.numerator), t.denominator
         e = n.bit_length() - d.bit_length()
         return e if (n >= d << e if e >= 0 else n << -e >= d) else e - 1

@@ -18,8 +18,10 @@ output element at a time: a row ``a`` of A, a column ``b`` of B and an element `
 3. shrinking of the first discriminating input found: terms are removed and
    significands simplified while the two models still disagree.
 
-The z3 bit-vector encoding of the fixed-point accumulator (Valpey et al. Section 4.3)
-is used by :func:`workbench.discrimination.check_carry_bits`.  Every input returned has been re-run through :func:`workbench.gemm` on both
+The optional exact back end (``backend="smt"``, :mod:`workbench.discrimination.smt`)
+encodes both T-FDPA accumulators in bit vectors as in Valpey et al. Sections 4.3 and 5
+and either returns a distinguishing input or proves the two models equivalent for
+that K.  Every input returned has been re-run through :func:`workbench.gemm` on both
 models (:meth:`Discrimination.recheck`).
 """
 
@@ -133,7 +135,7 @@ class Discrimination:
     ``a`` and ``b`` are the dot-product vectors (a row of A and a column of B), ``c``
     the accumulator input; ``out_a`` and ``out_b`` the outputs of ``model_a`` and
     ``model_b`` (float64 holding exactly the output format's values).  ``method`` is
-    ``"structured"`` or ``"random"``.
+    ``"structured"``, ``"random"`` or ``"smt"``.
     """
 
     a: np.ndarray
@@ -483,14 +485,13 @@ def _check_models(ma: Model, mb: Model) -> None:
 
 def discriminate_outcome(model_a: Model | str, model_b: Model | str, *, K: int | None = None,
                          budget: int = 200_000, seed: int = 0, backend: str = "search",
-                         shrink: bool = True) -> DiscriminationOutcome:
+                         shrink: bool = True, smt_timeout: float = 60.0) -> DiscriminationOutcome:
     """Like :func:`discriminate` but returns the full :class:`DiscriminationOutcome`
     (result, status and reason, candidates evaluated)."""
     ma, mb = resolve_model(model_a), resolve_model(model_b)
     _check_models(ma, mb)
-    if backend != "search":
-        raise ValueError(f"backend={backend!r}: only 'search' is available in this version (the z3 "
-                         f"bit-vector encoding is used by check_carry_bits)")
+    if backend not in ("search", "smt"):
+        raise ValueError(f"backend={backend!r}: expected 'search' or 'smt'")
     if K is None:
         K = max(ma.L, mb.L)
     if not isinstance(K, (int, np.integer)) or K < 1:
@@ -502,6 +503,10 @@ def discriminate_outcome(model_a: Model | str, model_b: Model | str, *, K: int |
         return DiscriminationOutcome(None, "none exists",
                                      f"the two models have identical arithmetic parameters "
                                      f"({ma.describe()}): no input can tell them apart")
+    if backend == "smt":
+        from . import smt
+
+        return smt.discriminate_smt(ma, mb, K=K, timeout=smt_timeout)
     sp = _Space(ma, mb, K)
     rng = np.random.default_rng(seed)
     tried = 0
@@ -574,7 +579,8 @@ def discriminate_outcome(model_a: Model | str, model_b: Model | str, *, K: int |
 
 
 def discriminate(model_a: Model | str, model_b: Model | str, *, K: int | None = None, budget: int = 200_000,
-                 seed: int = 0, backend: str = "search", shrink: bool = True) -> Discrimination | None:
+                 seed: int = 0, backend: str = "search", shrink: bool = True,
+                 smt_timeout: float = 60.0) -> Discrimination | None:
     """The simplest input found on which two models give different output bits.
 
     Parameters
@@ -591,8 +597,10 @@ def discriminate(model_a: Model | str, model_b: Model | str, *, K: int | None = 
         Upper bound on candidate inputs evaluated by the search (each run on both
         models).
     backend:
-        ``"search"`` (structured then randomised search, then shrinking; the only
-        back end of this version).
+        ``"search"`` (structured then randomised search, then shrinking) or ``"smt"``
+        (exact: z3 bit-vector encoding of both T-FDPA accumulators, Valpey et al.
+        Sections 4.3 and 5; needs ``pip install z3-solver``; T-FDPA models with equal
+        formats, c early, no interleaving; ``smt_timeout`` seconds).
     shrink:
         Simplify the found input (fewer nonzero terms, shorter significands) while it
         still discriminates.
@@ -601,11 +609,12 @@ def discriminate(model_a: Model | str, model_b: Model | str, *, K: int | None = 
     -------
     A :class:`Discrimination` (``.a``, ``.b``, ``.c``, ``.out_a``, ``.out_b``), re-checked
     through :func:`workbench.gemm`; or ``None``, with a :class:`DiscriminationNotFound`
-    warning saying whether no discriminating input exists (identical arithmetic) or none was found within the budget.  Use
+    warning saying whether no discriminating input exists (identical arithmetic, or
+    proved equivalent by SMT for this K) or none was found within the budget.  Use
     :func:`discriminate_outcome` to get the status as data.
     """
     out = discriminate_outcome(model_a, model_b, K=K, budget=budget, seed=seed, backend=backend,
-                               shrink=shrink)
+                               shrink=shrink, smt_timeout=smt_timeout)
     if out.result is None:
         warnings.warn(DiscriminationNotFound(f"{out.status}: {out.reason}"), stacklevel=2)
     return out.result

@@ -6,7 +6,11 @@ the other elementary operations have their own small kernels below.  The T-FDPA
 kernel walks tiles of outputs (rows x columns) in parallel; inside a tile it walks K in
 chunks of a few hundred elements and, for each chunk, updates every output of the
 tile, so a chunk of A and B is reused from cache across the tile (DESIGN.md: the
-untiled kernel fell to 5e7 MAC/s at 10 x 1,000,000 x 10).
+untiled kernel fell to 5e7 MAC/s at 10 x 1,000,000 x 10).  Each output's chain runs
+in :func:`_chain`: an integer fast path (accumulator kept as sign, significand and
+scale; branch-free block maximum and alignment; ``lzcnt`` rounding) for the common
+models, the general :func:`tfdpa_step` for blocks holding Inf/NaN and for interleaved
+or c-late models.
 
 Parameters travel as one int64 array (``prm``, built by :func:`pack_tfdpa`) so that a
 single compiled specialisation serves every model.
@@ -27,6 +31,7 @@ from .ops import (
     SPECIAL,
     align_term,
     bit_length,
+    round_int,
     combine_special,
     decompose_one,
     round_double,
@@ -38,8 +43,8 @@ from .ops import (
 # indices into prm
 P_L, P_F, P_FP, P_EZ, P_USE_EZ, P_MODE, P_PRES, P_EMINRES, P_EMAXRES, P_MC, P_EMINC, \
     P_STICKY, P_CLATE, P_LATEMODE, P_NG, P_GF, P_FLUSHOUT, P_ACCMODE, P_PROMOTE, \
-    P_TI, P_TJ, P_BC = range(22)
-N_PRM = 22
+    P_TI, P_TJ, P_BC, P_GENERAL = range(23)
+N_PRM = 23   # P_GENERAL = 1 forces the general per-block path (differential tests)
 
 
 @numba.njit(cache=True, inline="always")
@@ -174,6 +179,155 @@ def tfdpa_step(sa, ea, sb, eb, i, j, k0, d, prm):
     return part
 
 
+@numba.njit(cache=True, inline="always")
+def fast_eligible(prm):
+    """Whether :func:`_chain` may take the integer fast path: one group, c early, the
+    result format no wider than the output format (so a block result is exactly
+    the next block's c), and aligned sums that cannot overflow int64."""
+    L = prm[P_L]
+    F = prm[P_F]
+    return (prm[P_GENERAL] == 0 and prm[P_NG] == 1 and prm[P_CLATE] == 0 and prm[P_PRES] <= prm[P_MC] + 1
+            and prm[P_EMINRES] >= prm[P_EMINC] and F <= 50 and L <= 512
+            and prm[P_FP] <= 2 * 24)
+
+
+@numba.njit(cache=True, inline="always")
+def _block_emax(sa, ea, sb, eb, i, j, k0, L, ezp, W):
+    """(largest product exponent, largest raw exponent sum) of the block at k0 of row
+    i of A and row j of B^T.
+
+    Zero products count with ``ezp`` (the preset's zero exponent, or NEG_BIG); the raw
+    maximum includes them with their operands' exponents, so it reaches SPECIAL/2
+    exactly when an operand is Inf/NaN.  ``W`` (a literal 4 or 1, dividing L) fixes
+    the inner trip count so that LLVM unrolls the short block."""
+    emax = NEG_BIG
+    raw = NEG_BIG
+    for j4 in range(0, L, W):
+        for u in range(W):
+            k = k0 + j4 + u
+            e = np.int64(ea[i, k]) + np.int64(eb[j, k])
+            p = np.int64(sa[i, k]) * np.int64(sb[j, k])
+            raw = max(raw, e)
+            emax = max(emax, e if p != 0 else ezp)
+    return emax, raw
+
+
+@numba.njit(cache=True, inline="always")
+def _block_sum(sa, ea, sb, eb, i, j, k0, L, ezp, base, G, sticky, W):
+    """Exact sum of the block's products aligned to ``base`` (= emax + G - F + 2m):
+    each magnitude ``|p| * 2**G`` is shifted right by ``base - e`` (>= 0, capped at
+    63), truncating toward zero in sign-magnitude (Xie et al. Algorithm 7's RZ_F);
+    with ``sticky`` a bit is appended that is 1 when anything was shifted out."""
+    S = np.int64(0)
+    for j4 in range(0, L, W):
+        for u in range(W):
+            k = k0 + j4 + u
+            p = np.int64(sa[i, k]) * np.int64(sb[j, k])
+            e = np.int64(ea[i, k]) + np.int64(eb[j, k])
+            r = base - (e if p != 0 else ezp)
+            r = r if r < 63 else 63
+            m = (p if p >= 0 else -p) << G
+            t = m >> r
+            if sticky:
+                t = (t << 1) | (1 if (m & ((np.int64(1) << r) - 1)) != 0 else 0)
+            S += t if p >= 0 else -t
+    return S
+
+
+@numba.njit(cache=True)
+def _chain(sa, ea, sb, eb, i, j, b0, b1, d, prm, fast):
+    """Run T-FDPA blocks ``b0 .. b1-1`` of output (i, j) from the accumulator ``d``
+    (float64) and return the new accumulator: ``d <- block(a[k0:k0+L], b[k0:k0+L], d)``
+    per block (Xie et al. 2025 Algorithm 7; Khattak-Mikaitis' block FMA with c early).
+
+    With ``fast`` (see :func:`fast_eligible`) the chain is carried in integers as
+    ``(-1)**neg * mag * 2**q`` and each block is computed without branches on the
+    data: the product exponents ``ea + eb`` (zero products take the preset's zero
+    exponent, or none), their maximum with c's exponent (clamped at the output's
+    emin, as a decomposed c is), every term aligned to F fractional bits below that
+    maximum by one right shift of ``|p| * 2**G`` truncating the magnitude (plus the
+    sticky bit), the exact int64 sum, and :func:`round_int`.  A block holding an
+    Inf/NaN operand, or an Inf/NaN accumulator, goes through :func:`tfdpa_step`.
+    Without ``fast`` every block goes through :func:`tfdpa_step`.
+    """
+    L = prm[P_L]
+    if not fast:
+        for blk in range(b0, b1):
+            d = tfdpa_step(sa, ea, sb, eb, i, j, blk * L, d, prm)
+        return d
+    F = prm[P_F]
+    fp = prm[P_FP]
+    ezp = prm[P_EZ] if prm[P_USE_EZ] != 0 else NEG_BIG
+    mode = prm[P_MODE]
+    pr = prm[P_PRES]
+    eminr = prm[P_EMINRES]
+    emaxr = prm[P_EMAXRES]
+    mc = prm[P_MC]
+    eminc = prm[P_EMINC]
+    sticky = prm[P_STICKY] != 0
+    st = 1 if sticky else 0
+    flush = prm[P_FLUSHOUT] != 0
+    G = F - fp if F > fp else 0
+    roff = G - F + fp                 # right shift of a term = emax - e + roff >= 0
+    special = d != d or math.isinf(d)
+    neg = False
+    mag = np.int64(0)
+    q = np.int64(0)
+    if not special:
+        c_sig, c_exp = decompose_one(d, mc, eminc, False)
+        neg = c_sig < 0
+        mag = np.int64(-c_sig if neg else c_sig)
+        q = np.int64(c_exp - mc)
+    for blk in range(b0, b1):
+        k0 = blk * L
+        if not special:
+            # maximum exponent over the products (zero products: ezp) ...
+            if L % 4 == 0:
+                emax, raw = _block_emax(sa, ea, sb, eb, i, j, k0, L, ezp, 4)
+            else:
+                emax, raw = _block_emax(sa, ea, sb, eb, i, j, k0, L, ezp, 1)
+            if raw >= (SPECIAL >> 1):  # an Inf/NaN operand (exponent SPECIAL) in this block
+                special = True
+                d = -math.ldexp(float(mag), q) if neg else math.ldexp(float(mag), q)
+        if special:
+            d = tfdpa_step(sa, ea, sb, eb, i, j, k0, d, prm)
+            special = d != d or math.isinf(d)
+            if not special:
+                c_sig, c_exp = decompose_one(d, mc, eminc, False)
+                neg = c_sig < 0
+                mag = np.int64(-c_sig if neg else c_sig)
+                q = np.int64(c_exp - mc)
+            continue
+        # ... and c's (exponent clamped at the output format's emin)
+        if mag != 0:
+            ce = bit_length(mag) - 1 + q
+            ce = ce if ce > eminc else eminc
+        else:
+            ce = ezp
+        emax = max(emax, ce)
+        if emax == NEG_BIG:
+            neg = False
+            mag = np.int64(0)
+            continue
+        base = emax + roff
+        if L % 4 == 0:
+            S = _block_sum(sa, ea, sb, eb, i, j, k0, L, ezp, base, G, sticky, 4)
+        else:
+            S = _block_sum(sa, ea, sb, eb, i, j, k0, L, ezp, base, G, sticky, 1)
+        if mag != 0:
+            t = align_term(mag, q + F - emax, sticky)
+            S += -t if neg else t
+        neg, mag, q, inf = round_int(S, emax - F - st, pr, eminr, emaxr, mode, flush)
+        if inf:
+            special = True
+            mag = np.int64(0)
+            q = np.int64(0)
+            d = -math.inf if neg else math.inf
+    if special:
+        return d
+    return -math.ldexp(float(mag), q) if neg else math.ldexp(float(mag), q)
+
+
 @numba.njit(cache=True, parallel=True)
 def tfdpa_gemm(sa, ea, sb, eb, acc, prm):
     """D <- chain of T-FDPA blocks over K, for every output, in place in ``acc``.
@@ -194,6 +348,7 @@ def tfdpa_gemm(sa, ea, sb, eb, acc, prm):
     BC = prm[P_BC]
     accmode = prm[P_ACCMODE]
     nprom = prm[P_PROMOTE]
+    fast = fast_eligible(prm)
     n_it = (M + TI - 1) // TI
     n_jt = (N + TJ - 1) // TJ
     for t in numba.prange(n_it * n_jt):
@@ -203,30 +358,27 @@ def tfdpa_gemm(sa, ea, sb, eb, acc, prm):
         i1 = min(M, i0 + TI)
         j0 = jt * TJ
         j1 = min(N, j0 + TJ)
+        if accmode == 2:
+            # promotion: partial chains of nprom blocks, added to acc with RNE fp32
+            for p0 in range(0, nblocks, nprom):
+                p1 = min(nblocks, p0 + nprom)
+                for i in range(i0, i1):
+                    for j in range(j0, j1):
+                        part = _chain(sa, ea, sb, eb, i, j, p0, p1, 0.0, prm, fast)
+                        acc[i, j] = exact_add(acc[i, j], part, 24, -126, 127, 0, False)
+            continue
         for b0 in range(0, nblocks, BC):
             b1 = min(nblocks, b0 + BC)
             for i in range(i0, i1):
                 for j in range(j0, j1):
-                    d = acc[i, j]
                     if accmode == 0:
+                        acc[i, j] = _chain(sa, ea, sb, eb, i, j, b0, b1, acc[i, j], prm, fast)
+                    else:
+                        d = acc[i, j]
                         for blk in range(b0, b1):
-                            d = tfdpa_step(sa, ea, sb, eb, i, j, blk * L, d, prm)
-                    elif accmode == 1:
-                        for blk in range(b0, b1):
-                            r = tfdpa_step(sa, ea, sb, eb, i, j, blk * L, 0.0, prm)
+                            r = _chain(sa, ea, sb, eb, i, j, blk, blk + 1, 0.0, prm, fast)
                             d = exact_add(d, r, 24, -126, 127, 0, False)
-                    acc[i, j] = d
-        if accmode == 2:
-            # promotion: partial chains of nprom blocks, added to acc with RNE fp32
-            for i in range(i0, i1):
-                for j in range(j0, j1):
-                    d = acc[i, j]
-                    for p0 in range(0, nblocks, nprom):
-                        part = 0.0
-                        for blk in range(p0, min(nblocks, p0 + nprom)):
-                            part = tfdpa_step(sa, ea, sb, eb, i, j, blk * L, part, prm)
-                        d = exact_add(d, part, 24, -126, 127, 0, False)
-                    acc[i, j] = d
+                        acc[i, j] = d
 
 
 @numba.njit(cache=True, parallel=True)
@@ -234,11 +386,9 @@ def tfdpa_rows(sa, ea, sb, eb, acc, prm):
     """Batched dot products: acc[r] <- chain of blocks over row r of A and of B^T."""
     n, K = sa.shape
     L = prm[P_L]
+    fast = fast_eligible(prm)
     for r in numba.prange(n):
-        d = acc[r]
-        for blk in range(K // L):
-            d = tfdpa_step(sa, ea, sb, eb, r, r, blk * L, d, prm)
-        acc[r] = d
+        acc[r] = _chain(sa, ea, sb, eb, r, r, 0, K // L, acc[r], prm, fast)
 
 
 # ------------------------------------------------------------------------ FMA

@@ -12,7 +12,7 @@ The pieces compose into the operations of Xie et al. (2025) Section 4.1:
 
 * :func:`align_term` - shift one term to F fractional bits below the window's top
   exponent, truncating the magnitude (sign-magnitude RZ), with an optional sticky bit;
-* :func:`round_fixed` - convert ``S * 2**scale`` (exact integer) to a binary format
+* :func:`round_int` / :func:`round_fixed` - convert ``S * 2**scale`` (exact integer) to a binary format
   with a given precision, exponent range and rounding mode (Xie Table 2's rho);
 * :func:`round_double` - the same for a float64 value;
 * :func:`special_result` - IEEE-style NaN/Inf of one fused operation (Xie Section 4.2).
@@ -24,6 +24,9 @@ import math
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
 
 SPECIAL = 1 << 24          # exponent marking Inf/NaN operands
 NEG_BIG = -(1 << 30)       # "no term yet" for the running maximum exponent
@@ -33,15 +36,23 @@ SIG_NAN = 2
 MODE_CODES = {"rne": 0, "rz": 1, "rd": 2, "ru": 3}
 
 
+@intrinsic
+def _ctlz64(typingctx, m):
+    """LLVM ``ctlz`` on an int64 (64 for 0)."""
+    sig = types.int64(types.int64)
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        fn = builder.module.declare_intrinsic("llvm.ctlz", [i64], ir.FunctionType(i64, [i64, ir.IntType(1)]))
+        return builder.call(fn, [args[0], ir.Constant(ir.IntType(1), 0)])
+
+    return sig, codegen
+
+
 @numba.njit(cache=True, inline="always")
 def bit_length(m):
-    """Number of bits of the non-negative int64 ``m`` (0 for 0)."""
-    if m == 0:
-        return 0
-    _, n = math.frexp(float(m))
-    if (m >> (n - 1)) == 0:  # float(m) rounded up to a power of two
-        n -= 1
-    return n
+    """Number of bits of the non-negative int64 ``m`` (0 for 0): one ``lzcnt``."""
+    return 64 - _ctlz64(np.int64(m))
 
 
 @numba.njit(cache=True, inline="always")
@@ -95,22 +106,25 @@ def align_term(m, sh, sticky):
 
 
 @numba.njit(cache=True, inline="always")
-def round_fixed(S, scale, p, emin, emax, mode, flush_sub):
+def round_int(S, scale, p, emin, emax, mode, flush_sub):
     """Round the exact value ``S * 2**scale`` (S: int64) to a binary format with
-    precision ``p``, minimum normal exponent ``emin`` and maximum exponent ``emax``.
+    precision ``p``, minimum normal exponent ``emin`` and maximum exponent ``emax``,
+    in integers: returns ``(neg, keep, q, inf)``, the result being
+    ``(-1)**neg * keep * 2**q`` (``keep`` < 2**(p+1)) or, when ``inf``, +-Inf.
 
     Modes: 0 RNE, 1 RZ, 2 RD, 3 RU.  Subnormal results are rounded at the fixed
     quantum ``2**(emin - p + 1)`` (or flushed to +0 with ``flush_sub``).  Results
     beyond the largest finite value become +-Inf in every mode, as NVIDIA's units do
-    (MMA-Sim's conversions; Khattak-Mikaitis Section IV-B).  A zero sum is +0.
+    (MMA-Sim's conversions; Khattak-Mikaitis Section IV-B).  A zero sum is +0; a
+    non-zero sum that rounds to zero keeps its sign (unless flushed).
     """
     if S == 0:
-        return 0.0
+        return False, np.int64(0), np.int64(0), False
     neg = S < 0
     m = -S if neg else S
     lead = bit_length(m) - 1 + scale
     if flush_sub and lead < emin:
-        return 0.0
+        return False, np.int64(0), np.int64(0), False
     q = (lead if lead > emin else emin) - (p - 1)
     sh = q - scale
     if sh > 0:
@@ -138,11 +152,19 @@ def round_fixed(S, scale, p, emin, emax, mode, flush_sub):
                     keep += 1
     else:
         keep = m << (-sh)
-    r = math.ldexp(float(keep), q)
-    if flush_sub and r < math.ldexp(1.0, emin):
-        return 0.0
-    if r >= math.ldexp(1.0, emax + 1):
-        r = math.inf
+    top = bit_length(keep) - 1 + q
+    if flush_sub and top < emin:          # also keep == 0
+        return False, np.int64(0), np.int64(0), False
+    if keep != 0 and top > emax:
+        return neg, np.int64(0), np.int64(0), True
+    return neg, keep, q, False
+
+
+@numba.njit(cache=True, inline="always")
+def round_fixed(S, scale, p, emin, emax, mode, flush_sub):
+    """:func:`round_int` as a float64 (exact: every output format fits in binary64)."""
+    neg, keep, q, inf = round_int(S, scale, p, emin, emax, mode, flush_sub)
+    r = math.inf if inf else math.ldexp(float(keep), q)
     return -r if neg else r
 
 

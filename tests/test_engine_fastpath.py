@@ -1,0 +1,122 @@
+"""The T-FDPA kernel's integer fast path (kernels._chain) cannot hide a bug:
+
+* small random chains (zeros, signed zeros, subnormals, ties, Inf/NaN, near-overflow
+  values) against the Fraction reference of Xie et al. 2025 Algorithm 7
+  (tests/reference_mma.py, ``dot_chain`` of ``t_fdpa``);
+* large random GEMMs, every accumulation mode, through the fast path and through
+  the general per-block path (``P_GENERAL``), bit for bit.
+"""
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import numba
+import numpy as np
+import pytest
+
+import workbench as wb
+from workbench import formats as F
+from workbench.engine import core
+from workbench.engine import kernels as K
+
+sys.path.insert(0, str(Path(__file__).parent))
+from reference_mma import dot_chain, t_fdpa  # noqa: E402
+
+MODELS = [wb.preset("volta", "fp16", "fp32"), wb.preset("ampere", "fp16", "fp32"),
+          wb.preset("ampere", "bf16", "fp32"), wb.preset("hopper", "fp16", "fp32"),
+          wb.preset("hopper", "bf16", "fp32"), wb.preset("ampere", "tf32", "fp32"),
+          wb.preset("ampere", "fp16", "fp16")]
+VARIANTS = [{}, {"rounding": "rne"}, {"rounding": "rd"}, {"rounding": "ru", "zero_exponent": None},
+            {"sticky": True}, {"flush_output_subnormals": True}]
+
+
+def _values(rng, shape, fmt, specials, spread):
+    f = F.format(fmt)
+    n = int(np.prod(shape))
+    kind = rng.integers(0, 100, n)
+    x = rng.standard_normal(n) * np.exp2(rng.integers(-spread, spread + 1, n).astype(float))
+    x[kind < 10] = 0.0
+    x[(kind >= 10) & (kind < 13)] = -0.0
+    sub = (kind >= 13) & (kind < 18)
+    x[sub] = rng.integers(-8, 9, sub.sum()) * f.min_normal * 2.0 ** (1 - f.p)   # subnormals
+    big = (kind >= 18) & (kind < 20)
+    x[big] = rng.choice([-1.0, 1.0], big.sum()) * f.max
+    ties = (kind >= 20) & (kind < 30)
+    x[ties] = rng.choice([-1.0, 1.0], ties.sum()) * (1 + rng.integers(0, 4, ties.sum()) / 4)
+    x = wb.round(x, fmt)
+    if specials:
+        x[kind == 99] = np.nan
+        x[kind == 98] = np.inf
+        x[kind == 97] = -np.inf
+    return x.reshape(shape)
+
+
+def _same(x, y):
+    # zeros by value: the reference keeps -0 for all-negative-zero sums, the engine
+    # gives +0 (tests/test_gemm.py::test_no_negative_zero_from_a_sum)
+    return (math.isnan(x) and math.isnan(y)) or (x == y and (x != 0 or y == 0))
+
+
+@pytest.mark.parametrize("mi", range(len(MODELS)))
+@pytest.mark.parametrize("vi", range(len(VARIANTS)))
+def test_small_chains_against_fraction_reference(mi, vi):
+    m = MODELS[mi].with_params(**VARIANTS[vi])
+    rng = np.random.default_rng(1000 * mi + vi)
+    for trial in range(12):
+        K_ = int(rng.integers(1, 4)) * m.L
+        spread = (4, 12, 40)[trial % 3]
+        a = _values(rng, (1, K_), m.in_format, trial % 4 == 3, spread)
+        b = _values(rng, (K_, 1), m.in_format, trial % 4 == 3, spread)
+        c = _values(rng, (1, 1), m.out_format, trial % 4 == 3, spread)
+        got = float(core.run(m, a, b, c)[0, 0])
+        kw = dict(F=m.F, rounding=m.rounding, in_format=m.in_format, out_format=m.out_format,
+                  zero_exponent=m.zero_exponent)
+        if m.sticky or m.flush_output_subnormals:
+            continue  # the reference t_fdpa has no sticky/flush-output knobs; see the next test
+        want = dot_chain(list(a[0]), list(b[:, 0]), float(c[0, 0]), L=m.L, op=t_fdpa, **kw)
+        assert _same(got, want), (m.describe(), a, b, c, got, want)
+
+
+def _general(m, A, B, C, accumulation, promote_every):
+    """core.run through the general per-block path."""
+    Ap, BTp = core._pad_k(A, np.ascontiguousarray(B.T), m.L)
+    fin = m.in_fmt
+    sa, ea = core.decompose(Ap, fin.man_bits, fin.emin, m.flush_subnormals)
+    sb, eb = core.decompose(BTp, fin.man_bits, fin.emin, m.flush_subnormals)
+    params = core._tfdpa_params(m)
+    params[K.P_ACCMODE] = {"chain": 0, "outside": 1, "promote": 2}[accumulation]
+    params[K.P_PROMOTE] = (promote_every or m.L) // m.L
+    params[K.P_GENERAL] = 1
+    acc = np.array(C, dtype=np.float64, copy=True)
+    K.tfdpa_gemm(sa, ea, sb, eb, acc, K.pack_tfdpa(params, A.shape[0], B.shape[1], numba.get_num_threads()))
+    return acc
+
+
+@pytest.mark.parametrize("mi", range(len(MODELS)))
+@pytest.mark.parametrize("vi", range(len(VARIANTS)))
+def test_large_random_fast_equals_general(mi, vi):
+    m = MODELS[mi].with_params(**VARIANTS[vi])
+    rng = np.random.default_rng(7 + 100 * mi + vi)
+    for accumulation, pe, specials, spread in (("chain", None, False, 20), ("chain", None, True, 60),
+                                               ("outside", None, True, 8), ("promote", 4 * m.L, False, 30)):
+        M, K_, N = 7, 40 * m.L + 3, 9
+        A = _values(rng, (M, K_), m.in_format, specials, spread)
+        B = _values(rng, (K_, N), m.in_format, specials, spread)
+        C = _values(rng, (M, N), m.out_format, specials, spread)
+        got = core.run(m, A, B, C, accumulation=accumulation, promote_every=pe)
+        want = _general(m, A, B, C, accumulation, pe)
+        assert np.array_equal(got.view(np.uint64), want.view(np.uint64)), (m.describe(), accumulation)
+
+
+def test_dots_fast_equals_gemm():
+    m = wb.preset("hopper", "bf16", "fp32")
+    rng = np.random.default_rng(3)
+    a = _values(rng, (50, 64), "bf16", True, 30)
+    b = _values(rng, (50, 64), "bf16", True, 30)
+    c = _values(rng, (50,), "fp32", True, 30)
+    got = core.dots(m, a, b, c)
+    for r in range(50):
+        want = _general(m, a[r:r + 1], b[r:r + 1].T, c[r:r + 1].reshape(1, 1), "chain", None)[0, 0]
+        assert np.float64(got[r]).view(np.uint64) == np.float64(want).view(np.uint64)

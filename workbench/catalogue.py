@@ -173,8 +173,10 @@ def _build() -> None:
         _add(arch, "mfma", "fp32", "fp32", kind="fma", L=1, source=f"{amd} (FP32: chain of FMAs)")
     for arch in ("cdna2", "cdna3"):
         _add(arch, "mfma", "fp64", "fp64", kind="fma", L=1, source=f"{amd} (FP64: chain of FMAs)")
-    _add("cdna1", "mfma", "bf16", "fp32", kind="e-fdpa", L=2, source=f"{amd} (CDNA1 BF16: E-FDPA, L = 2)")
-    _add("cdna1", "mfma", "fp16", "fp32", kind="e-fdpa", L=4, source=f"{amd} (CDNA1 FP16: E-FDPA, L = 4)")
+    _add("cdna1", "mfma", "bf16", "fp32", kind="e-fdpa", L=2, rounding="rne",
+         source=f"{amd} (CDNA1 BF16: E-FDPA, L = 2); Algorithm 6 (exact sum, RNE-FP32)")
+    _add("cdna1", "mfma", "fp16", "fp32", kind="e-fdpa", L=4, rounding="rne",
+         source=f"{amd} (CDNA1 FP16: E-FDPA, L = 4); Algorithm 6 (exact sum, RNE-FP32)")
     _add("cdna2", "mfma", "bf16", "fp32", kind="ftz-addmul", L=2, P=2, flush_subnormals=True,
          flush_output_subnormals=True, source=f"{amd} (CDNA2 BF16 without _1k: FTZ-AddMul, P = 2)")
     _add("cdna2", "mfma_1k", "bf16", "fp32", kind="ftz-addmul", L=4, P=4, flush_subnormals=True,

@@ -7,9 +7,9 @@
 * ST-FDPA (Xie Algorithm 8, MX formats): T-FDPA whose product exponents also carry
   the exponents of the two E8M0 block scales; implemented by adding the scales'
   exponents to the decomposed operands and running the T-FDPA kernel.
-
-E-FDPA, TR-FDPA, GTR-FDPA and GST-FDPA are not implemented in this version of the
-engine: :func:`run_other` / :func:`run_scaled` raise a ValueError naming the kind.
+* E-FDPA, TR-FDPA, GTR-FDPA and GST-FDPA (Xie Algorithms 6, 10, 11 and 9) live in
+  :mod:`workbench.engine.fdpa_amd` and :mod:`workbench.engine.gst`; this module
+  dispatches to them.
 """
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def ftz_addmul_gemm(A, BT, acc, P, in_min_normal):
         i = t // N
         j = t - i * N
         d = acc[i, j]
-        if abs(d) < _MIN_NORMAL32:
+        if d != 0.0 and abs(d) < _MIN_NORMAL32:  # subnormal c -> +0 (a signed zero stays)
             d = 0.0
         for k0 in range(0, K, P):
             p0 = 0.0
@@ -61,9 +61,9 @@ def ftz_addmul_gemm(A, BT, acc, P, in_min_normal):
             for l in range(P):
                 a = A[i, k0 + l]
                 b = BT[j, k0 + l]
-                if abs(a) < in_min_normal:
+                if a != 0.0 and abs(a) < in_min_normal:  # subnormal inputs -> +0 (Alg. 2 lines 1-2)
                     a = 0.0
-                if abs(b) < in_min_normal:
+                if b != 0.0 and abs(b) < in_min_normal:
                     b = 0.0
                 p = ftz_mul(a, b)
                 if l == 0:
@@ -82,8 +82,9 @@ def ftz_addmul_gemm(A, BT, acc, P, in_min_normal):
 
 
 def run_other(model, A, BT, acc):
-    """Dispatch the non-T-FDPA, unscaled kinds."""
+    """Dispatch the non-T-FDPA, unscaled kinds (Xie et al. 2025 Section 4.1)."""
     from .core import _pad_k
+    from .fdpa_amd import run_amd
 
     if model.kind == "ftz-addmul":
         A2, BT2 = _pad_k(np.asarray(A, dtype=np.float64), np.asarray(BT, dtype=np.float64), model.P)
@@ -91,20 +92,24 @@ def run_other(model, A, BT, acc):
         ftz_addmul_gemm(np.ascontiguousarray(A2), np.ascontiguousarray(BT2), acc, model.P,
                         fin.min_normal if model.flush_subnormals else 0.0)
         return acc
-    raise ValueError(
-        f"kind={model.kind!r} (Xie et al. 2025 Section 4.1) is not implemented in this version of the "
-        "engine; implemented kinds: t-fdpa, fma, ftz-addmul, st-fdpa"
-    )
+    if model.kind in ("e-fdpa", "tr-fdpa", "gtr-fdpa"):
+        return run_amd(model, A, BT, acc)
+    raise ValueError(f"kind={model.kind!r} is not an unscaled elementary operation of the engine")
 
 
 def run_scaled(model, A, BT, acc, scale_a, scale_b, accumulation):
-    """ST-FDPA: scale exponents added to the decomposed operands, then T-FDPA."""
+    """ST-FDPA: scale exponents added to the decomposed operands, then T-FDPA;
+    GST-FDPA: :func:`workbench.engine.gst.run_gst`."""
     from .core import _pad_k, _tfdpa_params, decompose
 
-    if model.kind != "st-fdpa":
-        raise ValueError(f"kind={model.kind!r} is not implemented in this version of the engine")
     if scale_a is None or scale_b is None:
         raise ValueError("scaled models need scale_a and scale_b")
+    if model.kind == "gst-fdpa":
+        from .gst import run_gst
+
+        return run_gst(model, A, BT, acc, scale_a, scale_b, accumulation)
+    if model.kind != "st-fdpa":
+        raise ValueError(f"kind={model.kind!r} is not a scaled elementary operation (st-fdpa, gst-fdpa)")
     M, K = A.shape
     N = BT.shape[0]
     kb = model.k_block

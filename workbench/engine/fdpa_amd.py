@@ -1,0 +1,391 @@
+"""E-FDPA, TR-FDPA and GTR-FDPA: the fused dot products of AMD's matrix cores.
+
+Xie et al. 2025 (MMA-Sim), Section 4.1.3:
+
+* **E-FDPA** (Algorithm 6; CDNA1 bf16 L = 2 and fp16 L = 4, Table 6): ``c`` plus the
+  L exact products, summed exactly and rounded once (RNE-FP32 on CDNA1; the model's
+  ``rounding`` in general).  The exact sum is kept in a fixed-point accumulator of
+  30-bit limbs wide enough for every product and every ``c`` of the formats, so no
+  bit is ever lost before the single rounding.
+* **TR-FDPA** (Algorithm 10; CDNA3 tf32/bf16/fp16, Table 7: F = 24, F2 = 31,
+  RNE-FP32): the L products (not c) are aligned at their largest exponent and
+  truncated toward zero to F fractional bits (sign-magnitude ``RZ_F``, line 8) and
+  added exactly into T.  Then T and c are aligned at E = max(e_max, e_c) and rounded
+  *down* (toward -inf: floor of the two's-complement value, ``RD``) to F2 and F
+  fractional bits respectively (lines 14-15), added, and converted with rho.
+* **GTR-FDPA** (Algorithm 11; CDNA3 fp8, Table 7: L = 16): as TR-FDPA, but the
+  products of even and of odd index form two truncated fused sums (lines 6-12) that
+  are aligned at the larger of their exponents and rounded down to F fractional
+  bits before being added (lines 14-17); c is dropped when e_c < E - F - 1 (the
+  "special truncation", lines 24-25).
+
+Special values (Section 4.2): NaN and infinite operands propagate as in IEEE
+arithmetic; in TR-/GTR-FDPA a finite product whose magnitude reaches 2**128 (the
+fp32 overflow threshold; 2**(emax+1) of the output format in general) becomes an
+infinity.  Zero products and a zero c take no part in the maximum exponent unless
+the model sets ``zero_exponent`` (MMA-Sim's AMD models give zeros exponent -999).
+
+Representation (see :mod:`workbench.engine.ops`): operands are decomposed into
+integer significands with ``man_bits`` fraction bits and exponents; a product is
+the integer ``sa * sb`` with ``2 * man_bits`` fraction bits and exponent
+``ea + eb``.  Every step below is integer arithmetic on those.
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from .ops import (
+    NEG_BIG,
+    SPECIAL,
+    align_term,
+    bit_length,
+    combine_special,
+    decompose_one,
+    round_fixed,
+    special_product,
+    special_result,
+)
+
+LIMB_BITS = 30
+_LIMB_MASK = (1 << LIMB_BITS) - 1
+
+# indices into the int64 parameter vector of the AMD kernels
+(Q_KIND, Q_L, Q_F, Q_F2, Q_FP, Q_MC, Q_EMINC, Q_EZ, Q_USE_EZ, Q_MODE, Q_PRES, Q_EMINRES,
+ Q_EMAXRES, Q_FLUSHOUT, Q_OVF, Q_BASE, Q_NLIMBS) = range(17)
+N_Q = 17
+KIND_E, KIND_TR, KIND_GTR = 0, 1, 2
+
+
+# ------------------------------------------------------------------ helpers
+@numba.njit(cache=True, inline="always")
+def shift_floor(x, sh):
+    """floor(x * 2**sh) for an int64 ``x`` (two's complement: rounds toward -inf)."""
+    if sh >= 0:
+        return x << sh
+    r = -sh
+    if r > 62:
+        return np.int64(0) if x >= 0 else np.int64(-1)
+    return x >> r
+
+
+@numba.njit(cache=True)
+def scan_specials(sa, ea, sb, eb, i, j, k0, L, c_sig, c_exp, fp, ovf):
+    """Special outcome of one block: (special?, +inf, -inf, nan).
+
+    NaN/Inf operands first (Xie Section 4.2); then, if ``ovf`` > 0, finite
+    products with |value| >= 2**ovf overflow to infinities (TR-/GTR-FDPA)."""
+    pos = False
+    neg = False
+    nan = False
+    spec = False
+    for jj in range(L):
+        k = k0 + jj
+        e1 = ea[i, k]
+        e2 = eb[j, k]
+        if e1 >= SPECIAL or e2 >= SPECIAL:
+            spec = True
+            pos, neg, nan = combine_special(special_product(sa[i, k], e1, sb[j, k], e2), pos, neg, nan)
+    if c_exp >= SPECIAL:
+        spec = True
+        if c_sig == 2:
+            nan = True
+        elif c_sig > 0:
+            pos = True
+        else:
+            neg = True
+    if spec or ovf <= 0:
+        return spec, pos, neg, nan
+    for jj in range(L):
+        k = k0 + jj
+        p = np.int64(sa[i, k]) * np.int64(sb[j, k])
+        if p == 0:
+            continue
+        m = p if p > 0 else -p
+        if bit_length(m) - 1 + ea[i, k] + eb[j, k] - fp >= ovf:
+            spec = True
+            if p > 0:
+                pos = True
+            else:
+                neg = True
+    return spec, pos, neg, nan
+
+
+# ------------------------------------------------------------------ E-FDPA
+@numba.njit(cache=True, inline="always")
+def _limb_add(limbs, m, neg, off):
+    """limbs += (-1)**neg * m * 2**off  (m >= 0, off >= 0), every limb gets < 2**30."""
+    q = off // LIMB_BITS
+    r = off - q * LIMB_BITS
+    while m != 0:
+        v = (m & _LIMB_MASK) << r
+        m >>= LIMB_BITS
+        lo = v & _LIMB_MASK
+        hi = v >> LIMB_BITS
+        if neg:
+            limbs[q] -= lo
+            limbs[q + 1] -= hi
+        else:
+            limbs[q] += lo
+            limbs[q + 1] += hi
+        q += 1
+
+
+@numba.njit(cache=True)
+def limb_round(limbs, base, p, emin, emax, mode, flush):
+    """Round the exact value ``sum(limbs[i] * 2**(30 i + base))`` once to the format
+    (p, emin, emax) in ``mode``.  The limbs are normalised in place (sign handled by
+    two's complement); the leading 61 bits and a sticky bit go to
+    :func:`~workbench.engine.ops.round_fixed`, which is exact for p <= 59.  Overflow
+    follows IEEE 754 (E-FDPA is an exact operation rounded once, Xie Algorithm 6):
+    RZ, and RD/RU away from the overflow's sign, give the largest finite value."""
+    n = limbs.size
+    carry = np.int64(0)
+    for t in range(n):
+        v = limbs[t] + carry
+        carry = v >> LIMB_BITS
+        limbs[t] = v & _LIMB_MASK
+    neg = carry < 0
+    if neg:  # magnitude = 2**(30 n) - X = sum((mask - limb) 2**(30 t)) + 1
+        carry = np.int64(1)
+        for t in range(n):
+            v = (_LIMB_MASK - limbs[t]) + carry
+            carry = v >> LIMB_BITS
+            limbs[t] = v & _LIMB_MASK
+    top = n - 1
+    while top >= 0 and limbs[top] == 0:
+        top -= 1
+    if top < 0:
+        return 0.0
+    S = limbs[top]
+    bits = bit_length(S)
+    t = top - 1
+    while t >= 0 and bits + LIMB_BITS <= 61:
+        S = (S << LIMB_BITS) | limbs[t]
+        bits += LIMB_BITS
+        t -= 1
+    lsb = LIMB_BITS * (t + 1)
+    if t >= 0:
+        take = 61 - bits
+        rest = limbs[t]
+        if take > 0:
+            S = (S << take) | (limbs[t] >> (LIMB_BITS - take))
+            rest = limbs[t] & ((np.int64(1) << (LIMB_BITS - take)) - 1)
+        lsb = LIMB_BITS * t + LIMB_BITS - take
+        sticky = rest != 0
+        u = t - 1
+        while u >= 0 and not sticky:
+            sticky = limbs[u] != 0
+            u -= 1
+        S = (S << 1) | (1 if sticky else 0)
+        lsb -= 1
+    r = round_fixed(-S if neg else S, base + lsb, p, emin, emax, mode, flush)
+    if math.isinf(r) and (mode == 1 or (mode == 2 and not neg) or (mode == 3 and neg)):
+        # IEEE 754 Sec. 7.4: directed roundings away from the overflow give the largest finite value
+        big = math.ldexp(2.0 - math.ldexp(1.0, 1 - p), emax)
+        r = -big if neg else big
+    return r
+
+
+@numba.njit(cache=True)
+def efdpa_step(sa, ea, sb, eb, i, j, k0, d, q, limbs):
+    """One E-FDPA (Xie Algorithm 6): rho(c + sum of the L exact products)."""
+    L = q[Q_L]
+    fp = q[Q_FP]
+    mc = q[Q_MC]
+    c_sig, c_exp = decompose_one(d, mc, q[Q_EMINC], False)
+    spec, pos, neg, nan = scan_specials(sa, ea, sb, eb, i, j, k0, L, c_sig, c_exp, fp, 0)
+    if spec:
+        return special_result(pos, neg, nan)
+    base = q[Q_BASE]
+    for t in range(limbs.size):
+        limbs[t] = 0
+    for jj in range(L):
+        k = k0 + jj
+        p = np.int64(sa[i, k]) * np.int64(sb[j, k])
+        if p != 0:
+            _limb_add(limbs, p if p > 0 else -p, p < 0, ea[i, k] + eb[j, k] - fp - base)
+    if c_sig != 0:
+        m = np.int64(c_sig)
+        _limb_add(limbs, m if m > 0 else -m, m < 0, c_exp - mc - base)
+    return limb_round(limbs, base, q[Q_PRES], q[Q_EMINRES], q[Q_EMAXRES], q[Q_MODE], q[Q_FLUSHOUT] != 0)
+
+
+# ------------------------------------------------------------ TR / GTR-FDPA
+@numba.njit(cache=True)
+def group_sum(sa, ea, sb, eb, i, j, k0, L, start, step, fp, F, ez, use_ez):
+    """Truncated fused sum of the products k0+start, k0+start+step, ... of a block
+    (Xie Algorithm 10 lines 6-9, Algorithm 11 lines 6-12): returns (T, e_max, any),
+    the value being ``T * 2**(e_max - F)``; each aligned product is truncated toward
+    zero in sign-magnitude (RZ_F)."""
+    emax = NEG_BIG
+    for jj in range(start, L, step):
+        k = k0 + jj
+        if sa[i, k] == 0 or sb[j, k] == 0:
+            if use_ez and ez > emax:
+                emax = ez
+            continue
+        e = ea[i, k] + eb[j, k]
+        if e > emax:
+            emax = e
+    if emax == NEG_BIG:
+        return np.int64(0), emax, False
+    T = np.int64(0)
+    base = F - fp - emax
+    for jj in range(start, L, step):
+        k = k0 + jj
+        p = np.int64(sa[i, k]) * np.int64(sb[j, k])
+        if p == 0:
+            continue
+        t = align_term(p if p > 0 else -p, base + ea[i, k] + eb[j, k], False)
+        T += t if p > 0 else -t
+    return T, emax, True
+
+
+@numba.njit(cache=True)
+def tr_parts(sa, ea, sb, eb, i, j, k0, c_sig, c_exp, q):
+    """The fixed-point stages of TR-/GTR-FDPA for one block with c = (c_sig, c_exp).
+
+    Returns (T, e_max, has_T, E, T', s'_c, c_used, S, G): T the products' fused sum
+    (F fractional bits at e_max; for GTR the sum of the two rounded-down group sums),
+    T' = RD_F2(T * 2**(e_max - E)) and s'_c = RD_F(s_c * 2**(e_c - E)) as integers
+    with F2 and F fractional bits at E, and S = T' + s'_c with G = max(F, F2)
+    fractional bits at E (value S * 2**(E - G))."""
+    L = q[Q_L]
+    F = q[Q_F]
+    F2 = q[Q_F2]
+    fp = q[Q_FP]
+    ez = q[Q_EZ]
+    use_ez = q[Q_USE_EZ] != 0
+    gtr = q[Q_KIND] == KIND_GTR
+    if gtr:
+        T0, e0, h0 = group_sum(sa, ea, sb, eb, i, j, k0, L, 0, 2, fp, F, ez, use_ez)
+        T1, e1, h1 = group_sum(sa, ea, sb, eb, i, j, k0, L, 1, 2, fp, F, ez, use_ez)
+        has_T = h0 or h1
+        emax = NEG_BIG
+        if h0:
+            emax = e0
+        if h1 and e1 > emax:
+            emax = e1
+        T = np.int64(0)
+        if h0:
+            T += shift_floor(T0, e0 - emax)
+        if h1:
+            T += shift_floor(T1, e1 - emax)
+    else:
+        T, emax, has_T = group_sum(sa, ea, sb, eb, i, j, k0, L, 0, 1, fp, F, ez, use_ez)
+    has_c = c_sig != 0 or use_ez
+    ec = c_exp if c_sig != 0 else ez
+    E = NEG_BIG
+    if has_T:
+        E = emax
+    if has_c and ec > E:
+        E = ec
+    G = F2 if F2 > F else F
+    Tp = np.int64(0)
+    if has_T:
+        Tp = shift_floor(T, F2 - F + emax - E)
+    scp = np.int64(0)
+    c_used = False
+    if c_sig != 0 and not (gtr and ec < E - F - 1):
+        scp = shift_floor(np.int64(c_sig), F - q[Q_MC] + ec - E)
+        c_used = True
+    S = (Tp << (G - F2)) + (scp << (G - F))
+    return T, emax, has_T, E, Tp, scp, c_used, S, G
+
+
+@numba.njit(cache=True)
+def trfdpa_step(sa, ea, sb, eb, i, j, k0, d, q):
+    """One TR-FDPA (Xie Algorithm 10) or GTR-FDPA (Algorithm 11) with c = d."""
+    c_sig, c_exp = decompose_one(d, q[Q_MC], q[Q_EMINC], False)
+    spec, pos, neg, nan = scan_specials(sa, ea, sb, eb, i, j, k0, q[Q_L], c_sig, c_exp, q[Q_FP], q[Q_OVF])
+    if spec:
+        return special_result(pos, neg, nan)
+    T, emax, has_T, E, Tp, scp, c_used, S, G = tr_parts(sa, ea, sb, eb, i, j, k0, c_sig, c_exp, q)
+    if E == NEG_BIG:
+        return 0.0
+    return round_fixed(S, E - G, q[Q_PRES], q[Q_EMINRES], q[Q_EMAXRES], q[Q_MODE], q[Q_FLUSHOUT] != 0)
+
+
+# ------------------------------------------------------------------ GEMMs
+@numba.njit(cache=True, parallel=True)
+def amd_gemm(sa, ea, sb, eb, acc, q):
+    """Chain of E-/TR-/GTR-FDPA blocks over K for every output (Xie Algorithm 5),
+    parallel over outputs; ``acc`` holds C on entry and D on exit."""
+    M, K = sa.shape
+    N = sb.shape[0]
+    L = q[Q_L]
+    nb = K // L
+    kind = q[Q_KIND]
+    for t in numba.prange(M * N):
+        i = t // N
+        j = t - i * N
+        limbs = np.zeros(max(1, q[Q_NLIMBS]), dtype=np.int64)
+        d = acc[i, j]
+        for blk in range(nb):
+            if kind == KIND_E:
+                d = efdpa_step(sa, ea, sb, eb, i, j, blk * L, d, q, limbs)
+            else:
+                d = trfdpa_step(sa, ea, sb, eb, i, j, blk * L, d, q)
+        acc[i, j] = d
+
+
+def amd_params(model) -> np.ndarray:
+    """The int64 parameter vector of :func:`amd_gemm` for a model (validated)."""
+    fin = model.in_fmt
+    out = model.out_fmt
+    res = model.res_fmt
+    q = np.zeros(N_Q, dtype=np.int64)
+    kind = {"e-fdpa": KIND_E, "tr-fdpa": KIND_TR, "gtr-fdpa": KIND_GTR}[model.kind]
+    if 2 * fin.p > 62:
+        raise ValueError(f"in_format={model.in_format!r}: products of {fin.p}-bit significands do not fit the "
+                         f"64-bit kernels of {model.kind!r}")
+    q[Q_KIND] = kind
+    q[Q_L] = model.L
+    q[Q_FP] = 2 * fin.man_bits
+    q[Q_MC] = out.man_bits
+    q[Q_EMINC] = out.emin
+    q[Q_EZ] = 0 if model.zero_exponent is None else model.zero_exponent
+    q[Q_USE_EZ] = model.zero_exponent is not None
+    from .ops import MODE_CODES
+    q[Q_MODE] = MODE_CODES[model.rounding]
+    q[Q_PRES] = res.p
+    q[Q_EMINRES] = res.emin
+    q[Q_EMAXRES] = res.emax
+    q[Q_FLUSHOUT] = model.flush_output_subnormals
+    if kind == KIND_E:
+        if res.p > 59:
+            raise ValueError(f"result precision {res.p} is too wide for the E-FDPA rounding (at most 59 bits)")
+        base = min(2 * (fin.emin - fin.man_bits), out.emin - out.man_bits)
+        top = max(2 * (fin.emax + 1) + 1, out.emax + 2) + int(math.ceil(math.log2(model.L + 2))) + 2
+        q[Q_BASE] = base
+        q[Q_NLIMBS] = (top - base) // LIMB_BITS + 3
+    else:
+        F, F2 = model.F, model.F2
+        width = max(F, F2) + 3 + int(math.ceil(math.log2(model.L + 1))) + 1
+        if width > 62 or out.p + F > 61:
+            raise ValueError(f"F={F}, F2={F2}, L={model.L}: the fixed-point sums of {model.kind!r} need {width} bits, "
+                             "more than the kernel's 62")
+        q[Q_F] = F
+        q[Q_F2] = F2
+        q[Q_OVF] = out.emax + 1
+    return q
+
+
+def run_amd(model, A, BT, acc):
+    """E-FDPA / TR-FDPA / GTR-FDPA over whole matrices (K zero-padded to L)."""
+    from .core import _pad_k, decompose
+
+    q = amd_params(model)
+    A2, BT2 = _pad_k(np.asarray(A, dtype=np.float64), np.asarray(BT, dtype=np.float64), model.L)
+    fin = model.in_fmt
+    sa, ea = decompose(A2, fin.man_bits, fin.emin, model.flush_subnormals)
+    sb, eb = decompose(BT2, fin.man_bits, fin.emin, model.flush_subnormals)
+    amd_gemm(sa, ea, sb, eb, acc, q)
+    return acc
+
+
+__all__ = ["run_amd", "amd_params", "amd_gemm", "efdpa_step", "trfdpa_step", "tr_parts", "group_sum",
+           "limb_round", "scan_specials", "shift_floor"]

@@ -7,5 +7,7 @@ from __future__ import annotations
 
 from .model import KINDS, PARAM_NAMES, ROUNDINGS, Model
 from .core import ACCUMULATIONS, decompose, dots, run
+from .explain import EXPLAINED_KINDS, Trace, explain
 
-__all__ = ["Model", "KINDS", "PARAM_NAMES", "ROUNDINGS", "ACCUMULATIONS", "run", "dots", "decompose"]
+__all__ = ["Model", "KINDS", "PARAM_NAMES", "ROUNDINGS", "ACCUMULATIONS", "run", "dots", "decompose",
+           "explain", "Trace", "EXPLAINED_KINDS"]

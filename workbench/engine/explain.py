@@ -1,0 +1,342 @@
+"""``explain(a, b, c, model)``: one dot product, step by step.
+
+A :class:`Trace` of what the modelled unit does to one row of A, one column of B and
+one accumulator c, in the words of the papers: the exact unnormalised products
+(significand and exponent, Xie et al. 2025 Algorithm 7 lines 2-4), the largest
+exponent of the block (noting when a zero operand's fixed exponent set it), every
+term aligned at it with the bits it lost (line 10, RZ_F), the exact fixed-point sum
+(line 11), its normalisation and the final rounding rho (line 13); one such record
+per block of L when K > L, each block's result feeding the next as c (Algorithm 5).
+``str(trace)`` prints the walk-through in the style of the one under Table 5 of
+Valpey et al. 2025.
+
+Every number is computed with the compiled primitives the kernels use
+(:func:`~workbench.engine.ops.decompose_one`, :func:`~workbench.engine.ops.align_term`,
+:func:`~workbench.engine.ops.round_fixed`, and for the AMD operations
+:func:`~workbench.engine.fdpa_amd.tr_parts` / :func:`~workbench.engine.fdpa_amd.efdpa_step`),
+so the trace's value is the kernel's value bit for bit (tested on random inputs).
+
+Supported kinds: ``t-fdpa`` (c early or late, sticky bit; not the interleaved
+pattern), ``e-fdpa``, ``tr-fdpa``, ``gtr-fdpa`` and ``fma``.  Other kinds raise a
+ValueError naming the kind.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+
+from .. import formats as _formats
+from . import ops as _ops
+from .model import Model
+
+EXPLAINED_KINDS = ("t-fdpa", "e-fdpa", "tr-fdpa", "gtr-fdpa", "fma")
+
+
+def _val(sig: int, exp: int, frac: int) -> Fraction:
+    return Fraction(int(sig)) * Fraction(2) ** (int(exp) - int(frac))
+
+
+def _p2(x: Fraction) -> str:
+    """A value as the papers write it: 2^k, or a decimal with its exact dyadic form."""
+    if x == 0:
+        return "0"
+    ax = abs(x)
+    n, d = ax.numerator, ax.denominator
+    if n & (n - 1) == 0 and d & (d - 1) == 0:
+        k = n.bit_length() - d.bit_length()
+        return f"{'-' if x < 0 else ''}2^{k}"
+    return f"{float(x):.17g}"
+
+
+@dataclass
+class Term:
+    """One addend of a fused sum: a product a_k*b_k (or c)."""
+    label: str
+    significand: Fraction      # unnormalised: in [1, 4) for normal products
+    exponent: int | None       # None: a zero that takes no part in the maximum
+    value: Fraction
+    aligned: Fraction = Fraction(0)   # the term after alignment at e_max (with its sign)
+    lost: Fraction = Fraction(0)      # value - aligned (bits shifted out)
+
+
+@dataclass
+class Block:
+    """One elementary operation (one block of L products and its c)."""
+    index: int
+    c_in: float
+    terms: list[Term] = field(default_factory=list)
+    e_max: int | None = None
+    zero_exponent_set_max: bool = False
+    F: int | None = None
+    fixed_sum: Fraction | None = None
+    stages: list[str] = field(default_factory=list)  # extra stages (TR/GTR, late c)
+    normalised: str = ""
+    rounding: str = ""
+    result: float = 0.0
+    special: str = ""
+
+
+@dataclass
+class Trace:
+    model: Model
+    a: tuple
+    b: tuple
+    c: float
+    blocks: list[Block]
+    value: float
+
+    def __str__(self) -> str:
+        m = self.model
+        lines = [f"{m.kind} ({m.describe()})", f"a = {list(self.a)}", f"b = {list(self.b)}", f"c = {self.c!r}"]
+        n = 1
+        for blk in self.blocks:
+            if len(self.blocks) > 1:
+                lines.append(f"-- block {blk.index} (elements {blk.index * m.L}..{(blk.index + 1) * m.L - 1}), "
+                             f"c = {blk.c_in!r}")
+            if blk.special:
+                lines.append(f"{n}. special operands: {blk.special}; result {blk.result!r}")
+                n += 1
+                continue
+            prods = [t for t in blk.terms if t.label != "c"]
+            lines.append(f"{n}. a and b are multiplied exactly (products not normalised):")
+            for t in prods:
+                ex = "zero (no exponent)" if t.exponent is None else f"{_p2(t.significand)} * 2^{t.exponent}"
+                lines.append(f"     {t.label} = {ex} = {_p2(t.value)}")
+            n += 1
+            if blk.e_max is not None:
+                note = " (set by a zero operand's fixed exponent)" if blk.zero_exponent_set_max else ""
+                lines.append(f"{n}. largest exponent of all terms is {blk.e_max}{note}")
+                n += 1
+                lines.append(f"{n}. each term is shifted to align it at 2^{blk.e_max} and truncated to "
+                             f"{blk.F} fractional bits:")
+                for t in blk.terms:
+                    lost = f", lost {_p2(t.lost)}" if t.lost else ", exact"
+                    lines.append(f"     {t.label}: {_p2(t.value)} -> {_p2(t.aligned)}{lost}")
+                n += 1
+                lines.append(f"{n}. the aligned terms are added exactly: {_p2(blk.fixed_sum)} "
+                             f"(not normalised)")
+                n += 1
+            for s in blk.stages:
+                lines.append(f"{n}. {s}")
+                n += 1
+            if blk.normalised:
+                lines.append(f"{n}. normalised: {blk.normalised}")
+                n += 1
+            lines.append(f"{n}. final rounding {blk.rounding}: {blk.result!r}")
+            n += 1
+        lines.append(f"result d = {self.value!r}")
+        return "\n".join(lines)
+
+
+def _norm(x: Fraction) -> str:
+    if x == 0:
+        return "0"
+    ax = abs(x)
+    e = ax.numerator.bit_length() - ax.denominator.bit_length()
+    if Fraction(2) ** e > ax:
+        e -= 1
+    return f"{'-' if x < 0 else ''}{float(ax / Fraction(2) ** e):.17g} * 2^{e}"
+
+
+def _special_block(blk: Block, codes) -> Block:
+    pos = neg = nan = False
+    for code in codes:
+        pos, neg, nan = _ops.combine_special(code, pos, neg, nan)
+    blk.result = float(_ops.special_result(pos, neg, nan))
+    blk.special = "NaN" if nan or (pos and neg) else ("+Inf" if pos else "-Inf")
+    return blk
+
+
+def _decomp(v: float, fmt) -> tuple[int, int]:
+    s, e = _ops.decompose_one(float(v), fmt.man_bits, fmt.emin, False)
+    return int(s), int(e)
+
+
+def _tfdpa_block(idx, a, b, d, m) -> Block:
+    fin, out, res = m.in_fmt, m.out_fmt, m.res_fmt
+    fp = 2 * fin.man_bits
+    blk = Block(index=idx, c_in=d, F=m.F)
+    late = m.c_position == "late"
+    codes = []
+    ops_ = []
+    for k, (x, y) in enumerate(zip(a, b)):
+        s1, e1 = _ops.decompose_one(float(x), fin.man_bits, fin.emin, m.flush_subnormals)
+        s2, e2 = _ops.decompose_one(float(y), fin.man_bits, fin.emin, m.flush_subnormals)
+        if e1 >= _ops.SPECIAL or e2 >= _ops.SPECIAL:
+            codes.append(_ops.special_product(s1, e1, s2, e2))
+        ops_.append((k, int(s1), int(e1), int(s2), int(e2)))
+    cs, ce = _decomp(d, out)
+    if ce >= _ops.SPECIAL:
+        codes.append(3 if cs == 2 else (1 if cs > 0 else 2))
+    if codes:
+        return _special_block(blk, codes)
+    emax = _ops.NEG_BIG
+    ez = m.zero_exponent
+    zero_max = False
+    for k, s1, e1, s2, e2 in ops_:
+        p = s1 * s2
+        if p == 0:
+            blk.terms.append(Term(f"a{k}*b{k}", Fraction(0), ez, Fraction(0)))
+            if ez is not None and ez > emax:
+                emax, zero_max = ez, True
+        else:
+            blk.terms.append(Term(f"a{k}*b{k}", _val(p, 0, fp), e1 + e2, _val(p, e1 + e2, fp)))
+            if e1 + e2 > emax:
+                emax, zero_max = e1 + e2, False
+    cterm = None
+    if not late:
+        if cs == 0:
+            cterm = Term("c", Fraction(0), ez, Fraction(0))
+            if ez is not None and ez > emax:
+                emax, zero_max = ez, True
+        else:
+            cterm = Term("c", _val(cs, 0, out.man_bits), ce, _val(cs, ce, out.man_bits))
+            if ce > emax:
+                emax, zero_max = ce, False
+        blk.terms.append(cterm)
+    stk = 1 if m.sticky else 0
+    mode = _ops.MODE_CODES[m.rounding]
+    if emax == _ops.NEG_BIG:
+        part = 0.0
+        blk.fixed_sum = Fraction(0)
+    else:
+        blk.e_max = emax
+        blk.zero_exponent_set_max = zero_max
+        S = 0
+        for t, (k, s1, e1, s2, e2) in zip(blk.terms, ops_):
+            p = s1 * s2
+            if p:
+                a_ = int(_ops.align_term(abs(p), m.F - fp - emax + e1 + e2, m.sticky))
+                S += a_ if p > 0 else -a_
+                t.aligned = _val(a_ if p > 0 else -a_, emax, m.F + stk)
+                t.lost = t.value - t.aligned
+        if cterm is not None and cs != 0:
+            a_ = int(_ops.align_term(abs(cs), m.F - out.man_bits + ce - emax, m.sticky))
+            S += a_ if cs > 0 else -a_
+            cterm.aligned = _val(a_ if cs > 0 else -a_, emax, m.F + stk)
+            cterm.lost = cterm.value - cterm.aligned
+        blk.fixed_sum = _val(S, emax, m.F + stk)
+        if m.sticky:
+            blk.stages.append("each term that lost bits carries a sticky bit 2^-(F+1) of its sign")
+        part = float(_ops.round_fixed(np.int64(S), emax - m.F - stk, res.p, res.emin, res.emax, mode,
+                                      m.flush_output_subnormals))
+    blk.normalised = _norm(blk.fixed_sum)
+    blk.rounding = f"{m.rounding.upper()} to {res.name}"
+    if late:
+        from .kernels import exact_add
+        r = float(exact_add(part, float(d), res.p, res.emin, res.emax, _ops.MODE_CODES[m.late_rounding],
+                            m.flush_output_subnormals))
+        blk.stages.append(f"products rounded ({blk.rounding}) to {part!r}; c = {d!r} is added late with "
+                          f"{m.late_rounding.upper()}: {r!r}")
+        blk.rounding = f"late addition of c, {m.late_rounding.upper()}"
+        blk.result = r
+    else:
+        blk.result = part
+    return blk
+
+
+def _amd_block(idx, a, b, d, m) -> Block:
+    from . import fdpa_amd as _amd
+
+    fin, out = m.in_fmt, m.out_fmt
+    q = _amd.amd_params(m)
+    sa = np.empty((1, len(a)), np.int32)
+    ea = np.empty_like(sa)
+    sb = np.empty_like(sa)
+    eb = np.empty_like(sa)
+    _ops.decompose(np.asarray([a], float), sa, ea, fin.man_bits, fin.emin, m.flush_subnormals)
+    _ops.decompose(np.asarray([b], float), sb, eb, fin.man_bits, fin.emin, m.flush_subnormals)
+    fp = 2 * fin.man_bits
+    blk = Block(index=idx, c_in=d, F=m.F)
+    cs, ce = _decomp(d, out)
+    spec, pos, neg, nan = _amd.scan_specials(sa, ea, sb, eb, 0, 0, 0, len(a), cs, ce, fp, q[_amd.Q_OVF])
+    if spec:
+        blk.result = float(_ops.special_result(pos, neg, nan))
+        blk.special = "NaN" if nan or (pos and neg) else ("+Inf" if pos else "-Inf")
+        return blk
+    for k in range(len(a)):
+        p = int(sa[0, k]) * int(sb[0, k])
+        e = int(ea[0, k] + eb[0, k])
+        blk.terms.append(Term(f"a{k}*b{k}", _val(p, 0, fp), e if p else m.zero_exponent, _val(p, e, fp)))
+    if m.kind == "e-fdpa":
+        limbs = np.zeros(max(1, int(q[_amd.Q_NLIMBS])), np.int64)
+        exact = sum((t.value for t in blk.terms), Fraction(0)) + _val(cs, ce, out.man_bits)
+        blk.stages.append(f"c = {d!r} and the products are added exactly (no alignment loss): {_p2(exact)}")
+        blk.normalised = _norm(exact)
+        blk.result = float(_amd.efdpa_step(sa, ea, sb, eb, 0, 0, 0, float(d), q, limbs))
+        blk.rounding = f"{m.rounding.upper()} to {m.res_fmt.name} (once)"
+        return blk
+    T, emax, has_T, E, Tp, scp, c_used, S, G = _amd.tr_parts(sa, ea, sb, eb, 0, 0, 0, cs, ce, q)
+    F, F2 = m.F, m.F2
+    if has_T:
+        blk.e_max = int(emax)
+        if m.kind == "gtr-fdpa":
+            blk.stages.append("products of even and of odd index form two truncated fused sums, aligned at "
+                              "the larger exponent and rounded down (toward -inf) to F bits (Xie Alg. 11)")
+        gmax = {}
+        for k, t in enumerate(blk.terms):  # window of each term: the block's (TR) or its group's (GTR) e_max
+            g = k % 2 if m.kind == "gtr-fdpa" else 0
+            if t.value:
+                gmax[g] = max(gmax.get(g, t.exponent), t.exponent)
+        for k, t in enumerate(blk.terms):
+            if t.value:
+                g = k % 2 if m.kind == "gtr-fdpa" else 0
+                p = int(t.significand * 2 ** fp)
+                al = int(_ops.align_term(abs(p), F - fp + int(t.exponent) - gmax[g], False))
+                t.aligned = _val(al if p > 0 else -al, gmax[g], F)
+                t.lost = t.value - t.aligned
+        blk.fixed_sum = _val(int(T), int(emax), F)
+    blk.stages.append(f"E = max(e_max, e_c) = {int(E)}; T' = RD_F2(T) = {_p2(_val(int(Tp), int(E), F2))} "
+                      f"(F2 = {F2}), c' = RD_F(c) = {_p2(_val(int(scp), int(E), F)) if c_used else '0 (dropped)'}")
+    total = _val(int(S), int(E), int(G))
+    blk.stages.append(f"T' + c' = {_p2(total)}")
+    blk.normalised = _norm(total)
+    blk.rounding = f"{m.rounding.upper()} to {m.res_fmt.name}"
+    blk.result = float(_amd.trfdpa_step(sa, ea, sb, eb, 0, 0, 0, float(d), q))
+    return blk
+
+
+def explain(a, b, c: float = 0.0, model: Model | None = None) -> Trace:
+    """Step-by-step trace of d = unit(a, b, c) for a :class:`Model` (Xie et al. 2025
+    Algorithms 5-11; walk-through style of Valpey et al. 2025, under Table 5).
+
+    ``a``, ``b``: equal-length sequences of values of ``model.in_format``; ``c`` a
+    value of ``model.out_format``.  K is consumed in blocks of L, zero-padded."""
+    if not isinstance(model, Model):
+        raise TypeError(f"model must be a workbench Model/Preset, got {type(model).__name__}")
+    if model.kind not in EXPLAINED_KINDS:
+        raise ValueError(f"explain does not trace kind={model.kind!r}; traced kinds: {EXPLAINED_KINDS}")
+    if model.kind == "t-fdpa" and model.interleave != 1:
+        raise ValueError(f"explain does not trace interleave={model.interleave} (the fp8 mma.sync pattern)")
+    a = np.asarray(a, dtype=float).reshape(-1)
+    b = np.asarray(b, dtype=float).reshape(-1)
+    if a.shape != b.shape:
+        raise ValueError(f"a and b must have the same length, got {a.size} and {b.size}")
+    _formats.check_representable(a, model.in_fmt, "a")
+    _formats.check_representable(b, model.in_fmt, "b")
+    c = float(_formats.check_representable(np.array([c], float), model.out_fmt, "c")[0])
+    L = 1 if model.kind == "fma" else model.L
+    K = max(1, a.size)
+    pad = (-K) % L
+    ap = np.concatenate([a, np.zeros(pad + (K - a.size))])
+    bp = np.concatenate([b, np.zeros(pad + (K - b.size))])
+    d = c
+    blocks = []
+    for i in range(0, ap.size, L):
+        x, y = ap[i:i + L], bp[i:i + L]
+        if model.kind == "fma":
+            from .kernels import fma32, fma64
+            r = float(fma32(x[0], y[0], d)) if model.out_fmt.name == "fp32" else float(fma64(x[0], y[0], d))
+            blk = Block(index=i, c_in=d, rounding=f"IEEE FMA a{i}*b{i} + d, RNE to {model.out_fmt.name}", result=r)
+        elif model.kind == "t-fdpa":
+            blk = _tfdpa_block(i // L, x, y, d, model)
+        else:
+            blk = _amd_block(i // L, x, y, d, model)
+        blocks.append(blk)
+        d = blk.result
+    return Trace(model=model, a=tuple(a.tolist()), b=tuple(b.tolist()), c=c, blocks=blocks, value=d)
+
+
+__all__ = ["explain", "Trace", "Block", "Term", "EXPLAINED_KINDS"]

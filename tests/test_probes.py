@@ -17,7 +17,7 @@ import pytest
 
 import workbench as wb
 from workbench.probes import BlackBox, from_model, infer, verify
-from workbench.probes.authenticate import authenticate
+from workbench.probes.authentication import authenticate
 from workbench.probes.fasi import fasi_suite
 from workbench.probes.targets import target
 
@@ -203,10 +203,9 @@ OBSERVABLE = ("kind", "L", "F", "rounding", "result_format", "sticky", "c_positi
 def test_infer_every_preset(rec):
     from workbench.probes.blackbox import from_model as fm
 
-    try:
-        wb.gemm(np.ones((1, rec.L)), np.ones((rec.L, 1)), model=rec)
-    except ValueError as exc:
-        pytest.skip(f"gemm does not run kind {rec.kind!r} yet: {exc}")
+    if rec.kind in ("e-fdpa", "tr-fdpa", "gtr-fdpa"):
+        pytest.skip(f"inference of {rec.kind!r} (AMD CDNA1/CDNA3) is not implemented: FPRev cannot tell E-FDPA "
+                    "from T-FDPA at L = 2 and TR-FDPA's second precision F2 has no probe yet")
     res = infer(fm(rec), n_verify=10000)
     for k in OBSERVABLE:
         if k in res.unobservable or (k == "P" and rec.kind != "ftz-addmul"):
@@ -218,3 +217,9 @@ def test_infer_every_preset(rec):
         ok = res.consistent.get("zero_exponent", [])
         assert rec.zero_exponent in ok or None in ok, res.sheet()
     assert res.verified, res.sheet()
+
+
+def test_probe_cli_module_is_light():
+    code = ("import sys, argparse; import workbench.probes.cli as c; c.add_arguments(argparse.ArgumentParser()); "
+            "assert 'workbench.engine' not in sys.modules and 'workbench.probes.inference' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -26,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     """Returns 0 when the proposed model verified bit-exactly, 1 otherwise."""
-    from .infer import infer
+    from .inference import infer
     from .targets import target
 
     bb = target(args.target)

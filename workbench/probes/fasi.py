@@ -87,7 +87,8 @@ def fasi_suite(black_box: Any, in_format: str | None = None, out_format: str | N
     neab = 0 if d[0] == 2 * u else (1 if d[0] == u else None)
     out["extra_alignment_bits"] = FasiTest(
         "extra_alignment_bits", [float(d[0])], neab,
-        "b11 = 1, c = -(1 - u): 2u means no extra bit (relative error 1, V100), u means one (T4/A100)")
+        "b11 = 1, c = -(1 - u): 2u means no extra bit (relative error 1, V100), u means at least one "
+        "(T4/A100; c has only p_out bits, so more cannot show - the generalised F probe measures them)")
     delta = 2.0 ** -(p + (neab or 0))
 
     # ------------------------------------ order of accumulation / rounding errors

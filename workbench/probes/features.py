@@ -21,7 +21,7 @@ Every probe takes a :class:`~workbench.probes.blackbox.BlackBox` and returns pla
   on both signs, then ties 0.5 and 1.5 ulp (RNE/RNA/RNZ/RNO...).
 * :func:`probe_sticky` - Khattak-Mikaitis' ``stkbitenabled``: terms that fall off the
   window leave a trace only if a sticky bit is kept.
-* :func:`probe_zero_exponent` lives in :mod:`workbench.probes.infer` (it needs the
+* the zero-operand exponent search lives in :mod:`workbench.probes.inference` (it needs the
   other parameters to build the hypotheses it compares).
 * :func:`probe_specials` - Xie Section 4.2 (Inf, NaN, overflow).
 """
@@ -34,7 +34,6 @@ from typing import Any
 
 import numpy as np
 
-from .. import formats as _formats
 from .blackbox import BlackBox
 from .vectors import Cases, Ranges
 
@@ -462,7 +461,6 @@ def probe_c_position(bb: BlackBox, st: Structure, allow_sub: bool = True) -> CPo
     if len(slots) < 2:
         return CPosition("early")   # one product per step: c is the running sum
     eU = _top(bb)
-    lo = _low(bb, allow_sub)
     r = Ranges(bb.in_fmt, bb.out_fmt)
     ceps = max(r.out_lo + 1, eU - 60)
     K = min(max(st.L, 4), bb.max_k or 4096)
@@ -478,7 +476,6 @@ def probe_c_position(bb: BlackBox, st: Structure, allow_sub: bool = True) -> CPo
         s = 1.0 if sgn == "+" else -1.0
         cs.add({slots[0]: s * 2.0 ** e}, c=s * x * 2.0 ** q)
     d = cs.run(bb)
-    del lo
     if d[0] != eps:   # 0, or a sticky trace of eps: either way eps met U in one fused sum
         return CPosition("early")
     table: RoundingTable = {}
@@ -515,12 +512,6 @@ def probe_specials(bb: BlackBox) -> dict[str, str]:
     d = bb.dots(a, b, c)
     return {name: ("NaN" if np.isnan(x) else repr(float(x))) for (name, *_), x in zip(cases, d)}
 
-
-def fmt_or(x: Any) -> str:
-    return "-" if x is None else str(x)
-
-
-_ = _formats  # the module is part of the public surface of the constants above
 
 
 # ============================================== narrow formats: c carries the range

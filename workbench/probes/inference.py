@@ -443,7 +443,7 @@ def infer(black_box: Any, in_format: str | None = None, out_format: str | None =
         # take the smallest F above the bound that survives randomised testing
         for F_try in range(model.F, 57):
             trial = model.with_params(F=F_try)
-            n_try, cex_try = verify(bb, trial, n=3000, seed=seed + 1)
+            n_try, cex_try = verify(bb, trial, n=2 * n_verify, seed=seed + 1)
             if cex_try is None:
                 model = trial
                 unobs["F"] += f"; F = {F_try} is the smallest value above the bound that passes verification"

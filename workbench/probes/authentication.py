@@ -5,7 +5,7 @@ draw a wrong conclusion from which parameters.  The paper's two cases: the fixed
 vectors of Fasi et al. on CustomTC(fp16 -> fp32, neab 0, NFMA 8, RNE) misjudge NFMA
 and call the rounding RZ; with neab 1 and RU they still misjudge NFMA.  Here the
 "fixed vectors" are :func:`~workbench.probes.fasi.fasi_suite` with the paper's n = 4
-and the "generalised" probes are :func:`~workbench.probes.infer.infer`.
+and the "generalised" probes are :func:`~workbench.probes.inference.infer`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 from ..catalogue import custom_model
 from ..engine.model import Model
 from .fasi import fasi_suite
-from .infer import infer
+from .inference import infer
 
 __all__ = ["authenticate", "DEFAULT_MODELS"]
 

@@ -52,8 +52,64 @@ def _formats_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _presets_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", help="device or architecture (H100, hopper, MI300X, cdna3, ...)")
+    p.add_argument("--format", dest="fmt", help="input format (fp16, bf16, fp8_e4m3, ...)")
+
+
+def _presets_run(args: argparse.Namespace) -> int:
+    from . import catalogue
+
+    rows = list(catalogue.presets())
+    if args.device:
+        arch = catalogue._arch_of(args.device)
+        rows = [r for r in rows if r["architecture"] == arch]
+    if args.fmt:
+        fin = _formats.format(args.fmt).name
+        rows = [r for r in rows if r["in_format"] in (fin, fin + "fnuz")]
+    print("Presets of the matrix units (default: returned by workbench.preset without instruction/variant)")
+    print(render_table(rows, ["name", "devices", "kind", "L", "F", "rounding", "zero_exponent", "default", "source"]))
+    return 0
+
+
+def _float_list(text: str) -> list[float]:
+    """Comma-separated decimal or hex float literals (0x1.8p-3)."""
+    out = []
+    for tok in text.split(","):
+        tok = tok.strip()
+        try:
+            out.append(float.fromhex(tok) if "0x" in tok.lower() else float(tok))
+        except ValueError:
+            raise ValueError(f"{tok!r} is not a decimal or hex float literal") from None
+    return out
+
+
+def _explain_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", required=True, help="device or architecture")
+    p.add_argument("--in-format", default="fp16")
+    p.add_argument("--out-format", default="fp32")
+    p.add_argument("--instruction", default=None)
+    p.add_argument("--variant", default=None)
+    p.add_argument("--a", required=True, help="comma-separated values (decimal or hex floats)")
+    p.add_argument("--b", required=True, help="comma-separated values (decimal or hex floats)")
+    p.add_argument("--c", default="0", help="accumulator value (decimal or hex float)")
+
+
+def _explain_run(args: argparse.Namespace) -> int:
+    from . import catalogue
+    from .engine import explain
+
+    m = catalogue.preset(args.device, args.in_format, args.out_format, instruction=args.instruction,
+                         variant=args.variant)
+    print(f"preset {m.name} ({m.source})")
+    print(explain(_float_list(args.a), _float_list(args.b), _float_list(args.c)[0], m))
+    return 0
+
+
 COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {
     "formats": ("print the table of number formats", _formats_args, _formats_run),
+    "presets": ("print the preset table of the matrix units with sources", _presets_args, _presets_run),
+    "explain": ("print one dot product step by step on a device's matrix unit", _explain_args, _explain_run),
 }
 
 

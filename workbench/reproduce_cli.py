@@ -1,0 +1,40 @@
+"""``workbench reproduce [--quick | --full] [--only NAME]``: execute the reproduction notebooks.
+
+Kept light: papermill loads inside :func:`run_command`.
+"""
+from __future__ import annotations
+
+import argparse
+
+HELP = "regenerate the papers' figures and tables (executes notebooks/ with papermill)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``workbench reproduce``."""
+    from .reproduce import NOTEBOOKS
+
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--quick", dest="quick", action="store_true", default=True,
+                      help="small sizes, a few minutes on 2 cores (default)")
+    mode.add_argument("--full", dest="quick", action="store_false", help="the papers' full sizes (hours)")
+    parser.add_argument("--only", metavar="NAME", action="append", choices=list(NOTEBOOKS),
+                        help=f"run only this notebook (repeatable): {', '.join(NOTEBOOKS)}")
+    parser.add_argument("--results-dir", default="results", help="executed notebooks and sweep results (default results)")
+    parser.add_argument("--figures-dir", default="figures", help="figures and tables (default figures)")
+    parser.add_argument("--workers", type=int, default=2, help="worker processes of the sweeps (default 2)")
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run the notebooks; print the files written; 0 on success, 1 when a notebook failed."""
+    from .reproduce import reproduce
+
+    try:
+        import papermill as pm
+        files = reproduce(quick=args.quick, only=args.only, results_dir=args.results_dir,
+                          figures_dir=args.figures_dir, workers=args.workers)
+    except pm.PapermillExecutionError as exc:
+        print(f"workbench reproduce: a notebook failed: {exc.ename}: {exc.evalue}")
+        return 1
+    for f in files:
+        print(f)
+    return 0

@@ -781,7 +781,7 @@ def main() -> None:
              '', '# no sizes: quick and full are the same\n', FEATURES)
     notebook("markidis_vs_ootomo", "# Markidis vs Ootomo-Yokota on Volta/Ampere/Hopper tensor-core models",
              'presets = None               # devices (fp16 -> fp32 presets); None: quick/full set\n'
-             'k_values = None              # None: the experiment file ([quick] k = 16, 256, 4096; full up to 16384)\n'
+             'k_values = None              # None: the experiment file, quick k = 16, 256, 4096, full up to 16384\n'
              'worse_preset = "A100"        # unit of the Table 5-style search\n'
              'worse_budget = None          # candidate dot products of find_worse\n',
              'QUICK = {"presets": ["V100", "A100", "H100"], "worse_budget": 5000}\n'

@@ -223,3 +223,12 @@ def test_probe_cli_module_is_light():
     code = ("import sys, argparse; import workbench.probes.cli as c; c.add_arguments(argparse.ArgumentParser()); "
             "assert 'workbench.engine' not in sys.modules and 'workbench.probes.inference' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_mldtypes_bf16_dot_products():
+    pytest.importorskip("ml_dtypes")
+    bb = target("mldtypes-bf16")
+    assert (bb.in_format, bb.out_format) == ("bf16", "fp32")  # ml_dtypes returns float32 products
+    res = infer(bb, n_verify=1000)
+    assert res.params["L"] == 1  # one product per step, as FPRev sees it at K <= 16
+    assert res.verified or res.counterexample is not None

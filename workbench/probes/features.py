@@ -426,6 +426,8 @@ def probe_sticky(bb: BlackBox, st: Structure, F: int, c_early: bool = True, allo
     the window.  Without a sticky bit they vanish (d = 0); with one, each leaves
     2^(e - F - 1)."""
     slots = _slots(st, st.L)
+    if len(slots) < 2:
+        return None
     eU = _top(bb)
     tiny = 2.0 ** (eU - F - 2)
     if eU - F - 2 < _low(bb, allow_sub):

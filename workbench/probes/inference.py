@@ -390,7 +390,9 @@ def infer(black_box: Any, in_format: str | None = None, out_format: str | None =
             if cp.late_rounding not in ("rne", "rz", "rd", "ru"):
                 notes.append(f"late addition rounds as {cp.late_rounding!r}, which the engine cannot model")
         feats["c"] = f"{cp.position} (in the fused sum)" if c_early else f"late, rounded {cp.late_rounding}"
-        Fm = _f.probe_precision_c(bb, allow_sub) if is_narrow else _f.probe_precision(bb, st, c_early, allow_sub)
+        few = len(_f._slots(st, st.L)) < 3 and c_early    # too few products share one fused sum
+        Fm = (_f.probe_precision_c(bb, allow_sub) if (is_narrow or few)
+              else _f.probe_precision(bb, st, c_early, allow_sub))
         if Fm.value is None:
             F = min(Fm.bound, 56)
             unobs["F"] = f"every eps down to 2^-{Fm.bound} U was kept: F >= {Fm.bound} (formats' range)"

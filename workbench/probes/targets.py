@@ -8,7 +8,7 @@
 ``torch-cpu-bf16``     ``torch.addmm(C, A, B)`` on bfloat16 CPU tensors (needs torch)
 ``torch-cpu-fp16``     ``torch.addmm(C, A, B)`` on float16 CPU tensors (needs torch)
 ``torch-cpu-fp32``     ``torch.addmm(C, A, B)`` on float32 CPU tensors (needs torch)
-``mldtypes-bf16``      ``A @ B + C`` on ml_dtypes.bfloat16 arrays (numpy loops in bf16)
+``mldtypes-bf16``      ``A @ B + C`` on ml_dtypes.bfloat16 arrays (the product comes back as float32)
 ``preset:DEV:IN:OUT``  a workbench preset through ``workbench.gemm`` (optional
                        ``:INSTRUCTION`` and ``:VARIANT``), e.g. ``preset:H100:fp16:fp32``
 ``torch-cuda-IN-OUT``  the GPU adapter below, e.g. ``torch-cuda-fp16-fp32``
@@ -88,9 +88,10 @@ def mldtypes_target(fmt: str = "bf16") -> BlackBox:
         raise ValueError(f"ml_dtypes target: fmt={fmt!r}; only bf16 can also be a model's output format")
 
     def fn(A: np.ndarray, B: np.ndarray, C: np.ndarray) -> np.ndarray:
-        return ((A.astype(dt) @ B.astype(dt)) + C.astype(dt)).astype(np.float64)
+        D = A.astype(dt) @ B.astype(dt)     # ml_dtypes' matmul of bfloat16 returns float32
+        return (D.astype(np.float32) + C.astype(np.float32)).astype(np.float64)
 
-    return BlackBox(fn, name, name, name=f"ml_dtypes {ml.__version__} {name} matmul + C")
+    return BlackBox(fn, name, "fp32", name=f"ml_dtypes {ml.__version__} {name} matmul (float32 result) + C")
 
 
 def torch_cuda(in_format: str, out_format: str = "fp32", device: str = "cuda") -> BlackBox:

@@ -118,6 +118,9 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callab
 # inside run_command, so building the parser stays cheap.
 MODULE_COMMANDS: dict[str, str] = {
     "sweep": "workbench.sweep.cli",
+    "probe": "workbench.probes.cli",
+    "discriminate": "workbench.discrimination_cli",
+    "reproduce": "workbench.reproduce_cli",
 }
 
 

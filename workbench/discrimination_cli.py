@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import json
 
+HELP = "find the simplest input on which two presets give different bits (search or SMT)"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model_a", metavar="PRESET_A",

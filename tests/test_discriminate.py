@@ -88,10 +88,22 @@ def test_budget_exhausted_says_so():
 
 
 @pytest.mark.parametrize("kw, match", [({"K": 0}, "K=0"), ({"budget": -1}, "budget=-1"),
-                                       ({"backend": "magic"}, "backend='magic'")])
+                                       ({"backend": "magic"}, "backend='magic'"),
+                                       ({"compare": "ulps"}, "compare='ulps'")])
 def test_bad_arguments(kw, match):
     with pytest.raises(ValueError, match=match):
         discriminate("V100:fp16:fp32", "A100:fp16:fp32", **kw)
+
+
+def test_compare_value_ignores_the_sign_of_zero():
+    ma, mb = wb.preset("A100", "bf16", "fp32"), wb.preset("MI300X", "bf16", "fp32")
+    by_bits = discriminate(ma, mb, budget=20_000)
+    assert by_bits is not None
+    _assert_discriminates(by_bits, ma, mb)
+    by_value = discriminate(ma, mb, budget=20_000, compare="value")
+    assert by_value is not None and by_value.recheck()
+    oa, ob = _run(ma, by_value.a, by_value.b, by_value.c), _run(mb, by_value.a, by_value.b, by_value.c)
+    assert oa != ob and not (np.isnan(oa) and np.isnan(ob)), (oa, ob)   # different numbers, not +0 vs -0
 
 
 def test_bad_names():

@@ -22,6 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=("search", "smt"), default="search",
                         help="'smt': exact z3 back end (pip install z3-solver); proves equivalence for this K")
     parser.add_argument("--smt-timeout", type=float, default=60.0, help="seconds for z3 (default 60)")
+    parser.add_argument("--compare", choices=("bits", "value"), default="bits",
+                        help="'bits' (default): any output bit, the sign of zero included; 'value': different numbers only")
     parser.add_argument("--no-shrink", action="store_true", help="report the first input found, unsimplified")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
@@ -32,7 +34,8 @@ def run_command(args: argparse.Namespace) -> int:
     from .discrimination import discriminate_outcome, model_label
 
     out = discriminate_outcome(args.model_a, args.model_b, K=args.K, budget=args.budget, seed=args.seed,
-                               shrink=not args.no_shrink, backend=args.backend, smt_timeout=args.smt_timeout)
+                               shrink=not args.no_shrink, backend=args.backend, smt_timeout=args.smt_timeout,
+                               compare=args.compare)
     if args.json:
         payload = {"status": out.status, "reason": out.reason, "candidates": out.candidates,
                    "result": out.result.to_dict() if out.result is not None else None}

@@ -55,6 +55,20 @@ def eval_cross(model: Model, A: np.ndarray, B: np.ndarray, C: np.ndarray) -> np.
     return gemm_f64(model, A, B, C)
 
 
+COMPARISONS = ("bits", "value")
+
+
+def agree(x: np.ndarray, y: np.ndarray, compare: str = "bits") -> np.ndarray:
+    """Elementwise: do two outputs count as equal?  ``"bits"``: :func:`same_bits`;
+    ``"value"``: equal numbers (+0 equals -0, NaN equals NaN), for users who care about
+    different values rather than the sign of a zero."""
+    if compare == "bits":
+        return same_bits(x, y)
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    return (np.isnan(x) & np.isnan(y)) | (x == y)
+
+
 def same_bits(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Elementwise: do two float64 arrays hold the same output (NaN equals NaN, +0
     differs from -0)?  Outputs of the engine carry canonical NaNs, so comparing values

@@ -148,6 +148,7 @@ class Discrimination:
     method: str
     candidates: int = 0
     note: str = ""
+    compare: str = "bits"
 
     @property
     def K(self) -> int:
@@ -177,7 +178,7 @@ class Discrimination:
         da = _eval.gemm_f64(self.model_a, A, B, C)[0, 0]
         db = _eval.gemm_f64(self.model_b, A, B, C)[0, 0]
         return (bool(_eval.same_bits(da, self.out_a)) and bool(_eval.same_bits(db, self.out_b))
-                and not bool(_eval.same_bits(da, db)))
+                and not bool(_eval.agree(da, db, self.compare)))
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (lists and floats) for tables and JSON."""
@@ -254,10 +255,11 @@ def _rep(vals: np.ndarray, fmt: _formats.FloatFormat) -> np.ndarray:
 
 
 class _Space:
-    """The input space of a pair of models: formats, K, and value generators."""
+    """The input space of a pair of models: formats, K, value generators, and how
+    outputs are compared (``"bits"`` or ``"value"``)."""
 
-    def __init__(self, ma: Model, mb: Model, K: int) -> None:
-        self.ma, self.mb, self.K = ma, mb, K
+    def __init__(self, ma: Model, mb: Model, K: int, compare: str = "bits") -> None:
+        self.ma, self.mb, self.K, self.compare = ma, mb, K, compare
         self.fin = ma.in_fmt
         self.fout = ma.out_fmt
         m = self.fin.man_bits
@@ -462,7 +464,7 @@ def _shrink(sp: _Space, a: np.ndarray, b: np.ndarray, c: float, max_rounds: int 
         da = _eval.eval_pairs(sp.ma, A, B, C)
         db = _eval.eval_pairs(sp.mb, A, B, C)
         evaluated += A.shape[0]
-        diff = np.flatnonzero(~_eval.same_bits(da, db))
+        diff = np.flatnonzero(~_eval.agree(da, db, sp.compare))
         if diff.size == 0:
             break
         scores = [(_score(A[r], B[r], float(C[r])), r) for r in diff]
@@ -485,7 +487,8 @@ def _check_models(ma: Model, mb: Model) -> None:
 
 def discriminate_outcome(model_a: Model | str, model_b: Model | str, *, K: int | None = None,
                          budget: int = 200_000, seed: int = 0, backend: str = "search",
-                         shrink: bool = True, smt_timeout: float = 60.0) -> DiscriminationOutcome:
+                         shrink: bool = True, smt_timeout: float = 60.0,
+                         compare: str = "bits") -> DiscriminationOutcome:
     """Like :func:`discriminate` but returns the full :class:`DiscriminationOutcome`
     (result, status and reason, candidates evaluated)."""
     ma, mb = resolve_model(model_a), resolve_model(model_b)
@@ -499,15 +502,19 @@ def discriminate_outcome(model_a: Model | str, model_b: Model | str, *, K: int |
     K = int(K)
     if not isinstance(budget, (int, np.integer)) or budget < 0:
         raise ValueError(f"budget={budget!r}: expected a non-negative number of candidates")
+    if compare not in _eval.COMPARISONS:
+        raise ValueError(f"compare={compare!r}: expected one of {_eval.COMPARISONS}")
     if ma.params == mb.params:
         return DiscriminationOutcome(None, "none exists",
                                      f"the two models have identical arithmetic parameters "
                                      f"({ma.describe()}): no input can tell them apart")
     if backend == "smt":
+        if compare != "bits":
+            raise ValueError(f"compare={compare!r}: the SMT back end compares output bits; use backend='search'")
         from . import smt
 
         return smt.discriminate_smt(ma, mb, K=K, timeout=smt_timeout)
-    sp = _Space(ma, mb, K)
+    sp = _Space(ma, mb, K, compare)
     rng = np.random.default_rng(seed)
     tried = 0
     found: tuple[np.ndarray, np.ndarray, float, str] | None = None
@@ -521,7 +528,7 @@ def discriminate_outcome(model_a: Model | str, model_b: Model | str, *, K: int |
         da = _eval.eval_pairs(ma, a, b, c)
         db = _eval.eval_pairs(mb, a, b, c)
         tried += a.shape[0]
-        diff = np.flatnonzero(~_eval.same_bits(da, db))
+        diff = np.flatnonzero(~_eval.agree(da, db, compare))
         if diff.size == 0:
             return None
         r = min(diff, key=lambda i: _score(a[i], b[i], float(c[i])))
@@ -556,7 +563,7 @@ def discriminate_outcome(model_a: Model | str, model_b: Model | str, *, K: int |
         da = _eval.eval_cross(ma, A, B, C)
         db = _eval.eval_cross(mb, A, B, C)
         tried += n * m
-        diff = np.argwhere(~_eval.same_bits(da, db))
+        diff = np.argwhere(~_eval.agree(da, db, compare))
         if diff.size:
             i, j = min(diff.tolist(), key=lambda ij: _score(A[ij[0]], B[:, ij[1]], float(C[ij[0], ij[1]])))
             found = (A[i].copy(), B[:, j].copy(), float(C[i, j]), "random")
@@ -572,7 +579,7 @@ def discriminate_outcome(model_a: Model | str, model_b: Model | str, *, K: int |
     A, B, C = a[None, :], b[:, None], np.array([[c]])
     res = Discrimination(a=a, b=b, c=c, out_a=float(_eval.gemm_f64(ma, A, B, C)[0, 0]),
                          out_b=float(_eval.gemm_f64(mb, A, B, C)[0, 0]), model_a=ma, model_b=mb,
-                         method=method, candidates=tried)
+                         method=method, candidates=tried, compare=compare)
     if not res.recheck():  # pragma: no cover - would be an engine nondeterminism bug
         raise RuntimeError(f"internal error: the input found does not discriminate on re-run: {res}")
     return DiscriminationOutcome(res, "found", f"found after {tried} candidates ({method})", candidates=tried)
@@ -580,7 +587,7 @@ def discriminate_outcome(model_a: Model | str, model_b: Model | str, *, K: int |
 
 def discriminate(model_a: Model | str, model_b: Model | str, *, K: int | None = None, budget: int = 200_000,
                  seed: int = 0, backend: str = "search", shrink: bool = True,
-                 smt_timeout: float = 60.0) -> Discrimination | None:
+                 smt_timeout: float = 60.0, compare: str = "bits") -> Discrimination | None:
     """The simplest input found on which two models give different output bits.
 
     Parameters
@@ -604,6 +611,9 @@ def discriminate(model_a: Model | str, model_b: Model | str, *, K: int | None = 
     shrink:
         Simplify the found input (fewer nonzero terms, shorter significands) while it
         still discriminates.
+    compare:
+        ``"bits"`` (default): any difference in the output bits, the sign of a zero
+        included; ``"value"``: only different numbers (+0 and -0 count as equal).
 
     Returns
     -------
@@ -614,7 +624,7 @@ def discriminate(model_a: Model | str, model_b: Model | str, *, K: int | None = 
     :func:`discriminate_outcome` to get the status as data.
     """
     out = discriminate_outcome(model_a, model_b, K=K, budget=budget, seed=seed, backend=backend,
-                               shrink=shrink, smt_timeout=smt_timeout)
+                               shrink=shrink, smt_timeout=smt_timeout, compare=compare)
     if out.result is None:
         warnings.warn(DiscriminationNotFound(f"{out.status}: {out.reason}"), stacklevel=2)
     return out.result

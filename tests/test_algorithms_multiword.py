@@ -1,11 +1,13 @@
 """Multi-word GEMM against Khattak & Mikaitis (2025), Figure 7 (paper_data/khattak2025_fig7).
 
 Our matrices come from our own seeds (MATLAB's rng stream cannot be reproduced), so
-the comparison is of magnitudes.  Measured here: where the unit's accumulator limits
-the error (the largest p of each format) our errors are within a factor 1.1-4 of the
-paper's at n = 1274 and 7847; where the splitting limits it (p = 1; p = 2 for bf16)
-ours are 2-5x (fp8 p = 4: up to 25x) smaller than the paper's, so those bands are
-wider and one-sided as stated in each test.
+the comparison is of magnitudes.  The published run split the inputs by truncation
+(CPFloat keeps the round-toward-zero mode GEMM.m sets for C; see
+``algorithms/multiword.py``), so the tests against the paper's splitting-limited
+curves use ``split_rounding="rz"``: ours/published geometric means 0.5-2.3.  With the
+default round-to-nearest split (the published algorithm) the splitting-limited
+errors are 2-5x (fp8 p = 4/6 on B200: 15-60x) below the paper's; the older tests
+below keep that default with the wider one-sided bands stated in each.
 """
 
 from __future__ import annotations
@@ -37,14 +39,88 @@ def paper_error(fmt: str, words: int, model: str, n: int) -> float:
 
 
 @functools.lru_cache(maxsize=None)
-def error(device: str, fmt: str, words: int, n: int, *, variant: str | None = None, seed: int = 0) -> float:
+def error(device: str, fmt: str, words: int, n: int, *, variant: str | None = None, seed: int = 0,
+          instruction: str | None = None, split_rounding: str = "rne") -> float:
     """Our Figure 7 error: log-uniform 10 x n and n x 10 matrices, error against the exact product."""
     rng = np.random.default_rng([seed, n])
     A = workbench.inputs.log_uniform((10, n), rng)
     B = workbench.inputs.log_uniform((n, 10), rng)
-    model = workbench.preset(device, fmt, "fp32", variant=variant)
-    D = multiword(A, B, model=model, words=words)
+    model = workbench.preset(device, fmt, "fp32", instruction=instruction, variant=variant)
+    D = multiword(A, B, model=model, words=words, split_rounding=split_rounding)
     return normwise_error_inf(D, workbench.exact.gemm(A, B), A, B)
+
+
+def geomean_ratio(device: str, fmt: str, words: int, paper_model: str, split_rounding: str, *,
+                  instruction: str | None = None, variant: str | None = None,
+                  ns: tuple[int, ...] = (33, 206, 1274), seeds: tuple[int, ...] = (0, 1, 2)) -> float:
+    """Geometric mean of ours/published over ns x seeds (the paper has one sample per n)."""
+    logs = [np.log(error(device, fmt, words, n, variant=variant, seed=s, instruction=instruction,
+                         split_rounding=split_rounding) / paper_error(fmt, words, paper_model, n))
+            for n in ns for s in seeds]
+    return float(np.exp(np.mean(logs)))
+
+
+# Splitting-limited curves of Figure 7 (device, instruction, paper model, format, p) and the
+# geometric mean ours/published measured with the RNE split (the old default reading).
+SPLIT_LIMITED = [
+    ("A100", None, "a100", "fp16", 1),      # RNE 0.286, RZ 0.747
+    ("B200", None, "b200", "bf16", 1),      # RNE 0.374, RZ 0.839
+    ("B200", "mma.sync", "b200", "fp8_e5m2", 4),  # RNE 0.055, RZ 0.862
+    ("B200", "mma.sync", "b200", "fp8_e5m2", 6),  # RNE 0.034, RZ 0.500
+]
+
+
+@needs_data
+@pytest.mark.parametrize("device,instruction,paper_model,fmt,words", SPLIT_LIMITED)
+def test_truncated_split_matches_figure7(device, instruction, paper_model, fmt, words):
+    """Figure 7 as published (split by round-toward-zero): ours/published geometric mean within 2.5x.
+
+    Nine samples (n = 33, 206, 1274; seeds 0-2).  With the round-to-nearest split the
+    same geometric means are 0.034-0.374, all outside the band: the factor the
+    reproduction was missing.
+    """
+    g = geomean_ratio(device, fmt, words, paper_model, "rz", instruction=instruction)
+    assert 1 / 2.5 <= g <= 2.5, f"{device} {fmt} p={words}: ours/published geomean {g:.3f}"
+
+
+@needs_data
+@pytest.mark.parametrize("device,instruction,paper_model,fmt,words",
+                         [SPLIT_LIMITED[0], SPLIT_LIMITED[2]])
+def test_round_to_nearest_split_is_below_figure7(device, instruction, paper_model, fmt, words):
+    """The RNE split (the algorithm as published, our default) is systematically more accurate than the paper's run."""
+    rne = geomean_ratio(device, fmt, words, paper_model, "rne", instruction=instruction)
+    rz = geomean_ratio(device, fmt, words, paper_model, "rz", instruction=instruction)
+    assert rne < 0.5 and rne < rz / 2, (rne, rz)
+
+
+def test_figure7_experiment_uses_the_truncated_split():
+    """experiments/fig7_multiword.toml reproduces the published run: every task splits with split_rounding="rz"."""
+    from workbench.sweep import spec as sweep_spec
+    exp = sweep_spec.parse(Path(__file__).resolve().parents[1] / "experiments" / "fig7_multiword.toml", quick=True)
+    assert exp.tasks and {t.spec["params"].get("split_rounding") for t in exp.tasks} == {"rz"}
+
+
+def test_split_rounding_rz_truncates_every_word():
+    """split_rounding="rz": |A_j| words never exceed the residual they round, the default RNE ones sometimes do."""
+    rng = np.random.default_rng(11)
+    A = workbench.inputs.log_uniform((6, 40), rng)
+    B = workbench.inputs.log_uniform((40, 5), rng)
+    model = workbench.preset("B200", "fp16", "fp32")
+    u = 2.0**-11
+    over = {}
+    for mode in ("rz", "rne"):
+        _, w = multiword(A, B, model=model, words=3, split_rounding=mode, return_words=True)
+        r = A * w["row_scale"][:, None]
+        over[mode] = False
+        for j, Aj in enumerate(w["A"]):
+            target = r / u**j
+            over[mode] |= bool(np.any(np.abs(Aj) > np.abs(target)))
+            assert np.all(np.abs(Aj - target) < 2 ** (1 - 11) * np.abs(target) + 2.0**-24)
+            r = r - u**j * Aj
+        workbench.check_representable(np.concatenate(w["A"]), "fp16", "word")
+    assert not over["rz"] and over["rne"]
+    with pytest.raises(ValueError, match="split_rounding"):
+        multiword(A, B, model=model, split_rounding="rd")
 
 
 # (device, variant, paper model, format, largest p in the paper)

@@ -26,7 +26,7 @@ from test_engine_reference import _random_model, check_model, draw  # noqa: E402
 
 F2 = Fraction(2)
 RD16 = wb.preset("MI300X", "fp16", "fp32")
-RZ16 = wb.custom_model("fp16", "fp32", kind="tr-fdpa", L=8, F=24, F2=31, rounding="rne", alignment_rounding="rz")
+RZ16 = wb.preset("MI300X", "fp16", "fp32", variant="rz")
 RD8 = wb.preset("MI300X", "fp8_e5m2", "fp32")
 RZ8 = wb.custom_model("fp8_e5m2fnuz", "fp32", kind="gtr-fdpa", L=16, F=24, F2=31, rounding="rne",
                       alignment_rounding="rz")
@@ -48,7 +48,8 @@ def ref_of(model, a, b, c) -> Fraction:
 # ------------------------------------------------------------------ the parameter
 def test_parameter_is_data_on_the_model():
     assert RD16.alignment_rounding == "rd" and RD16.default
-    assert RZ16.alignment_rounding == "rz"
+    assert RZ16.alignment_rounding == "rz" and not RZ16.default and RZ16.variant == "rz"
+    assert "hypothetical" in RZ16.source and "Figure 3" in RZ16.source and "not a real device" in RZ16.source
     # the twin differs from the CDNA3 unit in that one parameter only
     diff = {k for k in RD16.params if RD16.params[k] != RZ16.params[k]}
     assert diff == {"alignment_rounding"}
@@ -59,6 +60,8 @@ def test_parameter_is_data_on_the_model():
                            alignment_rounding="rz").params["alignment_rounding"] == "rz"
     assert "alignment_rounding" in wb.engine.PARAM_NAMES
     assert wb.preset("A100", "fp16", "fp32").alignment_rounding is None
+    # the default preset keeps being what default lookup returns
+    assert wb.preset("cdna3", "fp16", "fp32").name == "cdna3/mfma/fp16->fp32"
 
 
 def test_parameter_validation():

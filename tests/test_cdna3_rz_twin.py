@@ -197,3 +197,19 @@ def test_random_rz_models_against_reference(kind):
     for _ in range(5):
         m = _random_model(rng, kind).with_params(alignment_rounding="rz")
         check_model(m, rng, 12, [m.L, 2 * m.L + 1])
+
+
+# ------------------------------------------------------------------- the experiment
+def test_experiment_builds_both_units():
+    """experiments/cdna3_rounding_bias.toml runs the CDNA3 preset and its RZ twin on the
+    same inputs (one input per seed, two units)."""
+    import workbench.sweep as sweep
+    from workbench.sweep.tasks import build_model
+
+    exp = sweep.parse(Path(__file__).resolve().parents[1] / "experiments" / "cdna3_rounding_bias.toml", quick=True)
+    models = {}
+    for t in exp.tasks:
+        m = build_model(t.spec)
+        models.setdefault(m.alignment_rounding, set()).add(t.input_hash)
+    assert set(models) == {"rd", "rz"}
+    assert models["rd"] == models["rz"]

@@ -577,15 +577,18 @@ if explain is not None and worse is not None:
 CDNA3 = [
     ("md", "## MMA-Sim Figure 3: the round-down inside CDNA3's fp16 MFMA biases its error\n\n"
            "delta = D - D_exact over 32x32x8 instructions with A, B ~ 1000 N(0,1) (fp16) and C ~ N(0,1) "
-           "(fp32); left: MI300X (RD inside), right: the same unit with RZ inside."),
+           "(fp32); left: MI300X (RD inside), right: the same unit with RZ inside - the preset variant "
+           "`workbench.preset(\"MI300X\", \"fp16\", \"fp32\", variant=\"rz\")` (engine parameter "
+           "`alignment_rounding=\"rz\"`), a hypothetical unit, not a real device."),
     ("code", '''\
 spec = load_experiment("cdna3_rounding_bias")
 if seeds is not None:
     spec["defaults"]["seed"] = {"start": 0, "stop": int(seeds)}
     spec.setdefault("quick", {})["seed"] = {"start": 0, "stop": int(seeds)}
 df = run_sweep("cdna3_rounding_bias", spec)
-df["unit"] = np.where(df["preset"].notna() if "preset" in df else False, "MI300X (RD inside)",
-                      "hypothetical RZ inside")
+# the CDNA3 preset and its round-toward-zero twin (variant "rz": alignment_rounding = "rz")
+twin = (df["variant"] == "rz") if "variant" in df else np.zeros(len(df), dtype=bool)
+df["unit"] = np.where(twin, "hypothetical RZ inside", "MI300X (RD inside)")
 for unit, sub in df.groupby("unit"):
     bad = sub[sub["error"].notna()]
     if len(bad):

@@ -28,6 +28,9 @@ Parameter names (shared by all functions)
                  [1, 4): an F-bit alignment is the "(2, F)" alignment of
                  Khattak-Mikaitis Table II.
 ``F2``           second precision of TR-/GTR-FDPA (Xie Alg. 10/11, Table 7).
+``alignment_rounding`` mode of TR-/GTR-FDPA's later alignment steps (Xie Alg. 10
+                 lines 14-15, Alg. 11 lines 15-16 and 22-23): "rd" (CDNA3, the
+                 default) or "rz" (the hypothetical twin of Xie Sec. 6.2.4, Fig. 3).
 ``rounding``     mode of the final conversion rho: "rne", "rna", "rz", "rd", "ru".
                  Xie's rho = (mode, out_format): RZ-FP32 = ("rz", "fp32"),
                  RZ-E8M13 = ("rz", "e8m13"), RNE-FP16 = ("rne", "fp16").
@@ -55,7 +58,8 @@ Parameter names (shared by all functions)
 
 Semantics fixed here (not parameters): products exact and unnormalised; alignment
 truncates toward zero in sign-magnitude (RZ_F); TR/GTR-FDPA's later steps round
-down (RD, toward -inf, as two's complement truncation does); NaN/Inf follow Xie
+down (RD, toward -inf, as two's complement truncation does) unless
+``alignment_rounding="rz"``; NaN/Inf follow Xie
 Sec. 4.2; a tensor-core conversion that overflows gives +-inf even under RZ
 (``final_round(..., overflow="inf")``, Khattak-Mikaitis Sec. IV-B), while
 FMA / FTZ-Add/Mul / E-FDPA follow IEEE 754 (``overflow="ieee"``).
@@ -477,12 +481,16 @@ def _tr_special(a, b, c, in_format):
 
 
 def tr_fdpa(a, b, c, *, F=24, F2=31, rounding="rne", in_format, out_format="fp32",
-            zero_exponent=None):
+            zero_exponent=None, alignment_rounding="rd"):
     """Truncated rounded FDPA, Xie et al. Sec. 4.1.3, Algorithm 10 (AMD CDNA3).
 
     T = sum RZ_F(products aligned at e_max); E = max(e_max, e_c);
     S = RD_F2(T * 2**(e_max - E)) + RD_F(s_c * 2**(e_c - E)); d = rho(S * 2**E).
+    alignment_rounding="rz" makes both RD an RZ (Xie Sec. 6.2.4, Phi'_TR-FDPA).
     """
+    ar = alignment_rounding
+    if ar not in ("rd", "rz"):
+        raise ValueError(ar)
     sp = _tr_special(a, b, c, in_format)
     if sp is not None:
         return sp
@@ -495,20 +503,24 @@ def tr_fdpa(a, b, c, *, F=24, F2=31, rounding="rne", in_format, out_format="fp32
     E = max(e for e in (e_max, e_c) if e is not None)
     S = Fraction(0)
     if e_max is not None:
-        S += round_fraction(T * Fraction(2) ** (e_max - E), F2, "rd")
+        S += round_fraction(T * Fraction(2) ** (e_max - E), F2, ar)
     if e_c is not None:
-        S += round_fraction(s_c * Fraction(2) ** (e_c - E), F, "rd")
+        S += round_fraction(s_c * Fraction(2) ** (e_c - E), F, ar)
     return _sum_to_output(S, E, out_format, rounding, _all_neg_zero(a, b, [c]))
 
 
 def gtr_fdpa(a, b, c, *, F=24, F2=31, rounding="rne", in_format, out_format="fp32",
-             zero_exponent=None):
+             zero_exponent=None, alignment_rounding="rd"):
     """Group-truncated rounded FDPA, Xie et al. Sec. 4.1.3, Algorithm 11 (AMD CDNA3 FP8).
 
     Even- and odd-index products: two truncated fused sums (RZ_F); their sum with
     RD_F at the larger exponent; then c as in TR-FDPA, with c dropped when
-    e_c < E - F - 1 (line 24, "special truncation").
+    e_c < E - F - 1 (line 24, "special truncation").  alignment_rounding="rz"
+    makes every RD (lines 15-16, 22-23) an RZ.
     """
+    ar = alignment_rounding
+    if ar not in ("rd", "rz"):
+        raise ValueError(ar)
     sp = _tr_special(a, b, c, in_format)
     if sp is not None:
         return sp
@@ -518,14 +530,14 @@ def gtr_fdpa(a, b, c, *, F=24, F2=31, rounding="rne", in_format, out_format="fp3
     if not groups and not cterm:
         return -0.0 if _all_neg_zero(a, b, [c]) else 0.0
     e_max = max(e for _, e in groups) if groups else None
-    T = sum((round_fraction(s * Fraction(2) ** (e - e_max), F, "rd") for s, e in groups), Fraction(0))
+    T = sum((round_fraction(s * Fraction(2) ** (e - e_max), F, ar) for s, e in groups), Fraction(0))
     s_c, e_c = cterm[0] if cterm else (Fraction(0), None)
     E = max(e for e in (e_max, e_c) if e is not None)
     S = Fraction(0)
     if e_max is not None:
-        S += round_fraction(T * Fraction(2) ** (e_max - E), F2, "rd")
+        S += round_fraction(T * Fraction(2) ** (e_max - E), F2, ar)
     if e_c is not None and not e_c < E - F - 1:
-        S += round_fraction(s_c * Fraction(2) ** (e_c - E), F, "rd")
+        S += round_fraction(s_c * Fraction(2) ** (e_c - E), F, ar)
     return _sum_to_output(S, E, out_format, rounding, _all_neg_zero(a, b, [c]))
 
 

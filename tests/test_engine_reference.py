@@ -68,7 +68,7 @@ def reference_kwargs(m):
     if m.kind in ("tr-fdpa", "gtr-fdpa"):
         op = ref.tr_fdpa if m.kind == "tr-fdpa" else ref.gtr_fdpa
         return dict(L=m.L, op=op, F=m.F, F2=m.F2, rounding=m.rounding, in_format=m.in_format, out_format=rf,
-                    zero_exponent=m.zero_exponent), False
+                    zero_exponent=m.zero_exponent, alignment_rounding=m.alignment_rounding), False
     if m.kind == "st-fdpa":
         return dict(L=m.L, op=ref.st_fdpa, F=m.F, rounding=m.rounding, in_format=m.in_format, out_format=rf,
                     k_block=m.k_block, scale_format=m.scale_format, zero_exponent=m.zero_exponent), True

@@ -28,6 +28,10 @@ one :func:`preset` returns without ``instruction``/``variant``:
   ``mma.m8n8k4`` (Volta-compatible: 4 terms, F = 23; MMA-Sim) is the variant.
 * AMD CDNA2 bf16: ``mfma`` without ``_1k`` (P = 2) is the default, ``variant="1k"``
   gives P = 4 (Xie Table 6).
+* AMD CDNA3 fp16: ``variant="rz"`` is *not a device*: it is the hypothetical
+  ``v_mfma_f32_32x32x8_f16_rz`` of MMA-Sim Section 6.2.4 / Figure 3, the CDNA3
+  TR-FDPA with its internal round-down replaced by round-toward-zero
+  (``alignment_rounding="rz"``), kept to reproduce the figure's symmetric twin.
 """
 
 from __future__ import annotations
@@ -187,6 +191,12 @@ def _build() -> None:
     for fin, L in (("tf32", 4), ("bf16", 8), ("fp16", 8)):
         _add("cdna3", "mfma", fin, "fp32", kind="tr-fdpa", L=L, F=24, F2=31, rounding="rne",
              source=f"{amd} (CDNA3: TR-FDPA, F 24, F2 31, RNE-FP32)")
+    _add("cdna3", "mfma_rz", "fp16", "fp32", kind="tr-fdpa", L=8, F=24, F2=31, rounding="rne",
+         alignment_rounding="rz", variant="rz", default=False,
+         source="Xie et al. 2025 Section 6.2.4 and Figure 3: the hypothetical v_mfma_f32_32x32x8_f16_rz, "
+                "CDNA3's TR-FDPA (Table 7: F 24, F2 31, RNE-FP32) with the round-down of its internal "
+                "fused summation (Algorithm 10 lines 14-15) replaced by round-toward-zero; the symmetric "
+                "twin of their Figure 3, not a real device or instruction")
     for fin in ("fp8_e4m3fnuz", "fp8_e5m2fnuz"):
         _add("cdna3", "mfma", fin, "fp32", kind="gtr-fdpa", L=16, F=24, F2=31, rounding="rne",
              source=f"{amd} (CDNA3 FP8: GTR-FDPA, F 24, F2 31, RNE-FP32)")
@@ -320,7 +330,8 @@ def custom_model(in_format: str, out_format: str = "fp32", *, kind: str = "t-fdp
     """A user-defined unit (Khattak & Mikaitis' CustomTC, Section IV-C).
 
     Takes the engine's parameter names (L, F, rounding, sticky, c_position,
-    zero_exponent, interleave, ...; see :mod:`workbench.engine.model`) or
+    zero_exponent, interleave, F2, alignment_rounding, ...; see
+    :mod:`workbench.engine.model`) or
     Khattak-Mikaitis' names: ``fma`` (= L), ``neab`` (F = output precision - 1 + neab),
     ``frmode`` (= rounding).  Giving both names of one parameter is an error.
     """

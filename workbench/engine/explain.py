@@ -270,11 +270,14 @@ def _amd_block(idx, a, b, d, m) -> Block:
         return blk
     T, emax, has_T, E, Tp, scp, c_used, S, G = _amd.tr_parts(sa, ea, sb, eb, 0, 0, 0, cs, ce, q)
     F, F2 = m.F, m.F2
+    rd = m.alignment_rounding != "rz"  # "rz": the round-toward-zero twin of Xie Figure 3
+    cut = "rounded down (toward -inf)" if rd else "truncated toward zero (RZ twin)"
+    R = "RD" if rd else "RZ"
     if has_T:
         blk.e_max = int(emax)
         if m.kind == "gtr-fdpa":
             blk.stages.append("products of even and of odd index form two truncated fused sums, aligned at "
-                              "the larger exponent and rounded down (toward -inf) to F bits (Xie Alg. 11)")
+                              f"the larger exponent and {cut} to F bits (Xie Alg. 11)")
         gmax = {}
         for k, t in enumerate(blk.terms):  # window of each term: the block's (TR) or its group's (GTR) e_max
             g = k % 2 if m.kind == "gtr-fdpa" else 0
@@ -288,8 +291,8 @@ def _amd_block(idx, a, b, d, m) -> Block:
                 t.aligned = _val(al if p > 0 else -al, gmax[g], F)
                 t.lost = t.value - t.aligned
         blk.fixed_sum = _val(int(T), int(emax), F)
-    blk.stages.append(f"E = max(e_max, e_c) = {int(E)}; T' = RD_F2(T) = {_p2(_val(int(Tp), int(E), F2))} "
-                      f"(F2 = {F2}), c' = RD_F(c) = {_p2(_val(int(scp), int(E), F)) if c_used else '0 (dropped)'}")
+    blk.stages.append(f"E = max(e_max, e_c) = {int(E)}; T' = {R}_F2(T) = {_p2(_val(int(Tp), int(E), F2))} "
+                      f"(F2 = {F2}), c' = {R}_F(c) = {_p2(_val(int(scp), int(E), F)) if c_used else '0 (dropped)'}")
     total = _val(int(S), int(E), int(G))
     blk.stages.append(f"T' + c' = {_p2(total)}")
     blk.normalised = _norm(total)

@@ -19,6 +19,12 @@ Xie et al. 2025 (MMA-Sim), Section 4.1.3:
   bits before being added (lines 14-17); c is dropped when e_c < E - F - 1 (the
   "special truncation", lines 24-25).
 
+The direction of those re-alignments (Algorithm 10 lines 14-15, Algorithm 11 lines
+15-16 and 22-23) is the model's ``alignment_rounding``: ``"rd"`` as CDNA3 does, or
+``"rz"`` (toward zero, sign-magnitude) for the hypothetical twin ``Phi'_TR-FDPA`` of
+MMA-Sim Section 6.2.4 / Figure 3, whose errors are symmetric.  It is one entry of the
+kernels' parameter vector (``Q_ARZ``), not a second copy of the kernels.
+
 Special values (Section 4.2): NaN and infinite operands propagate as in IEEE
 arithmetic; in TR-/GTR-FDPA a finite product whose magnitude reaches 2**128 (the
 fp32 overflow threshold; 2**(emax+1) of the output format in general) becomes an
@@ -54,8 +60,8 @@ _LIMB_MASK = (1 << LIMB_BITS) - 1
 
 # indices into the int64 parameter vector of the AMD kernels
 (Q_KIND, Q_L, Q_F, Q_F2, Q_FP, Q_MC, Q_EMINC, Q_EZ, Q_USE_EZ, Q_MODE, Q_PRES, Q_EMINRES,
- Q_EMAXRES, Q_FLUSHOUT, Q_OVF, Q_BASE, Q_NLIMBS) = range(17)
-N_Q = 17
+ Q_EMAXRES, Q_FLUSHOUT, Q_OVF, Q_BASE, Q_NLIMBS, Q_ARZ) = range(18)
+N_Q = 18
 KIND_E, KIND_TR, KIND_GTR = 0, 1, 2
 
 
@@ -69,6 +75,15 @@ def shift_floor(x, sh):
     if r > 62:
         return np.int64(0) if x >= 0 else np.int64(-1)
     return x >> r
+
+
+@numba.njit(cache=True, inline="always")
+def shift_align(x, sh, rz):
+    """x * 2**sh cut to an integer: toward -inf (:func:`shift_floor`, the ``RD`` of
+    Xie Algorithms 10-11) or, with ``rz``, toward zero (the RZ twin of Figure 3)."""
+    if not rz or x >= 0 or sh >= 0:
+        return shift_floor(x, sh)
+    return -shift_floor(-x, sh)
 
 
 @numba.njit(cache=True)
@@ -260,6 +275,7 @@ def tr_parts(sa, ea, sb, eb, i, j, k0, c_sig, c_exp, q):
     ez = q[Q_EZ]
     use_ez = q[Q_USE_EZ] != 0
     gtr = q[Q_KIND] == KIND_GTR
+    rz = q[Q_ARZ] != 0
     if gtr:
         T0, e0, h0 = group_sum(sa, ea, sb, eb, i, j, k0, L, 0, 2, fp, F, ez, use_ez)
         T1, e1, h1 = group_sum(sa, ea, sb, eb, i, j, k0, L, 1, 2, fp, F, ez, use_ez)
@@ -271,9 +287,9 @@ def tr_parts(sa, ea, sb, eb, i, j, k0, c_sig, c_exp, q):
             emax = e1
         T = np.int64(0)
         if h0:
-            T += shift_floor(T0, e0 - emax)
+            T += shift_align(T0, e0 - emax, rz)
         if h1:
-            T += shift_floor(T1, e1 - emax)
+            T += shift_align(T1, e1 - emax, rz)
     else:
         T, emax, has_T = group_sum(sa, ea, sb, eb, i, j, k0, L, 0, 1, fp, F, ez, use_ez)
     has_c = c_sig != 0 or use_ez
@@ -286,11 +302,11 @@ def tr_parts(sa, ea, sb, eb, i, j, k0, c_sig, c_exp, q):
     G = F2 if F2 > F else F
     Tp = np.int64(0)
     if has_T:
-        Tp = shift_floor(T, F2 - F + emax - E)
+        Tp = shift_align(T, F2 - F + emax - E, rz)
     scp = np.int64(0)
     c_used = False
     if c_sig != 0 and not (gtr and ec < E - F - 1):
-        scp = shift_floor(np.int64(c_sig), F - q[Q_MC] + ec - E)
+        scp = shift_align(np.int64(c_sig), F - q[Q_MC] + ec - E, rz)
         c_used = True
     S = (Tp << (G - F2)) + (scp << (G - F))
     return T, emax, has_T, E, Tp, scp, c_used, S, G
@@ -371,6 +387,7 @@ def amd_params(model) -> np.ndarray:
         q[Q_F] = F
         q[Q_F2] = F2
         q[Q_OVF] = out.emax + 1
+        q[Q_ARZ] = model.alignment_rounding == "rz"
     return q
 
 
@@ -388,4 +405,4 @@ def run_amd(model, A, BT, acc):
 
 
 __all__ = ["run_amd", "amd_params", "amd_gemm", "efdpa_step", "trfdpa_step", "tr_parts", "group_sum",
-           "limb_round", "scan_specials", "shift_floor"]
+           "limb_round", "scan_specials", "shift_floor", "shift_align"]

@@ -57,6 +57,16 @@ return inferred models as ``.params`` dictionaries with these keys:
 ``F2``
     TR-FDPA / GTR-FDPA: fractional bits of the rounded-down two-term sum
     (Xie Algorithms 10-11, Table 7).
+``alignment_rounding``
+    TR-FDPA / GTR-FDPA: direction in which the terms are cut when they are
+    re-aligned at a common exponent after the truncated fused sums - T to F2 and c to
+    F fractional bits at E (Xie Algorithm 10 lines 14-15, Algorithm 11 lines 22-23)
+    and GTR-FDPA's two group sums to F bits at e_max (Algorithm 11 lines 15-16).
+    ``"rd"`` (round down, toward -inf) is what CDNA3 does (MMA-Sim Section 6.2.4) and
+    the default of these kinds; ``"rz"`` (toward zero) is the hypothetical
+    round-toward-zero twin of MMA-Sim Figure 3 (``Phi'_TR-FDPA``), whose errors are
+    sign-symmetric.  The first alignment of the products (Algorithm 10 line 8,
+    Algorithm 11 lines 9-10) is always RZ_F.  Other kinds have no such step: ``None``.
 ``k_block``, ``G``
     Scaled operations: elements sharing one scale factor (32 for MX, 16 for NVFP4)
     and the group size of GST-FDPA's exact per-group dot products (Xie Algorithm 9).
@@ -77,11 +87,14 @@ from .. import formats as _formats
 
 KINDS = ("t-fdpa", "fma", "e-fdpa", "ftz-addmul", "tr-fdpa", "gtr-fdpa", "st-fdpa", "gst-fdpa")
 ROUNDINGS = ("rne", "rz", "rd", "ru")
+#: Directions of TR-/GTR-FDPA's re-alignment (Xie Algorithms 10-11; "rz": the Figure 3 twin).
+ALIGNMENT_ROUNDINGS = ("rd", "rz")
+_TR = ("tr-fdpa", "gtr-fdpa")
 #: Parameter names shared with the probes (``.params`` keys).
 PARAM_NAMES = (
     "kind", "in_format", "out_format", "L", "F", "rounding", "result_format", "sticky",
     "c_position", "late_rounding", "zero_exponent", "interleave", "group_F", "P", "F2",
-    "k_block", "G", "scale_format", "flush_subnormals", "flush_output_subnormals",
+    "alignment_rounding", "k_block", "G", "scale_format", "flush_subnormals", "flush_output_subnormals",
 )
 _SCALED = ("st-fdpa", "gst-fdpa")
 
@@ -105,6 +118,7 @@ class Model:
     group_F: int | None = None
     P: int | None = None
     F2: int | None = None
+    alignment_rounding: str | None = None
     k_block: int | None = None
     G: int | None = None
     scale_format: str | None = None
@@ -137,6 +151,16 @@ class Model:
             raise ValueError(f"P={self.P!r}: FTZ-AddMul needs P in {{2, 4}} (Xie et al. Algorithm 2)")
         if self.kind in ("tr-fdpa", "gtr-fdpa") and self.F2 is None:
             raise ValueError(f"kind={self.kind!r} needs F2 (Xie et al. Table 7)")
+        if self.kind in _TR:
+            if self.alignment_rounding is None:  # CDNA3 rounds down (Xie et al. Algorithms 10-11)
+                object.__setattr__(self, "alignment_rounding", "rd")
+            elif self.alignment_rounding not in ALIGNMENT_ROUNDINGS:
+                raise ValueError(f"alignment_rounding={self.alignment_rounding!r}: expected one of "
+                                 f"{ALIGNMENT_ROUNDINGS} (Xie et al. Algorithms 10-11 round down; 'rz' is the "
+                                 "round-toward-zero twin of their Figure 3)")
+        elif self.alignment_rounding is not None:
+            raise ValueError(f"alignment_rounding={self.alignment_rounding!r}: only TR-FDPA and GTR-FDPA "
+                             f"re-align their fused sums (Xie et al. Algorithms 10-11), not kind={self.kind!r}")
         if self.kind in _SCALED:
             if self.k_block is None or self.scale_format is None:
                 raise ValueError(f"kind={self.kind!r} needs k_block and scale_format")
@@ -184,4 +208,4 @@ def model_fields() -> tuple[str, ...]:
     return tuple(f.name for f in fields(Model))
 
 
-__all__ = ["Model", "KINDS", "ROUNDINGS", "PARAM_NAMES", "asdict"]
+__all__ = ["Model", "KINDS", "ROUNDINGS", "ALIGNMENT_ROUNDINGS", "PARAM_NAMES", "asdict"]

@@ -41,7 +41,9 @@ OBSERVABLE_NOTES = {
                      "output (fp16) through ties at the subnormal boundary",
     "sticky": "not observable when no term can fall off the window (L = 1)",
     "group_F": "the interleaved groups' precision is measured as F (the presets use one value)",
-    "k_block/G/scale_format": "block scales are not inputs of f(A, B, C)",
+    "k_block/G/scale_format": "block scales are not inputs of f(A, B, C): a scaled model probed through "
+                              "from_model has every scale tied to 1, so ST-FDPA is seen as its T-FDPA core; "
+                              "GST-FDPA's exact groups of G products have no probe",
     "F2": "TR-FDPA's second precision shows only through the final rounding of c + T with c much larger "
           "than T (ties for round-to-nearest, c = -2^E for RZ/RU); with RD it is not observable",
 }

@@ -43,6 +43,12 @@ PAPER_CASES = [
     ("MI250X", "fp16", "fp32", None, dict(kind="ftz-addmul", L=4, P=4, flush_subnormals=True)),
     # CDNA1 fp32: a chain of FMAs (Xie Table 6)
     ("MI100", "fp32", "fp32", None, dict(kind="fma", L=1)),
+    # CDNA1 bf16: E-FDPA with L = 2, the exact sum rounded once RNE-FP32 (Xie Table 6, Algorithm 6)
+    ("MI100", "bf16", "fp32", None, dict(kind="e-fdpa", L=2, rounding="rne", result_format=None)),
+    # CDNA3 fp16: TR-FDPA, L 8, F 24, F2 31, RNE-FP32 (Xie Tables 6-7, Algorithm 10)
+    ("MI300X", "fp16", "fp32", None, dict(kind="tr-fdpa", L=8, F=24, F2=31, rounding="rne", result_format=None)),
+    # CDNA3 fp8: GTR-FDPA (even/odd groups), L 16, F 24, F2 31, RNE-FP32 (Xie Tables 6-7, Algorithm 11)
+    ("MI300X", "fp8_e4m3fnuz", "fp32", None, dict(kind="gtr-fdpa", L=16, F=24, F2=31, rounding="rne")),
 ]
 
 
@@ -87,6 +93,66 @@ def test_verify_finds_and_shrinks_a_counterexample():
     assert np.count_nonzero(cex.a * cex.b) + (cex.c != 0) <= 3  # shrunk to a handful of terms
     again = truth.dots(cex.a[None], cex.b[None], np.array([cex.c]))[0]
     assert again == cex.black_box
+
+
+# ---------------------------------------------------- AMD: E-, TR-, GTR-FDPA probes
+def test_efdpa_told_from_tfdpa_at_l2():
+    """FPRev alone cannot separate E-FDPA from a T-FDPA chain by block size; the exact sum
+    keeps eps far below any window (Xie Algorithm 6 vs 7) and keeps the running sum
+    when U and -U cancel inside one block."""
+    from workbench.probes import features as pf
+
+    e = from_model(wb.preset("MI100", "bf16", "fp32"))
+    t = from_model(wb.custom_model("bf16", "fp32", L=2, F=24, rounding="rne"))
+    st_e, st_t = pf.probe_structure(e).structure, pf.probe_structure(t).structure
+    assert (st_e.shape, st_e.L) == ("exact", 2) and (st_t.shape, st_t.L) == ("chain", 2)
+    assert pf.probe_exact(e, st_e).value is None          # every eps survives
+    assert pf.probe_exact(t, st_t).value is not None
+    res = infer(t, n_verify=1000)
+    assert (res.params["kind"], res.params["L"], res.params["F"]) == ("t-fdpa", 2, 24) and res.verified
+
+
+def test_round_down_alignment_is_sign_asymmetric():
+    """Xie Section 6.2.4: CDNA3 rounds c down when aligning it, so d(-a, b, -c) differs from
+    -d(a, b, c) when c falls below the window; NVIDIA's truncation is symmetric."""
+    U, eps = 2.0 ** 14, 2.0 ** (14 - 26)        # eps two binades below F = 24
+    a = np.array([[1.0, 1.0, 0, 0]])
+    b = np.array([[U, -U, 0, 0]])
+    for dev, asym in (("MI300X", True), ("A100", False)):
+        bb = from_model(wb.preset(dev, "fp16", "fp32"))
+        d_pos = bb.dots(a, b, np.array([eps]))[0]
+        d_neg = bb.dots(-a, b, np.array([-eps]))[0]
+        assert bool(d_neg != -d_pos) is asym, dev
+    from workbench.probes import features as pf
+
+    bb = from_model(wb.preset("MI300X", "fp16", "fp32"))
+    al = pf.probe_alignment(bb, pf.Structure("chain", 8), 24)
+    assert (al.products, al.c, al.c_dropped_from) == ("rz", "rd", None)
+    g = from_model(wb.preset("MI300X", "fp8_e5m2fnuz", "fp32"))
+    al = pf.probe_alignment(g, pf.Structure("chain", 16), 24)
+    assert (al.c, al.c_dropped_from) == ("rd", 26)       # GTR drops c below E - F - 1
+    assert pf.probe_groups(g, pf.Structure("chain", 16), 24).labels == [k % 2 for k in range(16)]
+
+
+@pytest.mark.parametrize("kind,fin,L,F,F2", [("tr-fdpa", "bf16", 8, 26, 33), ("gtr-fdpa", "fp8_e5m2", 16, 25, 40)])
+def test_custom_tr_gtr_parameters_recovered(kind, fin, L, F, F2):
+    """The probes derive their constants from the formats: other F, F2 than CDNA3's."""
+    m = wb.custom_model(fin, "fp32", kind=kind, L=L, F=F, F2=F2, rounding="rne")
+    res = infer(from_model(m), n_verify=1000)
+    assert {k: res.params[k] for k in ("kind", "L", "F", "F2", "rounding")} == dict(
+        kind=kind, L=L, F=F, F2=F2, rounding="rne"), res.sheet()
+    assert res.verified, res.sheet()
+
+
+def test_scaled_preset_probed_with_unit_scales():
+    """f(A, B, C) has no scale inputs: from_model ties an MX unit's scales to 1, and the
+    probes recover the T-FDPA core of ST-FDPA (Xie Algorithm 8; Table 4: Blackwell MXFP8
+    L 32, F 25, RZ-FP32); k_block and the scale format stay unobservable."""
+    bb = from_model(wb.preset("B200", "fp8_e4m3", "fp32", variant="mx"))
+    assert "scales = 1" in bb.name
+    res = infer(bb, n_verify=1000)
+    assert {k: res.params[k] for k in ("kind", "L", "F", "rounding")} == dict(kind="t-fdpa", L=32, F=25, rounding="rz")
+    assert res.verified and res.params["k_block"] is None
 
 
 # ----------------------------------------------------------------- Fasi et al.
@@ -191,11 +257,11 @@ def test_import_is_lazy():
 def _records():
     import workbench.catalogue as cat
 
-    return [r for r in cat.records() if r.kind not in ("st-fdpa", "gst-fdpa")]
+    return list(cat.records())
 
 
 OBSERVABLE = ("kind", "L", "F", "rounding", "result_format", "sticky", "c_position", "interleave", "P",
-              "flush_subnormals")
+              "flush_subnormals", "F2")
 
 
 @pytest.mark.slow
@@ -203,17 +269,21 @@ OBSERVABLE = ("kind", "L", "F", "rounding", "result_format", "sticky", "c_positi
 def test_infer_every_preset(rec):
     from workbench.probes.blackbox import from_model as fm
 
-    if rec.kind in ("e-fdpa", "tr-fdpa", "gtr-fdpa"):
-        pytest.skip(f"inference of {rec.kind!r} (AMD CDNA1/CDNA3) is not implemented: FPRev cannot tell E-FDPA "
-                    "from T-FDPA at L = 2 and TR-FDPA's second precision F2 has no probe yet")
+    if rec.kind == "gst-fdpa":
+        pytest.skip("GST-FDPA (NVFP4/MXFP4, Xie Algorithm 9) is not inferred: f(A, B, C) has no scale inputs "
+                    "(k_block, scale_format unobservable; from_model ties the scales to 1), and with unit scales "
+                    "the unit sums groups of G = 16 fp4 products exactly before the F = 35 window - no probe "
+                    "finds G, so the T-FDPA proposed (L 64, F 30) fails verification")
     res = infer(fm(rec), n_verify=10000)
+    # ST-FDPA with every scale 1 is T-FDPA (Xie Algorithm 8: the scales only add exponents)
+    expected = {**rec.params, "kind": "t-fdpa"} if rec.kind == "st-fdpa" else rec.params
     for k in OBSERVABLE:
         if k in res.unobservable or (k == "P" and rec.kind != "ftz-addmul"):
             continue
-        assert res.params[k] == rec.params[k], (k, res.sheet())
+        assert res.params[k] == expected[k], (k, res.sheet())
     if rec.c_position == "late":
         assert res.params["late_rounding"] == rec.late_rounding
-    if rec.kind == "t-fdpa":
+    if rec.kind in ("t-fdpa", "st-fdpa", "tr-fdpa", "gtr-fdpa"):
         ok = res.consistent.get("zero_exponent", [])
         assert rec.zero_exponent in ok or None in ok, res.sheet()
     assert res.verified, res.sheet()

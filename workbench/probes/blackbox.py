@@ -124,13 +124,25 @@ def from_model(model: Any, name: str | None = None, shape: tuple[int, int, int] 
     """A preset or custom model as a black box: ``f = gemm(A, B, C, model=model)``.
 
     This is the closed loop of the papers run on our own models (Khattak & Mikaitis
-    2025, Section V-A: probing a model when no GPU is at hand)."""
+    2025, Section V-A: probing a model when no GPU is at hand).  Scaled models
+    (``st-fdpa``/``gst-fdpa``) get every block scale factor equal to 1."""
     from ..matmul import gemm
 
-    def fn(A: np.ndarray, B: np.ndarray, C: np.ndarray) -> np.ndarray:
-        return gemm(A, B, C, model=model)
+    kb = getattr(model, "k_block", None)
+    if getattr(model, "scale_format", None) is not None and kb:
+        # scaled units (MX, NVFP4): f(A, B, C) has no scale inputs, so they are tied to 1
+        # (representable in E8M0 and UE4M3); the probes then see the unit's arithmetic
+        # on unscaled blocks - k_block and scale_format are not observable
+        def fn(A: np.ndarray, B: np.ndarray, C: np.ndarray) -> np.ndarray:
+            nb = -(-A.shape[1] // kb)
+            return gemm(A, B, C, model=model, scale_a=np.ones((A.shape[0], nb)), scale_b=np.ones((nb, B.shape[1])))
+    else:
+        def fn(A: np.ndarray, B: np.ndarray, C: np.ndarray) -> np.ndarray:
+            return gemm(A, B, C, model=model)
 
     label = name or getattr(model, "name", "") or f"model({model.describe()})"
+    if kb and getattr(model, "scale_format", None) is not None:
+        label += " (scales = 1)"
     return BlackBox(fn, model.in_format, model.out_format, shape=shape, name=label)
 
 

@@ -95,7 +95,9 @@ class Structure:
     into ``interleave`` groups of pairs, the groups chained, the running result added
     after: Khattak-Mikaitis' fp8 ``mma.sync``), ``"pairwise"`` (FTZ-AddMul: P products
     summed pairwise, then added to the running result; Xie Algorithm 2), ``"exact"``
-    (blocks summed without swamping: E-FDPA, Xie Algorithm 6)."""
+    (blocks summed without swamping and rounded once: E-FDPA, Xie Algorithm 6; the block's
+    rounding to the output still loses v next to a surviving U, so only U and -U in one
+    block leave the running sum and the block's v terms intact)."""
 
     shape: str
     L: int
@@ -145,7 +147,10 @@ def _simulate(st: Structure, vals: list[tuple[int, int]]) -> tuple[int, int]:
         if st.shape == "chain":
             acc = _fused([acc] + blk, True)
         elif st.shape == "exact":
-            acc = _fused([acc] + blk, False)
+            # summed without swamping (Eq. 9), then rounded once to the output: a U that
+            # survives the block swamps the small terms in that rounding (E-FDPA)
+            big, small = _fused([acc] + blk, False)
+            acc = (big, 0) if big else (0, small)
         elif st.shape == "late":
             s: tuple[int, int] | None = None
             for pos in group_positions(L, st.interleave):
@@ -249,7 +254,7 @@ def probe_structure(bb: BlackBox, K: int | None = None, allow_subnormal: bool = 
         note = "" if matches else "no elementary-operation summation tree explains the FPRev matrix"
         res = StructureResult(matches[0] if matches else None, matches, n, bits, Kp, note)
         # a block boundary inside the probe makes L certain; otherwise L >= Kp
-        if not matches or (matches[0].L < Kp and matches[0].shape != "exact"):
+        if not matches or matches[0].L < Kp:
             break
     assert res is not None
     return res
@@ -608,3 +613,213 @@ def probe_rounding_c(bb: BlackBox, F: int, allow_sub: bool = True) -> Rounding:
         k = (abs(d[q]) - 2.0 ** E) / 2.0 ** (q_exp + 2)
         table[f"{sgn}{x / 4:g}"] = int(k) if k == int(k) else -99
     return Rounding(decide_rounding(table) if ok else "unknown", table, "base in c, remainder product", ok)
+
+
+# ============================================ AMD: exactness, directed alignment, groups
+def probe_exact(bb: BlackBox, st: Structure, allow_sub: bool = True) -> Measure:
+    """E-FDPA against T-FDPA (Xie Algorithm 6 vs 7): FusedSum(U, -U, eps) with eps as far
+    below U as the formats reach - c down to the output's smallest value, products down
+    to the smallest product.  An exact fused sum returns every eps; a window of F bits
+    loses those more than F binades below U.  ``value`` is None when every eps came back
+    (exact), else the largest distance t (binades below U) that was still kept."""
+    slots = _slots(st, st.L)
+    if len(slots) < 2:
+        return Measure(0, 0, {"reason": "one product per fused sum"})
+    r = Ranges(bb.in_fmt, bb.out_fmt)
+    eU = _top(bb)
+    K = min(max(st.L, 4), bb.max_k or 4096)
+    cs = Cases(K, bb.in_fmt, bb.out_fmt, allow_subnormal=allow_sub)
+    U = 2.0 ** eU
+    lo_c = r.out_lo
+    lo_p = r.prod_lo_sub if allow_sub else r.prod_lo
+    tries: list[tuple[int, str, float]] = []
+    for ec in sorted({lo_c, lo_c + 1, max(lo_c, eU - 120), max(lo_c, eU - 60)}):
+        for s in (1.0, -1.0):
+            tries.append((eU - ec, "c", s * 2.0 ** ec))
+            cs.add({slots[0]: U, slots[1]: -U}, c=s * 2.0 ** ec)
+    if len(slots) >= 3:
+        for ep in sorted({lo_p, lo_p + 1, max(lo_p, eU - 60)}):
+            for s in (1.0, -1.0):
+                tries.append((eU - ep, "product", s * 2.0 ** ep))
+                cs.add({slots[0]: U, slots[1]: -U, slots[2]: s * 2.0 ** ep})
+    d = cs.run(bb)
+    kept = [t for (t, _, eps), x in zip(tries, d) if x == eps]
+    lost = [(t, where) for (t, where, eps), x in zip(tries, d) if x != eps]
+    bound = max(t for t, _, _ in tries)
+    if not lost:
+        return Measure(None, bound, {"kept_down_to": f"2^{eU - bound} next to U = 2^{eU}"})
+    return Measure(max([t for t in kept if t < min(t for t, _ in lost)], default=0), bound,
+                   {"lost": lost[:4]})
+
+
+@dataclass
+class Alignment:
+    """How terms below the window are dropped (Xie Section 6.2.4: RD inside CDNA3's sums).
+
+    ``products``/``c``: ``"rz"`` (truncation toward zero, symmetric), ``"rd"``
+    (round down: d(-a, b, -c) = -d(a, b, c) - ulp), ``"ru"``, ``"symmetric"`` (kept or
+    a sticky trace, sign-symmetric) or ``"asymmetric"``.  ``c_dropped_from``: the
+    first distance t (binades below the window's top) at which a negative c is dropped
+    rather than rounded down (GTR-FDPA's "special truncation", Xie Algorithm 11)."""
+
+    products: str
+    c: str
+    c_dropped_from: int | None
+    c_kept_to: int | None
+    table: dict[str, list[float]] = field(default_factory=dict)
+
+
+def _sign_mode(pos: list[float], neg: list[float], ulp: float) -> str:
+    if all(p == 0 for p in pos) and all(n == 0 for n in neg):
+        return "rz"
+    if all(n == -p for p, n in zip(pos, neg)):
+        return "symmetric"
+    if all(p == 0 for p in pos) and all(n in (-ulp, 0.0) for n in neg):
+        return "rd"
+    if all(n == 0 for n in neg) and all(p in (ulp, 0.0) for p in pos):
+        return "ru"
+    return "asymmetric"
+
+
+def probe_alignment(bb: BlackBox, st: Structure, F: int, allow_sub: bool = True) -> Alignment | None:
+    """Sign asymmetry of the alignment: FusedSum(U, -U, +-eps) with eps = 2^(eU - t),
+    t = F + 1 .. F + 4 (below the F-bit window), eps as a product and as c.  Truncation
+    (T-FDPA's RZ_F) gives d(-a, b, -c) = -d(a, b, c) = 0; TR-FDPA rounds c down
+    (RD_F, Xie Algorithm 10 line 15), so -eps comes back as -2^(eU - F)."""
+    slots = _slots(st, st.L)
+    if len(slots) < 2:
+        return None
+    eU = _top(bb)
+    lo = _low(bb, allow_sub)
+    r = Ranges(bb.in_fmt, bb.out_fmt)
+    ts = [t for t in range(F - 1, F + 5) if eU - t >= lo and eU - t >= r.out_lo]
+    if not ts:
+        return None
+    K = min(max(st.L, 4), bb.max_k or 4096)
+    cs = Cases(K, bb.in_fmt, bb.out_fmt, allow_subnormal=allow_sub)
+    U = 2.0 ** eU
+    rows: dict[tuple[str, int, float], int] = {}
+    for t in ts:
+        for s in (1.0, -1.0):
+            eps = s * 2.0 ** (eU - t)
+            rows[("c", t, s)] = cs.add({slots[0]: U, slots[1]: -U}, c=eps)
+            if len(slots) >= 3:
+                rows[("p", t, s)] = cs.add({slots[0]: U, slots[1]: -U, slots[2]: eps})
+    d = cs.run(bb)
+    ulp = 2.0 ** (eU - F)
+    below = [t for t in ts if t > F]
+    table: dict[str, list[float]] = {}
+
+    def mode(where: str) -> str:
+        if (where, ts[0], 1.0) not in rows:
+            return "unprobed"
+        pos = [float(d[rows[(where, t, 1.0)]]) for t in below]
+        neg = [float(d[rows[(where, t, -1.0)]]) for t in below]
+        table[f"{where} +eps (t={below[0]}..)"] = pos
+        table[f"{where} -eps (t={below[0]}..)"] = neg
+        return _sign_mode(pos, neg, ulp)
+
+    pm, cm = mode("p"), mode("c")
+    dropped = None
+    if cm == "rd":
+        zero = [t for t in below if d[rows[("c", t, -1.0)]] == 0]
+        dropped = zero[0] if zero else None
+    kept = [t for t in ts if d[rows[("c", t, 1.0)]] == 2.0 ** (eU - t)]
+    return Alignment(pm, cm, dropped, max(kept) if kept else None, table)
+
+
+def _group_candidates(L: int) -> list[tuple[str, list[int]]]:
+    out = [("one group", [0] * L)]
+    for g in (2, 4, 8):
+        if 2 * g <= L:
+            out.append((f"{g} groups by index mod {g}", [k % g for k in range(L)]))
+            if L % (2 * g) == 0:
+                out.append((f"{g} groups of interleaved pairs", [(k >> 1) % g for k in range(L)]))
+    return out
+
+
+@dataclass
+class Groups:
+    description: str | None
+    labels: list[int] | None
+    mismatches: int = 0
+
+
+def probe_groups(bb: BlackBox, st: Structure, F: int, allow_sub: bool = True) -> Groups:
+    """Groups truncated separately inside one block (Xie Algorithm 11: GTR-FDPA's even and
+    odd products): U at 0, -U at i, and two halves of the window's last bit
+    h = 2^(eU - F - 1) at k1, k2.  Truncated one by one next to U they vanish; if k1
+    and k2 form a group of their own (its own maximum exponent, exact sum 2h) the sum
+    is one window bit and survives the groups' alignment.  Matched against groupings
+    by index mod g and by interleaved pairs."""
+    L = st.L
+    if st.shape != "chain" or L < 4:
+        return Groups("one group", [0] * L)
+    eU = _top(bb)
+    h = 2.0 ** (eU - F - 1)
+    if eU - F - 1 < _low(bb, allow_sub):
+        return Groups(None, None)
+    n = min(L, 16)
+    K = min(max(L, 4), bb.max_k or 4096)
+    cs = Cases(K, bb.in_fmt, bb.out_fmt, allow_subnormal=allow_sub)
+    keys = []
+    for i in range(1, min(n, 9)):
+        for k1 in range(1, n):
+            for k2 in range(k1 + 1, n):
+                if i in (k1, k2):
+                    continue
+                keys.append((i, k1, k2))
+                cs.add({0: 2.0 ** eU, i: -(2.0 ** eU), k1: h, k2: h})
+    d = cs.run(bb)
+    obs = d != 0
+    best: Groups | None = None
+    for desc, lab in _group_candidates(L):
+        pred = np.array([lab[k1] == lab[k2] and lab[k1] not in (lab[0], lab[i]) for i, k1, k2 in keys])
+        miss = int((pred != obs).sum())
+        if miss == 0:
+            return Groups(desc, lab)
+        if best is None or miss < best.mismatches:
+            best = Groups(None, lab, miss)
+    assert best is not None
+    return best
+
+
+def probe_second_precision(bb: BlackBox, F: int, allow_sub: bool = True) -> Measure:
+    """F2 of TR-/GTR-FDPA (Xie Algorithm 10 line 14): the products' sum T is aligned to
+    the exponent E of a larger c and rounded down to F2 fractional bits.  With
+    c = 2^E and T far below c, T's low bits only show through the final rounding:
+
+    * ties (round to nearest): T = h + 2^(E - t) with h half an ulp of c; the result
+      leaves the tie iff 2^(E - t) survived, i.e. t <= F2;
+    * directed (RZ/RU): c = -2^E, T = 2^(E - t) moves the result off c iff it survived.
+
+    The family whose first case differs from its baseline (t small enough to be kept)
+    is used; F2 = last t kept."""
+    fin, fo = bb.in_fmt, bb.out_fmt
+    r = Ranges(fin, fo)
+    lo = _low(bb, allow_sub)
+    p = fo.p
+    Ec = min(fo.emax - 1, r.prod_hi + p)
+    h = 2.0 ** (Ec - p)
+    K = min(4, bb.max_k or 4)
+    cs = Cases(K, fin, fo, allow_subnormal=allow_sub)
+    C = 2.0 ** Ec
+    base_a = cs.add({0: h}, c=C)
+    base_b = cs.add({}, c=-C)
+    ta = [t for t in range(p + 1, p + F + 1) if Ec - t >= lo]
+    tb = [t for t in range(p + 1, Ec - lo + 1)]
+    ia = [cs.add({0: h, 1: 2.0 ** (Ec - t)}, c=C) for t in ta]
+    ib = [cs.add({0: 2.0 ** (Ec - t)}, c=-C) for t in tb]
+    d = cs.run(bb)
+    for name, ts, idx, base in (("ties", ta, ia, base_a), ("directed", tb, ib, base_b)):
+        if not ts:
+            continue
+        kept = [d[q] != d[base] for q in idx]
+        if not kept[0]:
+            continue
+        if all(kept):
+            return Measure(None, ts[-1], {"family": name, "kept_up_to": ts[-1]})
+        first = ts[kept.index(False)]
+        return Measure(first - 1, ts[-1], {"family": name, "first_lost_t": first,
+                                           "kept_after_loss": [t for t, k in zip(ts, kept) if k and t > first]})
+    return Measure(None, 0, {"reason": "neither the tie nor the directed family sees T next to a larger c"})

@@ -41,8 +41,11 @@ OBSERVABLE_NOTES = {
                      "output (fp16) through ties at the subnormal boundary",
     "sticky": "not observable when no term can fall off the window (L = 1)",
     "group_F": "the interleaved groups' precision is measured as F (the presets use one value)",
-    "k_block/G/scale_format": "block scales are not inputs of f(A, B, C)",
-    "F2": "TR-FDPA's second precision is not probed (the engine has no TR-FDPA yet)",
+    "k_block/G/scale_format": "block scales are not inputs of f(A, B, C): a scaled model probed through "
+                              "from_model has every scale tied to 1, so ST-FDPA is seen as its T-FDPA core; "
+                              "GST-FDPA's exact groups of G products have no probe",
+    "F2": "TR-FDPA's second precision shows only through the final rounding of c + T with c much larger "
+          "than T (ties for round-to-nearest, c = -2^E for RZ/RU); with RD it is not observable",
 }
 
 
@@ -297,7 +300,8 @@ def _search_zero_exponent(bb: BlackBox, base: dict[str, Any], allow_sub: bool, s
     ok: list[int | None] = []
     for ez in cands:
         m = Model(**{**base, "zero_exponent": ez})
-        dm = _core.dots(m, a, b, c)
+        # the engine's row-wise dots loop in Python for the AMD kinds: batch them as GEMMs
+        dm = _core.dots(m, a, b, c) if m.kind == "t-fdpa" else _model_dots(m, a, b, c)
         if _same(d, dm).all():
             ok.append(ez)
     if not ok:
@@ -371,8 +375,8 @@ def infer(black_box: Any, in_format: str | None = None, out_format: str | None =
     if st.shape == "pairwise":
         params.update(kind="ftz-addmul", L=st.L, P=st.L, flush_subnormals=not sub.inputs,
                       flush_output_subnormals=not sub.c_passthrough)
-    elif st.shape == "exact":
-        params.update(kind="e-fdpa", L=st.L)
+    elif st.shape == "exact" and _exact_fdpa(bb, st, allow_sub, sub, params, feats, unobs, notes):
+        pass
     elif st.L == 1 and fin.name == fout.name:
         params.update(kind="fma", L=1)
     else:
@@ -430,6 +434,8 @@ def infer(black_box: Any, in_format: str | None = None, out_format: str | None =
             params["F"] = F
             feats["fused-sum precision"] = f"F = {F} fractional bits + sticky (neab = {F - (fout.p - 1)})"
         feats["sticky bit"] = {True: "yes", False: "no", None: "not observable"}[sk]
+        if c_early and not is_narrow and not sk:
+            _rounded_alignment(bb, st, F, allow_sub, params, feats, unobs, notes)
         if not sub.inputs:
             params["flush_subnormals"] = True
         if sub.outputs_from_products is False or (not sub.c_passthrough and params.get("result_format") is None):
@@ -440,7 +446,7 @@ def infer(black_box: Any, in_format: str | None = None, out_format: str | None =
         model = Model(**params)
     except (ValueError, TypeError) as exc:
         notes.append(f"no model: {exc}")
-    if model is not None and "F" in unobs and verify_model:
+    if model is not None and "F" in unobs and verify_model and model.kind in _WINDOWED:
         # Step 4's revision (Xie Section 3.1.4): F is only bounded below by the probes;
         # take the smallest F above the bound that survives randomised testing
         for F_try in range(model.F, 57):
@@ -450,7 +456,7 @@ def infer(black_box: Any, in_format: str | None = None, out_format: str | None =
                 model = trial
                 unobs["F"] += f"; F = {F_try} is the smallest value above the bound that passes verification"
                 break
-    if model is not None and model.kind == "t-fdpa":
+    if model is not None and model.kind in _WINDOWED:
         ez, ok = _search_zero_exponent(bb, model.params, allow_sub, seed)
         if not ok:
             notes.append("no zero-operand exponent explains the tiny-value probes")
@@ -466,7 +472,7 @@ def infer(black_box: Any, in_format: str | None = None, out_format: str | None =
             if len(ok) > 1:
                 unobs["zero_exponent"] = f"values {min(ok)}..{max(ok)} are equivalent on these formats"
     consistent: dict[str, list[Any]] = {}
-    if model is not None and model.kind == "t-fdpa" and ok:
+    if model is not None and model.kind in _WINDOWED and ok:
         consistent["zero_exponent"] = ok
     full = dict(model.params) if model is not None else {**Model().params, **params}
     n_ok, cex = 0, None
@@ -479,6 +485,98 @@ def infer(black_box: Any, in_format: str | None = None, out_format: str | None =
             notes.append(f"verification impossible: {exc}")
     inferred = tuple(params) + (("zero_exponent",) if "zero_exponent" in consistent else ())
     return InferenceResult(full, model, verified, cex, n_ok, feats, unobs, notes, bb.name, consistent, inferred)
+
+
+_WINDOWED = ("t-fdpa", "tr-fdpa", "gtr-fdpa")   # kinds whose window zeros can move (zero_exponent)
+
+
+def _exact_fdpa(bb: BlackBox, st: _f.Structure, allow_sub: bool, sub: _f.Subnormals, params: dict[str, Any],
+                feats: dict[str, Any], unobs: dict[str, str], notes: list[str]) -> bool:
+    """E-FDPA (Xie Algorithm 6): FPRev saw blocks that keep the running sum next to U and
+    -U; confirm that no window exists (eps down to the formats' smallest values survives
+    FusedSum(U, -U, eps)) and probe the single final rounding.  Returns False (T-FDPA
+    with a wide window) when some eps is lost."""
+    fout = bb.out_fmt
+    ex = _f.probe_exact(bb, st, allow_sub)
+    if ex.value is not None:
+        notes.append(f"FPRev sees non-swamped blocks but FusedSum(U, -U, eps) loses eps ({ex.evidence}): "
+                     "a T-FDPA with a wide window")
+        return False
+    feats["fused sum"] = f"exact: eps 2^-{ex.bound} U survives next to U and -U ({ex.evidence['kept_down_to']})"
+    params.update(kind="e-fdpa", L=st.L)
+    unobs["F"] = "E-FDPA keeps every bit of c + sum a_k b_k: there is no alignment window"
+    unobs["sticky"] = "no term is ever dropped in an exact sum"
+    wide = fout.p + 8   # any F above the final rounding's resolution: the sum is exact
+    pr = _f.probe_result_precision(bb, st, wide, True, allow_sub)
+    try:
+        params["result_format"] = _result_format(pr.value, fout)
+    except ValueError as exc:
+        notes.append(str(exc))
+    p_res = pr.value if pr.value is not None else fout.p
+    rd = _f.probe_rounding(bb, st, 4 * wide, min(p_res, fout.p), True, allow_sub)
+    feats["final rounding"] = f"{rd.mode} ({rd.layout}), once, on the exact sum"
+    if rd.mode in ("rne", "rz", "rd", "ru"):
+        params["rounding"] = rd.mode
+    else:
+        params["rounding"] = "rne"
+        notes.append(f"final rounding {rd.mode!r} (table {rd.table}) is not one the engine models; proposing rne")
+    if not sub.inputs:
+        params["flush_subnormals"] = True
+    if sub.outputs_from_products is False or (not sub.c_passthrough and params.get("result_format") is None):
+        params["flush_output_subnormals"] = True
+    return True
+
+
+def _rounded_alignment(bb: BlackBox, st: _f.Structure, F: int, allow_sub: bool, params: dict[str, Any],
+                       feats: dict[str, Any], unobs: dict[str, str], notes: list[str]) -> None:
+    """TR-FDPA / GTR-FDPA (Xie Algorithms 10-11, Section 6.2.4): c rounded down (not
+    truncated) when aligned with the products' sum; then the grouping of the products
+    and the second precision F2 of the products' sum next to a larger c."""
+    al = _f.probe_alignment(bb, st, F, allow_sub)
+    if al is None:
+        return
+    feats["alignment below the window"] = f"products {al.products}, c {al.c}" + (
+        f" (c dropped from 2^-{al.c_dropped_from} of the window's top)" if al.c_dropped_from else "")
+    gr = _f.probe_groups(bb, st, F, allow_sub)
+    if gr.description != "one group":
+        feats["truncation groups"] = gr.description or f"unrecognised ({gr.mismatches} mismatches to the closest)"
+    if al.c != "rd":
+        if al.c not in ("rz", "symmetric", "unprobed"):
+            notes.append(f"c is aligned as {al.c!r} ({al.table}); the engine models RZ (T-FDPA) or RD (TR-FDPA)")
+        if gr.description != "one group":
+            notes.append(f"products truncated in groups ({gr.description}) without round-down alignment of c: "
+                         "not an elementary operation the engine models")
+        return
+    if al.products not in ("rz", "unprobed"):
+        notes.append(f"products aligned as {al.products!r}: TR-FDPA truncates them toward zero (RZ_F)")
+    if gr.description == "one group":
+        kind = "tr-fdpa"
+    elif gr.labels == [k % 2 for k in range(st.L)]:
+        kind = "gtr-fdpa"
+    else:
+        notes.append(f"truncation groups {gr.description or 'unrecognised'}: the engine models one group "
+                     "(TR-FDPA) or even/odd products (GTR-FDPA); proposing TR-FDPA")
+        kind = "tr-fdpa"
+    if kind == "gtr-fdpa" and al.c_dropped_from != F + 2:
+        notes.append(f"GTR-FDPA drops c below E - F - 1 (t >= {F + 2}); the probe saw c dropped from "
+                     f"t = {al.c_dropped_from}")
+    if kind == "tr-fdpa" and al.c_dropped_from is not None:
+        notes.append(f"c far below the window is dropped (t >= {al.c_dropped_from}) as in GTR-FDPA, but the "
+                     "products form one group")
+    if al.c_kept_to is not None and al.c_kept_to != F:
+        notes.append(f"c keeps {al.c_kept_to} fractional bits, the products {F}: the engine uses one F for both")
+    F2m = _f.probe_second_precision(bb, F, allow_sub)
+    if F2m.value is None:
+        F2 = max(F, min(F2m.bound, 56)) if F2m.bound else F
+        unobs["F2"] = (f"every bit of T down to 2^-{F2m.bound} of c was kept: F2 >= {F2m.bound}" if F2m.bound
+                       else "the final rounding hides T's bits next to a larger c") + f"; proposing F2 = {F2}"
+    else:
+        F2 = F2m.value
+    feats["second precision"] = f"F2 = {F2} (products' sum rounded down next to a larger c; {F2m.evidence.get('family', '-')})"
+    params.update(kind=kind, F2=F2)
+    if params.get("result_format") is not None:
+        notes.append("TR-/GTR-FDPA round to the output format; the probed narrower final precision is dropped")
+        params["result_format"] = None
 
 
 def _closest_structure(sr: _f.StructureResult) -> _f.Structure:

@@ -15,9 +15,10 @@ from workbench import catalogue
 from workbench.engine import EXPLAINED_KINDS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_engine_reference import bits, draw  # noqa: E402
+from test_engine_reference import bits, draw, draw_case  # noqa: E402
 
-MODELS = [r for r in catalogue.records() if r.kind in EXPLAINED_KINDS and r.interleave == 1]
+MODELS = [r for r in catalogue.records() if r.kind in EXPLAINED_KINDS and r.interleave == 1
+          and r.kind not in ("ftz-addmul", "st-fdpa", "gst-fdpa")]
 MODELS += [wb.custom_model("fp16", "fp32", L=8, neab=2, sticky=True, rounding="rne"),
            wb.custom_model("bf16", "fp32", L=4, F=24, c_position="late", rounding="rz"),
            wb.custom_model("fp16", "fp32", kind="tr-fdpa", L=4, F=20, F2=26, zero_exponent=-60),
@@ -72,3 +73,94 @@ def test_unsupported_kind_and_bad_values():
     with pytest.raises(ValueError, match="not representable"):
         wb.explain([0.1], [1.0], 0.0, wb.preset("A100", "fp16"))
     assert math.isnan(wb.explain([np.inf], [0.0], 0.0, wb.preset("A100", "fp16")).value)
+
+
+# ------------------------------------------------------------- kinds added later
+def _gemm_one(m, a, b, c, sa=None, sb=None) -> float:
+    kw = {} if sa is None else {"scale_a": np.asarray(sa)[None, :], "scale_b": np.asarray(sb)[:, None]}
+    return float(wb.gemm(np.asarray(a)[None, :], np.asarray(b)[:, None], np.array([[c]]), model=m, **kw)[0, 0])
+
+
+def _check_random(m, seeds=(1, 2, 3, 4, 5, 6), n=6):
+    """Several seeds of draw_case (cancellation, c cancelling the sum, a dominant product,
+    subnormals, Inf/NaN): the trace's value is gemm's bit for bit."""
+    L = m.P if m.kind == "ftz-addmul" else m.L
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        for t in range(n):
+            K = int(rng.choice([L, 2 * L, L + L // 2 + 1]))
+            a, b, c, sa, sb = draw_case(rng, m, K, specials=t % 3 == 2)
+            d = _gemm_one(m, a, b, c, sa, sb)
+            kw = {} if sa is None else {"scale_a": sa, "scale_b": sb}
+            tr = wb.explain(a, b, c, m, **kw)
+            assert bits(tr.value, m.out_format) == bits(d, m.out_format), (m.describe(), seed, t, a, b, c, sa, sb,
+                                                                            tr.value, d)
+            assert len(tr.blocks) == -(-K // L)
+            str(tr)  # the text renders
+
+
+INTERLEAVED = [r for r in catalogue.records() if r.interleave > 1]
+INTERLEAVED += [wb.custom_model("fp8_e4m3", "fp32", L=16, F=25, interleave=2, group_F=22, rounding="rz",
+                                c_position="late", zero_exponent=-133),
+                wb.custom_model("fp8_e5m2", "fp16", L=16, F=24, interleave=2, c_position="early", rounding="rne",
+                                zero_exponent=-21, sticky=True),
+                wb.custom_model("fp8_e5m2", "fp16", L=8, F=24, c_position="late", rounding="rz", zero_exponent=-21)]
+
+
+@pytest.mark.parametrize("m", INTERLEAVED, ids=lambda m: getattr(m, "name", "") or m.describe())
+def test_interleaved_trace_value_is_the_kernel_value(m):
+    _check_random(m)
+
+
+def test_interleaved_groups_khattak_probe():
+    """Khattak & Mikaitis Sec. IV-A5: p0 = 1, p1 = 2^-24 and one more 2^-24 at position k.
+    Elements 0,1,4,5,... form group 0: the three terms meet in one fused sum,
+    1 + 2^-23 is exact with F = 25 and RZ keeps it.  At positions 2,3,6,7,... the extra
+    2^-24 is in group 1: group 0 gives RZ(1 + 2^-24) = 1, group 1 RZ(1 + 2^-24) = 1."""
+    m = wb.preset("H100", "fp8_e5m2", "fp32", instruction="mma.sync")
+    for k in range(2, 32):
+        a = [0.0] * 32
+        b = [0.0] * 32
+        a[0] = b[0] = 1.0
+        a[1] = b[1] = a[k] = b[k] = 2.0 ** -12
+        tr = wb.explain(a, b, 0.0, m)
+        same = (k >> 1) % 2 == 0
+        assert tr.value == (1 + 2.0 ** -23 if same else 1.0), k
+        groups = tr.blocks[0].groups
+        assert [g.result for g in groups] == ([1 + 2.0 ** -23, 1 + 2.0 ** -23] if same else [1.0, 1.0])
+    s = str(tr)
+    assert "-- group 0 (elements 0,1,4,5,...,28,29" in s and "-- group 1 (elements 2,3,6,7,...,30,31" in s
+    assert "group 0 result: 2^0 -> 2^0, exact" in s and "group 1 rounded RZ to fp32: 1.0" in s
+
+
+def test_interleaved_c_added_late_with_rne():
+    """c late: the groups give RZ(1 + 2^-24) = 1 each; then 1 + c with c = 3 * 2^-25
+    (0.75 ulp of 1) is rounded to nearest: 1 + 2^-23.  With a = b = (1, 0, ...) the
+    same holds late, while c early in the RZ fused sum gives RZ(1 + 3 * 2^-25) = 1."""
+    m = wb.preset("H100", "fp8_e5m2", "fp32", instruction="mma.sync")
+    a = [1.0, 2.0 ** -12] + [0.0] * 30
+    tr = wb.explain(a, a, 3 * 2.0 ** -25, m)
+    assert tr.value == 1 + 2.0 ** -23
+    assert [g.result for g in tr.blocks[0].groups] == [1.0, 1.0]
+    s = str(tr)
+    assert "is added late with its own rounding" in s
+    assert "final rounding RNE to fp32 of the late addition 1.0 + c: 1.0000001192092896" in s
+    early = wb.custom_model("fp8_e5m2", "fp32", L=32, F=25, rounding="rz", zero_exponent=-133)
+    one = [1.0] + [0.0] * 31
+    assert wb.explain(one, one, 3 * 2.0 ** -25, m).value == 1 + 2.0 ** -23
+    assert wb.explain(one, one, 3 * 2.0 ** -25, early).value == 1.0
+
+
+def test_group_F_truncates_each_group():
+    """group_F = 22: each group's terms keep 22 fractional bits at the group's largest
+    exponent, so 2^-23 next to 1 is lost in group 0 (1 + 2^-23 -> 1) while F = 25
+    would keep it; group 1 (empty, c = 1) leaves 1."""
+    m = wb.custom_model("fp8_e5m2", "fp32", L=8, F=25, interleave=2, group_F=22, rounding="rz",
+                        c_position="late", zero_exponent=-133)
+    a = [1.0, 2.0 ** -12] + [0.0] * 6
+    b = [1.0, 2.0 ** -11] + [0.0] * 6
+    tr = wb.explain(a, b, 0.0, m)
+    g0 = tr.blocks[0].groups[0]
+    assert g0.F == 22 and [t.lost for t in g0.terms if t.label == "a1*b1"] == [2.0 ** -23]
+    assert tr.value == 1.0 == _gemm_one(m, a, b, 0.0)
+    assert wb.explain(a, b, 0.0, m.with_params(group_F=None)).value == 1 + 2.0 ** -23

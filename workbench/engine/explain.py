@@ -16,9 +16,12 @@ Every number is computed with the compiled primitives the kernels use
 :func:`~workbench.engine.fdpa_amd.tr_parts` / :func:`~workbench.engine.fdpa_amd.efdpa_step`),
 so the trace's value is the kernel's value bit for bit (tested on random inputs).
 
-Supported kinds: ``t-fdpa`` (c early or late, sticky bit; not the interleaved
-pattern), ``e-fdpa``, ``tr-fdpa``, ``gtr-fdpa`` and ``fma``.  Other kinds raise a
-ValueError naming the kind.
+Supported kinds: ``t-fdpa`` (c early or late, sticky bit, and the interleaved
+two-group pattern of fp8 through ``mma.sync`` on H100/H200/B200 - Khattak & Mikaitis
+2025 Section IV-A5, Fig. 5c: each group is a fused sum of its own, chained from 0
+when c is added late with its own rounding, with ``group_F`` fractional bits),
+``e-fdpa``, ``tr-fdpa``, ``gtr-fdpa`` and ``fma``.  Other kinds raise a ValueError
+naming the kind.
 """
 from __future__ import annotations
 
@@ -59,6 +62,8 @@ class Term:
     value: Fraction
     aligned: Fraction = Fraction(0)   # the term after alignment at e_max (with its sign)
     lost: Fraction = Fraction(0)      # value - aligned (bits shifted out)
+    role: str = "product"             # "product", "c" (the accumulator term) or "group" (GST-FDPA)
+    note: str = ""                    # printed after the product (e.g. the scale exponents it carries)
 
 
 @dataclass
@@ -76,6 +81,9 @@ class Block:
     rounding: str = ""
     result: float = 0.0
     special: str = ""
+    pre: list[str] = field(default_factory=list)        # stages before the fused sum (flushes, scales)
+    groups: list["Block"] = field(default_factory=list)  # interleaved groups, each a fused sum of its own
+    label: str = ""                                      # of a group: which elements it takes
 
 
 @dataclass
@@ -86,38 +94,43 @@ class Trace:
     c: float
     blocks: list[Block]
     value: float
+    scale_a: tuple | None = None   # scaled kinds: the block scale factors of the row of A
+    scale_b: tuple | None = None   # ... and of the column of B
 
     def __str__(self) -> str:
         m = self.model
         lines = [f"{m.kind} ({m.describe()})", f"a = {list(self.a)}", f"b = {list(self.b)}", f"c = {self.c!r}"]
+        if self.scale_a is not None:
+            lines += [f"scale_a = {list(self.scale_a)}", f"scale_b = {list(self.scale_b)}"]
+        L = _block_size(m)
         n = 1
         for blk in self.blocks:
             if len(self.blocks) > 1:
-                lines.append(f"-- block {blk.index} (elements {blk.index * m.L}..{(blk.index + 1) * m.L - 1}), "
+                lines.append(f"-- block {blk.index} (elements {blk.index * L}..{(blk.index + 1) * L - 1}), "
                              f"c = {blk.c_in!r}")
             if blk.special:
                 lines.append(f"{n}. special operands: {blk.special}; result {blk.result!r}")
                 n += 1
                 continue
-            prods = [t for t in blk.terms if t.label != "c"]
-            lines.append(f"{n}. a and b are multiplied exactly (products not normalised):")
-            for t in prods:
-                ex = "zero (no exponent)" if t.exponent is None else f"{_p2(t.significand)} * 2^{t.exponent}"
-                lines.append(f"     {t.label} = {ex} = {_p2(t.value)}")
-            n += 1
-            if blk.e_max is not None:
-                note = " (set by a zero operand's fixed exponent)" if blk.zero_exponent_set_max else ""
-                lines.append(f"{n}. largest exponent of all terms is {blk.e_max}{note}")
+            for s in blk.pre:
+                lines.append(f"{n}. {s}")
                 n += 1
-                lines.append(f"{n}. each term is shifted to align it at 2^{blk.e_max} and truncated to "
-                             f"{blk.F} fractional bits:")
-                for t in blk.terms:
-                    lost = f", lost {_p2(t.lost)}" if t.lost else ", exact"
-                    lines.append(f"     {t.label}: {_p2(t.value)} -> {_p2(t.aligned)}{lost}")
-                n += 1
-                lines.append(f"{n}. the aligned terms are added exactly: {_p2(blk.fixed_sum)} "
-                             f"(not normalised)")
-                n += 1
+            if blk.groups:
+                for g in blk.groups:
+                    lines.append(f"-- {g.label}, c = {g.c_in!r}")
+                    if g.special:
+                        lines.append(f"{n}. special operands: {g.special}; {g.label.split(' (')[0]} result "
+                                     f"{g.result!r}")
+                        n += 1
+                        continue
+                    n = _fused_lines(g, n, lines)
+                    if g.normalised:
+                        lines.append(f"{n}. normalised: {g.normalised}")
+                        n += 1
+                    lines.append(f"{n}. {g.label.split(' (')[0]} rounded {g.rounding}: {g.result!r}")
+                    n += 1
+            else:
+                n = _fused_lines(blk, n, lines)
             for s in blk.stages:
                 lines.append(f"{n}. {s}")
                 n += 1
@@ -128,6 +141,42 @@ class Trace:
             n += 1
         lines.append(f"result d = {self.value!r}")
         return "\n".join(lines)
+
+
+def _fused_lines(blk: Block, n: int, lines: list[str]) -> int:
+    """The exact products, the largest exponent, the aligned terms and their exact sum
+    of one fused sum (a block, or one interleaved group of it)."""
+    prods = [t for t in blk.terms if t.role == "product"]
+    if prods:
+        lines.append(f"{n}. a and b are multiplied exactly (products not normalised):")
+        for t in prods:
+            ex = "zero (no exponent)" if t.exponent is None else f"{_p2(t.significand)} * 2^{t.exponent}"
+            note = f" ({t.note})" if t.note else ""
+            lines.append(f"     {t.label} = {ex}{note} = {_p2(t.value)}")
+        n += 1
+    if blk.e_max is not None:
+        note = " (set by a zero operand's fixed exponent)" if blk.zero_exponent_set_max else ""
+        lines.append(f"{n}. largest exponent of all terms is {blk.e_max}{note}")
+        n += 1
+        lines.append(f"{n}. each term is shifted to align it at 2^{blk.e_max} and truncated to "
+                     f"{blk.F} fractional bits:")
+        for t in blk.terms:
+            lost = f", lost {_p2(t.lost)}" if t.lost else ", exact"
+            lines.append(f"     {t.label}: {_p2(t.value)} -> {_p2(t.aligned)}{lost}")
+        n += 1
+        lines.append(f"{n}. the aligned terms are added exactly: {_p2(blk.fixed_sum)} "
+                     f"(not normalised)")
+        n += 1
+    return n
+
+
+def _block_size(m: Model) -> int:
+    """Elements consumed by one elementary operation (one Block of the trace)."""
+    if m.kind == "fma":
+        return 1
+    if m.kind == "ftz-addmul":
+        return int(m.P)
+    return m.L
 
 
 def _norm(x: Fraction) -> str:
@@ -154,83 +203,146 @@ def _decomp(v: float, fmt) -> tuple[int, int]:
     return int(s), int(e)
 
 
-def _tfdpa_block(idx, a, b, d, m) -> Block:
+def _fused_trace(blk: Block, ops_, d: float, F: int, m: Model, c_label: str = "c") -> float:
+    """One truncated fused sum (Xie et al. Algorithm 7 lines 5-13): the products
+    ``ops_`` (label, s1, e1, s2, e2, note: decomposed operands, scale exponents already
+    in e1) and the accumulator term ``d`` aligned at their largest exponent, truncated
+    to ``F`` fractional bits (plus the sticky bit), added exactly and rounded with
+    rho.  Fills ``blk`` and returns the rounded value; mirrors
+    :func:`workbench.engine.kernels._fused` and :func:`~workbench.engine.kernels.tfdpa_step`."""
     fin, out, res = m.in_fmt, m.out_fmt, m.res_fmt
     fp = 2 * fin.man_bits
-    blk = Block(index=idx, c_in=d, F=m.F)
-    late = m.c_position == "late"
+    blk.F = F
     codes = []
-    ops_ = []
-    for k, (x, y) in enumerate(zip(a, b)):
-        s1, e1 = _ops.decompose_one(float(x), fin.man_bits, fin.emin, m.flush_subnormals)
-        s2, e2 = _ops.decompose_one(float(y), fin.man_bits, fin.emin, m.flush_subnormals)
+    for _, s1, e1, s2, e2, _ in ops_:
         if e1 >= _ops.SPECIAL or e2 >= _ops.SPECIAL:
             codes.append(_ops.special_product(s1, e1, s2, e2))
-        ops_.append((k, int(s1), int(e1), int(s2), int(e2)))
     cs, ce = _decomp(d, out)
     if ce >= _ops.SPECIAL:
         codes.append(3 if cs == 2 else (1 if cs > 0 else 2))
     if codes:
-        return _special_block(blk, codes)
+        return _special_block(blk, codes).result
     emax = _ops.NEG_BIG
     ez = m.zero_exponent
     zero_max = False
-    for k, s1, e1, s2, e2 in ops_:
+    for lab, s1, e1, s2, e2, note in ops_:
         p = s1 * s2
         if p == 0:
-            blk.terms.append(Term(f"a{k}*b{k}", Fraction(0), ez, Fraction(0)))
+            blk.terms.append(Term(lab, Fraction(0), ez, Fraction(0), note=note))
             if ez is not None and ez > emax:
                 emax, zero_max = ez, True
         else:
-            blk.terms.append(Term(f"a{k}*b{k}", _val(p, 0, fp), e1 + e2, _val(p, e1 + e2, fp)))
+            blk.terms.append(Term(lab, _val(p, 0, fp), e1 + e2, _val(p, e1 + e2, fp), note=note))
             if e1 + e2 > emax:
                 emax, zero_max = e1 + e2, False
-    cterm = None
-    if not late:
-        if cs == 0:
-            cterm = Term("c", Fraction(0), ez, Fraction(0))
-            if ez is not None and ez > emax:
-                emax, zero_max = ez, True
-        else:
-            cterm = Term("c", _val(cs, 0, out.man_bits), ce, _val(cs, ce, out.man_bits))
-            if ce > emax:
-                emax, zero_max = ce, False
-        blk.terms.append(cterm)
+    if cs == 0:
+        cterm = Term(c_label, Fraction(0), ez, Fraction(0), role="c")
+        if ez is not None and ez > emax:
+            emax, zero_max = ez, True
+    else:
+        cterm = Term(c_label, _val(cs, 0, out.man_bits), ce, _val(cs, ce, out.man_bits), role="c")
+        if ce > emax:
+            emax, zero_max = ce, False
+    blk.terms.append(cterm)
     stk = 1 if m.sticky else 0
     mode = _ops.MODE_CODES[m.rounding]
-    if emax == _ops.NEG_BIG:
-        part = 0.0
-        blk.fixed_sum = Fraction(0)
-    else:
-        blk.e_max = emax
-        blk.zero_exponent_set_max = zero_max
-        S = 0
-        for t, (k, s1, e1, s2, e2) in zip(blk.terms, ops_):
-            p = s1 * s2
-            if p:
-                a_ = int(_ops.align_term(abs(p), m.F - fp - emax + e1 + e2, m.sticky))
-                S += a_ if p > 0 else -a_
-                t.aligned = _val(a_ if p > 0 else -a_, emax, m.F + stk)
-                t.lost = t.value - t.aligned
-        if cterm is not None and cs != 0:
-            a_ = int(_ops.align_term(abs(cs), m.F - out.man_bits + ce - emax, m.sticky))
-            S += a_ if cs > 0 else -a_
-            cterm.aligned = _val(a_ if cs > 0 else -a_, emax, m.F + stk)
-            cterm.lost = cterm.value - cterm.aligned
-        blk.fixed_sum = _val(S, emax, m.F + stk)
-        if m.sticky:
-            blk.stages.append("each term that lost bits carries a sticky bit 2^-(F+1) of its sign")
-        part = float(_ops.round_fixed(np.int64(S), emax - m.F - stk, res.p, res.emin, res.emax, mode,
-                                      m.flush_output_subnormals))
-    blk.normalised = _norm(blk.fixed_sum)
     blk.rounding = f"{m.rounding.upper()} to {res.name}"
+    if emax == _ops.NEG_BIG:
+        blk.fixed_sum = Fraction(0)
+        blk.normalised = "0"
+        blk.result = 0.0
+        return 0.0
+    blk.e_max = emax
+    blk.zero_exponent_set_max = zero_max
+    S = 0
+    for t, (_, s1, e1, s2, e2, _) in zip(blk.terms, ops_):
+        p = s1 * s2
+        if p:
+            a_ = int(_ops.align_term(abs(p), F - fp - emax + e1 + e2, m.sticky))
+            S += a_ if p > 0 else -a_
+            t.aligned = _val(a_ if p > 0 else -a_, emax, F + stk)
+            t.lost = t.value - t.aligned
+    if cs != 0:
+        a_ = int(_ops.align_term(abs(cs), F - out.man_bits + ce - emax, m.sticky))
+        S += a_ if cs > 0 else -a_
+        cterm.aligned = _val(a_ if cs > 0 else -a_, emax, F + stk)
+        cterm.lost = cterm.value - cterm.aligned
+    blk.fixed_sum = _val(S, emax, F + stk)
+    if m.sticky:
+        blk.stages.append("each term that lost bits carries a sticky bit 2^-(F+1) of its sign")
+    blk.normalised = _norm(blk.fixed_sum)
+    blk.result = float(_ops.round_fixed(np.int64(S), emax - F - stk, res.p, res.emin, res.emax, mode,
+                                        m.flush_output_subnormals))
+    return blk.result
+
+
+def _elements(ks) -> str:
+    ks = list(ks)
+    if len(ks) <= 8:
+        return ",".join(map(str, ks))
+    return ",".join(map(str, ks[:4])) + ",...," + ",".join(map(str, ks[-2:]))
+
+
+def _tfdpa_block(idx, a, b, d, m, scale_exp=None) -> Block:
+    """One T-FDPA (or ST-FDPA, with the scale exponents ``scale_exp`` = (per element of
+    a, per element of b), None for a NaN scale) instruction, as
+    :func:`workbench.engine.kernels.tfdpa_step`: one fused sum with c early, or - c
+    late and/or interleaved groups (Khattak & Mikaitis Section IV-A5, Fig. 5c) -
+    the groups' fused sums chained from 0 (c late) or c, then c added late."""
+    fin = m.in_fmt
+    L = len(a)
+    k0 = idx * L
+    blk = Block(index=idx, c_in=d, F=m.F)
+    ops_ = []
+    for k, (x, y) in enumerate(zip(a, b)):
+        s1, e1 = _ops.decompose_one(float(x), fin.man_bits, fin.emin, m.flush_subnormals)
+        s2, e2 = _ops.decompose_one(float(y), fin.man_bits, fin.emin, m.flush_subnormals)
+        s1, e1, s2, e2 = int(s1), int(e1), int(s2), int(e2)
+        note = ""
+        if scale_exp is not None:
+            xa, xb = scale_exp[0][k], scale_exp[1][k]
+            if xa is None or xb is None:  # a NaN scale: every product of its block is NaN (Xie Sec. 4.2)
+                s1, e1 = _ops.SIG_NAN, _ops.SPECIAL
+                note = "NaN scale factor"
+            else:
+                e1 += xa if e1 < _ops.SPECIAL else 0
+                e2 += xb if e2 < _ops.SPECIAL else 0
+                note = f"scale exponents {xa} + {xb} included"
+        ops_.append((f"a{k0 + k}*b{k0 + k}", s1, e1, s2, e2, note))
+    late = m.c_position == "late"
+    ng = m.interleave
+    if ng == 1:
+        part = _fused_trace(blk, ops_, 0.0 if late else d, m.F, m,
+                            c_label="0 (c is added late)" if late else "c")
+        if blk.special:
+            blk.special = ""  # the late addition below still runs (Inf/NaN + c)
+            blk.stages.append(f"the products hold Inf/NaN: fused sum {part!r}")
+    else:
+        gF = m.F if m.group_F is None else m.group_F
+        part = 0.0 if late else d
+        for g in range(ng):
+            sel = [jj for jj in range(L) if (jj >> 1) % ng == g]
+            sub = Block(index=g, c_in=part, label=f"group {g} (elements {_elements(k0 + jj for jj in sel)}, "
+                                                    f"pairs of consecutive elements interleaved)")
+            if g == 0:
+                lab = "0 (c is added late)" if late else "c"
+            else:
+                lab = f"group {g - 1} result"
+            part = _fused_trace(sub, [ops_[jj] for jj in sel], part, gF, m, c_label=lab)
+            blk.groups.append(sub)
+        blk.F = gF
+        blk.rounding = blk.groups[-1].rounding + f" (group {ng - 1})"
     if late:
         from .kernels import exact_add
+        res = m.res_fmt
         r = float(exact_add(part, float(d), res.p, res.emin, res.emax, _ops.MODE_CODES[m.late_rounding],
                             m.flush_output_subnormals))
-        blk.stages.append(f"products rounded ({blk.rounding}) to {part!r}; c = {d!r} is added late with "
-                          f"{m.late_rounding.upper()}: {r!r}")
-        blk.rounding = f"late addition of c, {m.late_rounding.upper()}"
+        if blk.normalised:
+            blk.stages.append(f"normalised: {blk.normalised}")
+            blk.normalised = ""
+        how = f"is rounded ({blk.rounding}) to" if blk.rounding else "is"
+        blk.stages.append(f"the products' sum {how} {part!r}; c = {d!r} is added late with its own rounding")
+        blk.rounding = f"{m.late_rounding.upper()} to {res.name} of the late addition {part!r} + c"
         blk.result = r
     else:
         blk.result = part
@@ -311,8 +423,6 @@ def explain(a, b, c: float = 0.0, model: Model | None = None) -> Trace:
         raise TypeError(f"model must be a workbench Model/Preset, got {type(model).__name__}")
     if model.kind not in EXPLAINED_KINDS:
         raise ValueError(f"explain does not trace kind={model.kind!r}; traced kinds: {EXPLAINED_KINDS}")
-    if model.kind == "t-fdpa" and model.interleave != 1:
-        raise ValueError(f"explain does not trace interleave={model.interleave} (the fp8 mma.sync pattern)")
     a = np.asarray(a, dtype=float).reshape(-1)
     b = np.asarray(b, dtype=float).reshape(-1)
     if a.shape != b.shape:

@@ -164,3 +164,47 @@ def test_group_F_truncates_each_group():
     assert g0.F == 22 and [t.lost for t in g0.terms if t.label == "a1*b1"] == [2.0 ** -23]
     assert tr.value == 1.0 == _gemm_one(m, a, b, 0.0)
     assert wb.explain(a, b, 0.0, m.with_params(group_F=None)).value == 1 + 2.0 ** -23
+
+
+FTZ = [r for r in catalogue.records() if r.kind == "ftz-addmul"]
+
+
+@pytest.mark.parametrize("m", FTZ, ids=lambda m: m.name)
+def test_ftz_addmul_trace_value_is_the_kernel_value(m):
+    _check_random(m)
+
+
+def test_ftz_addmul_pairwise_order_by_hand():
+    """Xie et al. Algorithm 2 with four products 2^-25 and c = 1 (bf16 in, fp32 out).
+    P = 4 ("_1k"): s = FTZ-Add(2^-25, 2^-25) = 2^-24, s' = 2^-24, s = 2^-23 and
+    d = RNE-FP32(1 + 2^-23) = 1 + 2^-23.  P = 2: each pair gives 2^-24 and
+    RNE-FP32(1 + 2^-24) is a tie that rounds to the even 1, twice: d = 1."""
+    a = [2.0 ** -25] * 4
+    b = [1.0] * 4
+    p4 = wb.preset("MI250X", "bf16", "fp32", variant="1k")
+    tr = wb.explain(a, b, 1.0, p4)
+    assert tr.value == 1 + 2.0 ** -23 and len(tr.blocks) == 1
+    s = str(tr)
+    assert "s' = FTZ-Add(p2, p3) = FTZ-Add(2.9802322387695312e-08, 2.9802322387695312e-08) = " in s
+    assert "s = FTZ-Add(s, s')" in s and "final rounding d = FTZ-Add(c, s) = FTZ-Add(1.0, 1.1920928955078125e-07)" in s
+    p2 = wb.preset("MI250X", "bf16", "fp32")
+    tr = wb.explain(a, b, 1.0, p2)
+    assert tr.value == 1.0 and len(tr.blocks) == 2
+    assert "RNE-FP32(1.0000000596046448) = 1.0" in str(tr)
+
+
+def test_ftz_addmul_flushes_by_hand():
+    """Output flush: 2^-63 * 2^-64 = 2^-127 is subnormal in fp32, so FTZ-Mul gives 0
+    and d = c = 2^-126 (an IEEE product would give 1.5 * 2^-126).  Input flush: the
+    fp16 subnormal 2^-15 becomes +0 before the multiplication, so d = c = 1 (not
+    1 + 2^-15).  A subnormal c is flushed to +0 (Algorithm 2 line 3)."""
+    m = wb.preset("MI250X", "bf16", "fp32")
+    tr = wb.explain([2.0 ** -63, 0.0], [2.0 ** -64, 0.0], 2.0 ** -126, m)
+    assert tr.value == 2.0 ** -126
+    assert "p0 = FTZ-Mul(a0, b0)" in str(tr) and "below 2^-126, flushed to zero keeping its sign" in str(tr)
+    m16 = wb.preset("MI250X", "fp16", "fp32")
+    tr = wb.explain([2.0 ** -15, 0, 0, 0], [1.0, 0, 0, 0], 1.0, m16)
+    assert tr.value == 1.0 and "a0 = 3.0517578125e-05 is subnormal in fp16: flushed to +0" in str(tr)
+    tr = wb.explain([1.0, 0, 0, 0], [1.0, 0, 0, 0], 2.0 ** -130, m16)
+    assert tr.value == 1.0 and "is subnormal in fp32: flushed to +0" in str(tr)
+    assert math.copysign(1, wb.explain([-(2.0 ** -63), 0.0], [2.0 ** -64, 0.0], -0.0, m).value) == 1

@@ -20,11 +20,16 @@ Supported kinds: ``t-fdpa`` (c early or late, sticky bit, and the interleaved
 two-group pattern of fp8 through ``mma.sync`` on H100/H200/B200 - Khattak & Mikaitis
 2025 Section IV-A5, Fig. 5c: each group is a fused sum of its own, chained from 0
 when c is added late with its own rounding, with ``group_F`` fractional bits),
-``e-fdpa``, ``tr-fdpa``, ``gtr-fdpa`` and ``fma``.  Other kinds raise a ValueError
-naming the kind.
+``e-fdpa``, ``tr-fdpa``, ``gtr-fdpa``, ``fma`` and ``ftz-addmul`` (AMD CDNA2, Xie
+Algorithms 1-2: each block of P products shows the input flushes, every FTZ-Mul and
+pairwise FTZ-Add with its RNE-FP32 rounding and any flush of a subnormal result to
+zero, then the FTZ-Add into the running c; computed with the kernel's own
+:func:`~workbench.engine.others.ftz_mul` / :func:`~workbench.engine.others.ftz_add`).
+Other kinds raise a ValueError naming the kind.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -34,7 +39,7 @@ from .. import formats as _formats
 from . import ops as _ops
 from .model import Model
 
-EXPLAINED_KINDS = ("t-fdpa", "e-fdpa", "tr-fdpa", "gtr-fdpa", "fma")
+EXPLAINED_KINDS = ("t-fdpa", "e-fdpa", "tr-fdpa", "gtr-fdpa", "fma", "ftz-addmul")
 
 
 def _val(sig: int, exp: int, frac: int) -> Fraction:
@@ -349,6 +354,72 @@ def _tfdpa_block(idx, a, b, d, m, scale_exp=None) -> Block:
     return blk
 
 
+_MIN_NORMAL32 = Fraction(1, 2 ** 126)
+
+
+def _fr(x: float) -> Fraction | None:
+    return Fraction(x) if math.isfinite(x) else None
+
+
+def _ftz_note(exact: Fraction | None, r: float) -> str:
+    """How RNE-FP32 and the output flush treated an exact value."""
+    if exact is None:
+        return f"= {r!r}"
+    if r == 0.0 and exact != 0:
+        return f"= RNE-FP32({_p2(exact)}) = {r!r}: below 2^-126, flushed to zero keeping its sign"
+    if math.isfinite(r) and exact == Fraction(r):
+        return f"= {r!r} (exact)"
+    return f"= RNE-FP32({_p2(exact)}) = {r!r}"
+
+
+def _ftz_block(idx, a, b, d, m) -> Block:
+    """One step of FTZ-AddMul (Xie et al. Algorithms 1-2, AMD CDNA2), as
+    :func:`workbench.engine.others.ftz_addmul_gemm`: P products by FTZ-Mul, summed
+    pairwise by FTZ-Add, the sum added to the running c by FTZ-Add."""
+    from .others import ftz_add, ftz_mul
+
+    P = int(m.P)
+    k0 = idx * P
+    blk = Block(index=idx, c_in=d)
+    in_min = m.in_fmt.min_normal if m.flush_subnormals else 0.0
+    if idx == 0 and d != 0.0 and abs(d) < float(_MIN_NORMAL32):  # Alg. 2 line 3
+        blk.pre.append(f"c = {d!r} is subnormal in fp32: flushed to +0")
+        d = 0.0
+    xs = []
+    for name, v in (("a", a), ("b", b)):
+        vv = []
+        for k, x in enumerate(v):
+            x = float(x)
+            if x != 0.0 and abs(x) < in_min:  # Alg. 2 lines 1-2
+                blk.pre.append(f"{name}{k0 + k} = {x!r} is subnormal in {m.in_format}: flushed to +0")
+                x = 0.0
+            vv.append(x)
+        xs.append(vv)
+    ps = []
+    for k in range(P):
+        x, y = xs[0][k], xs[1][k]
+        p = float(ftz_mul(x, y))
+        ex = _fr(x) * _fr(y) if math.isfinite(x) and math.isfinite(y) else None
+        blk.stages.append(f"p{k} = FTZ-Mul(a{k0 + k}, b{k0 + k}) = FTZ-Mul({x!r}, {y!r}) {_ftz_note(ex, p)}")
+        ps.append(p)
+
+    def add(name, x, y, lx, ly):
+        r = float(ftz_add(x, y))
+        ex = _fr(x) + _fr(y) if math.isfinite(x) and math.isfinite(y) else None
+        blk.stages.append(f"{name} = FTZ-Add({lx}, {ly}) = FTZ-Add({x!r}, {y!r}) {_ftz_note(ex, r)}")
+        return r
+
+    sm = add("s", ps[0], ps[1], "p0", "p1")
+    if P == 4:
+        s2 = add("s'", ps[2], ps[3], "p2", "p3")
+        sm = add("s", sm, s2, "s", "s'")
+    r = float(ftz_add(d, sm))
+    ex = _fr(d) + _fr(sm) if math.isfinite(d) and math.isfinite(sm) else None
+    blk.rounding = f"d = FTZ-Add(c, s) = FTZ-Add({d!r}, {sm!r}) {_ftz_note(ex, r)}"
+    blk.result = r
+    return blk
+
+
 def _amd_block(idx, a, b, d, m) -> Block:
     from . import fdpa_amd as _amd
 
@@ -430,7 +501,7 @@ def explain(a, b, c: float = 0.0, model: Model | None = None) -> Trace:
     _formats.check_representable(a, model.in_fmt, "a")
     _formats.check_representable(b, model.in_fmt, "b")
     c = float(_formats.check_representable(np.array([c], float), model.out_fmt, "c")[0])
-    L = 1 if model.kind == "fma" else model.L
+    L = _block_size(model)
     K = max(1, a.size)
     pad = (-K) % L
     ap = np.concatenate([a, np.zeros(pad + (K - a.size))])
@@ -443,6 +514,8 @@ def explain(a, b, c: float = 0.0, model: Model | None = None) -> Trace:
             from .kernels import fma32, fma64
             r = float(fma32(x[0], y[0], d)) if model.out_fmt.name == "fp32" else float(fma64(x[0], y[0], d))
             blk = Block(index=i, c_in=d, rounding=f"IEEE FMA a{i}*b{i} + d, RNE to {model.out_fmt.name}", result=r)
+        elif model.kind == "ftz-addmul":
+            blk = _ftz_block(i // L, x, y, d, model)
         elif model.kind == "t-fdpa":
             blk = _tfdpa_block(i // L, x, y, d, model)
         else:

@@ -67,9 +67,19 @@ def test_cdna3_fp8_table8_trace():
     assert "rounded down" in str(tr)
 
 
-def test_unsupported_kind_and_bad_values():
-    with pytest.raises(ValueError, match="gst-fdpa"):
-        wb.explain([1.0] * 64, [1.0] * 64, 0.0, wb.preset("blackwell", "fp4_e2m1", variant="nvfp4"))
+def test_every_engine_kind_is_explained_and_bad_values():
+    from workbench.engine.model import KINDS
+
+    assert set(EXPLAINED_KINDS) == set(KINDS)
+    nv = wb.preset("blackwell", "fp4_e2m1", variant="nvfp4")
+    with pytest.raises(ValueError, match="needs scale_a and scale_b"):
+        wb.explain([1.0] * 64, [1.0] * 64, 0.0, nv)
+    with pytest.raises(ValueError, match="ceil"):
+        wb.explain([1.0] * 20, [1.0] * 20, 0.0, nv, scale_a=[1.0], scale_b=[1.0])
+    with pytest.raises(ValueError, match="not representable"):
+        wb.explain([1.0] * 16, [1.0] * 16, 0.0, nv, scale_a=[3.0], scale_b=[1.1])
+    with pytest.raises(ValueError, match="takes no scale factors"):
+        wb.explain([1.0], [1.0], 0.0, wb.preset("A100", "fp16"), scale_a=[1.0], scale_b=[1.0])
     with pytest.raises(ValueError, match="not representable"):
         wb.explain([0.1], [1.0], 0.0, wb.preset("A100", "fp16"))
     assert math.isnan(wb.explain([np.inf], [0.0], 0.0, wb.preset("A100", "fp16")).value)
@@ -208,3 +218,81 @@ def test_ftz_addmul_flushes_by_hand():
     tr = wb.explain([1.0, 0, 0, 0], [1.0, 0, 0, 0], 2.0 ** -130, m16)
     assert tr.value == 1.0 and "is subnormal in fp32: flushed to +0" in str(tr)
     assert math.copysign(1, wb.explain([-(2.0 ** -63), 0.0], [2.0 ** -64, 0.0], -0.0, m).value) == 1
+
+
+SCALED = [r for r in catalogue.records() if r.kind in ("st-fdpa", "gst-fdpa")]
+
+
+@pytest.mark.parametrize("m", SCALED, ids=lambda m: m.name)
+def test_scaled_trace_value_is_the_kernel_value(m):
+    _check_random(m, seeds=(1, 2, 3), n=6)
+
+
+@pytest.mark.parametrize("m", [SCALED[0], SCALED[-1], SCALED[-2]], ids=lambda m: m.name)
+def test_scaled_nan_scale_and_2d_scales(m):
+    """A NaN scale makes the result NaN as in gemm; gemm's (1, nb) / (nb, 1) scale
+    arrays are accepted as they are."""
+    rng = np.random.default_rng(7)
+    K = m.L + 3
+    a, b, c, sa, sb = draw_case(rng, m, K, specials=False)
+    sa = sa.copy()
+    sa[-1] = np.nan
+    d = _gemm_one(m, a, b, c, sa, sb)
+    tr = wb.explain(a, b, c, m, scale_a=sa[None, :], scale_b=sb[:, None])
+    assert math.isnan(d) and math.isnan(tr.value)
+    assert "NaN" in str(tr)
+
+
+def test_st_fdpa_by_hand():
+    """Xie et al. Algorithm 8 (MXFP8 e4m3, L = 32, F = 25, RZ-FP32), with
+    alpha = 2^-3 and beta = 2^5: the products 1*1, 2*(-1) and 448*1 carry the scale
+    exponent 2, so the terms are 4, -8 and 1792 (e_max = 10) and c = 2^-30 (exponent
+    -30): aligned at 2^10 with 25 fractional bits c keeps 2^-15 as its last bit, so
+    2^-30 is lost entirely: S = 1788, RZ-FP32 gives 1788.  Without the scale
+    (alpha = beta = 1) the top is 448 (2^8) and the sum is 447 + RZ(2^-30) = 447."""
+    m = wb.preset("blackwell", "fp8_e4m3", variant="mx")
+    a, b = [1.0, 2.0, 448.0], [1.0, -1.0, 1.0]
+    tr = wb.explain(a, b, 2.0 ** -30, m, scale_a=[2.0 ** -3], scale_b=[2.0 ** 5])
+    assert tr.value == 1788.0 == _gemm_one(m, a, b, 2.0 ** -30, [2.0 ** -3], [2.0 ** 5])
+    s = str(tr)
+    assert "alpha = 2^-3, beta = 2^5 (E8M0, significand 1): their exponents -3 + 5 = 2 are added" in s
+    assert "a2*b2 = 1.75 * 2^10 (scale exponents -3 + 5 included) = 1792" in s
+    assert "largest exponent of all terms is 10" in s and "c: 2^-30 -> 0, lost 2^-30" in s
+    assert wb.explain(a, b, 2.0 ** -30, m, scale_a=[1.0], scale_b=[1.0]).value == 447.0
+
+
+def test_gst_fdpa_nvfp4_by_hand():
+    """Xie et al. Algorithm 9 (NVFP4: G = k_block = 16, UE4M3 scales, F = 35, RZ-FP32).
+    Group 0: p_0 = 3 * 1.5 = 4.5, scales 1 and 1: s_0 = 4.5, e_0 = 0.
+    Group 1: p_1 = 0.5 * 1.5 = 0.75, scales 2 (sig 1, exp 1) and 0.125 (sig 1, exp -3):
+    s_1 = 0.75, e_1 = -2 (value 0.1875).  Group 2: p_2 = 6 * 1.5 = 9, scales 448 =
+    1.75 * 2^8 and 2^-9 (UE4M3 subnormal: sig 0.125 at exp -6): s_2 = 9 * 1.75 * 0.125
+    = 1.96875, e_2 = 2 (value 7.875).  Group 3 is zero.  c = 2^-40: e_max = 2, so c
+    (below 2^(2-35)) is truncated away; the sum 12.5625 is exact in fp32."""
+    m = wb.preset("blackwell", "fp4_e2m1", variant="nvfp4")
+    a = [1.0] * 3 + [0.0] * 13 + [0.5] + [0.0] * 15 + [6.0] + [0.0] * 31
+    b = [1.5] * 64
+    sa, sb = [1.0, 2.0, 448.0, 1.0], [1.0, 0.125, 2.0 ** -9, 1.0]
+    tr = wb.explain(a, b, 2.0 ** -40, m, scale_a=sa, scale_b=sb)
+    assert tr.value == 12.5625 == _gemm_one(m, a, b, 2.0 ** -40, sa, sb)
+    s = str(tr)
+    assert "group 2 (elements 32..47): exact fixed-point dot product p_2 = 9" in s
+    assert "s_2 = p_2 * SignedSig(alpha) * SignedSig(beta) = 9 * 1.75 * 2^-3 = 1.96875" in s
+    assert "e_2 = Exp(alpha) + Exp(beta) = 8 + -6 = 2" in s
+    assert "group 1: 0.1875 -> 0.1875, exact" in s and "c: 2^-40 -> 0, lost 2^-40" in s
+    assert [t.exponent for t in tr.blocks[0].terms] == [0, -2, 2, -139, -40]
+
+
+def test_gst_fdpa_mxfp4_groups_share_a_scale():
+    """MXFP4 k64: k_block = 32 but G = 16, so groups 0 and 1 share the scales alpha_0,
+    beta_0 = 2^3, 2^-1 (E8M0) yet are separate terms: with a_0 = 6, b_0 = 6 (36 *
+    2^2 = 144) and a_16 = 0.5, b_16 = 0.5 (0.25 * 2^2 = 1) and c = -144: e_max = 2,
+    the sum is 1, RZ-FP32 -> 1."""
+    m = wb.preset("blackwell", "fp4_e2m1", variant="mxfp4")
+    a = [6.0] + [0.0] * 15 + [0.5] + [0.0] * 15
+    b = [6.0] + [0.0] * 15 + [0.5] + [0.0] * 15
+    tr = wb.explain(a, b, -144.0, m, scale_a=[8.0], scale_b=[0.5])
+    assert tr.value == 1.0 == _gemm_one(m, a, b, -144.0, [8.0], [0.5])
+    s = str(tr)
+    assert "group 0: 144 -> 144" in s and "group 1: 2^0 -> 2^0" in s
+    assert "scale factors alpha = 8.0, beta = 0.5 (e8m0, elements 0..31)" in s

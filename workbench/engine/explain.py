@@ -24,8 +24,16 @@ when c is added late with its own rounding, with ``group_F`` fractional bits),
 Algorithms 1-2: each block of P products shows the input flushes, every FTZ-Mul and
 pairwise FTZ-Add with its RNE-FP32 rounding and any flush of a subnormal result to
 zero, then the FTZ-Add into the running c; computed with the kernel's own
-:func:`~workbench.engine.others.ftz_mul` / :func:`~workbench.engine.others.ftz_add`).
-Other kinds raise a ValueError naming the kind.
+:func:`~workbench.engine.others.ftz_mul` / :func:`~workbench.engine.others.ftz_add`),
+``st-fdpa`` (MX formats, Xie Algorithm 8: the E8M0 scale exponents of each block of
+``k_block`` elements are shown added to the products' exponents, then the T-FDPA
+steps) and ``gst-fdpa`` (NVFP4/MXFP4 k64, Algorithm 9: each group's exact dot product
+p_g, its scaling by the two scales' significands and exponent e_g, then the
+truncated fused sum of the group terms and c; the groups come from the kernel's
+:func:`~workbench.engine.gst.gst_group`).  The scaled kinds take keyword arguments
+``scale_a``/``scale_b`` (the scales of the one row and column, as ``workbench.gemm``
+takes them); a NaN scale gives NaN.  That is every kind of
+:data:`workbench.engine.model.KINDS`.
 """
 from __future__ import annotations
 
@@ -39,7 +47,7 @@ from .. import formats as _formats
 from . import ops as _ops
 from .model import Model
 
-EXPLAINED_KINDS = ("t-fdpa", "e-fdpa", "tr-fdpa", "gtr-fdpa", "fma", "ftz-addmul")
+EXPLAINED_KINDS = ("t-fdpa", "e-fdpa", "tr-fdpa", "gtr-fdpa", "fma", "ftz-addmul", "st-fdpa", "gst-fdpa")
 
 
 def _val(sig: int, exp: int, frac: int) -> Fraction:
@@ -312,7 +320,7 @@ def _tfdpa_block(idx, a, b, d, m, scale_exp=None) -> Block:
             else:
                 e1 += xa if e1 < _ops.SPECIAL else 0
                 e2 += xb if e2 < _ops.SPECIAL else 0
-                note = f"scale exponents {xa} + {xb} included"
+                note = f"scale exponents {xa} + {xb} included" if s1 and s2 else ""
         ops_.append((f"a{k0 + k}*b{k0 + k}", s1, e1, s2, e2, note))
     late = m.c_position == "late"
     ng = m.interleave
@@ -420,6 +428,148 @@ def _ftz_block(idx, a, b, d, m) -> Block:
     return blk
 
 
+def _scale_exp(v: float) -> int | None:
+    """Exponent of an E8M0 scale factor (a power of two); None for NaN."""
+    if not math.isfinite(v):
+        return None
+    return math.frexp(v)[1] - 1
+
+
+def _st_scales(blk: Block, k0: int, K: int, L: int, kb: int, sa, sb):
+    """ST-FDPA (Xie et al. Algorithm 8 line 4): the per-element scale exponents of a
+    block (elements past K, the zero padding, carry none, as in
+    :func:`workbench.engine.others.run_scaled`) and the text saying so."""
+    xa, xb = [], []
+    for j in range(L):
+        k = k0 + j
+        if k < K:
+            xa.append(_scale_exp(sa[k // kb]))
+            xb.append(_scale_exp(sb[k // kb]))
+        else:
+            xa.append(0)
+            xb.append(0)
+    for q in range(k0 // kb, min(-(-K // kb), (k0 + L) // kb)):
+        lo, hi = q * kb, min(K, (q + 1) * kb) - 1
+        ea, eb = _scale_exp(sa[q]), _scale_exp(sb[q])
+        if ea is None or eb is None:
+            blk.pre.append(f"scale factors of elements {lo}..{hi}: alpha = {float(sa[q])!r}, "
+                           f"beta = {float(sb[q])!r}: "
+                           f"a NaN scale makes every product of its block NaN")
+        else:
+            blk.pre.append(f"scale factors of elements {lo}..{hi}: alpha = 2^{ea}, beta = 2^{eb} (E8M0, "
+                           f"significand 1): their exponents {ea} + {eb} = {ea + eb} are added to each "
+                           f"product's exponent (Xie Alg. 8 line 4)")
+    return xa, xb
+
+
+def _gst_block(idx, a, b, d, m, sca, scb) -> Block:
+    """One GST-FDPA (Xie et al. Algorithm 9; NVFP4/MXFP4 k64): exact group dot
+    products (the kernel's :func:`~workbench.engine.gst.gst_group`), each times the two
+    scales' significands at the scales' exponent, then the truncated fused sum of the
+    L/G group terms and c, as :func:`~workbench.engine.gst.gst_step`."""
+    from . import gst as _g
+    from .core import decompose
+
+    fin, out, res = m.in_fmt, m.out_fmt, m.res_fmt
+    sf = _formats.format(m.scale_format)
+    r = _g.gst_params(m)
+    L, G, kb, F = m.L, int(m.G), int(m.k_block), m.F
+    fx = int(r[_g.R_FX])
+    fp = 2 * fin.man_bits
+    k0 = idx * L
+    blk = Block(index=idx, c_in=d, F=F)
+    sa, ea = decompose(np.asarray([a], float), fin.man_bits, fin.emin, m.flush_subnormals)
+    sb, eb = decompose(np.asarray([b], float), fin.man_bits, fin.emin, m.flush_subnormals)
+    xsa, xea = decompose(np.asarray([sca], float), sf.man_bits, sf.emin, False)
+    xsb, xeb = decompose(np.asarray([scb], float), sf.man_bits, sf.emin, False)
+    nan_scale = [q for q in range(L // kb) if xea[0, q] >= _ops.SPECIAL or xeb[0, q] >= _ops.SPECIAL]
+    if nan_scale:  # checked before any operand (gst_parts)
+        blk.result = math.nan
+        blk.special = (f"NaN scale factor of elements {k0 + nan_scale[0] * kb}..{k0 + (nan_scale[0] + 1) * kb - 1}"
+                       f" (scales are checked first): NaN")
+        return blk
+    pos = neg = nan = spec = False
+    ez = m.zero_exponent
+    emax = _ops.NEG_BIG
+    zero_max = False
+    groups = []
+    for g in range(L // G):
+        X, e, sp, p_, n_, nn = _g.gst_group(sa, ea, sb, eb, xsa, xea, xsb, xeb, 0, 0, 0, g, r)
+        X, e = int(X), int(e)
+        q = g * G // kb
+        lo, hi = k0 + g * G, k0 + (g + 1) * G - 1
+        if sp:
+            spec = True
+            pos, neg, nan = pos or p_, neg or n_, nan or nn
+            blk.pre.append(f"group {g} (elements {lo}..{hi}) holds Inf/NaN operands")
+            continue
+        prods = [(g * G + j, int(sa[0, g * G + j]) * int(sb[0, g * G + j]),
+                  int(ea[0, g * G + j] + eb[0, g * G + j])) for j in range(G)]
+        pg = sum((_val(p, e2, fp) for _, p, e2 in prods if p), Fraction(0))
+        listed = ", ".join(f"a{k0 + k}*b{k0 + k} = {_p2(_val(p, e2, fp))}" for k, p, e2 in prods if p) or "none"
+        siga, sigb = _val(int(xsa[0, q]), 0, sf.man_bits), _val(int(xsb[0, q]), 0, sf.man_bits)
+        sg = Fraction(X, 2 ** fx)
+        blk.pre.append(
+            f"group {g} (elements {lo}..{hi}): exact fixed-point dot product p_{g} = {_p2(pg)}\n"
+            f"     (non-zero products: {listed})\n"
+            f"     scale factors alpha = {float(sca[q])!r}, beta = {float(scb[q])!r} ({sf.name}, elements "
+            f"{k0 + q * kb}..{k0 + (q + 1) * kb - 1}): s_{g} = p_{g} * SignedSig(alpha) * SignedSig(beta) = "
+            f"{_p2(pg)} * {_p2(siga)} * {_p2(sigb)} = {_p2(sg)}, "
+            f"e_{g} = Exp(alpha) + Exp(beta) = {int(xea[0, q])} + {int(xeb[0, q])} = {e}")
+        if X:
+            groups.append((g, X, e))
+            blk.terms.append(Term(f"group {g}", sg, e, sg * Fraction(2) ** e, role="group"))
+            if e > emax:
+                emax, zero_max = e, False
+        else:
+            groups.append((g, 0, e))
+            blk.terms.append(Term(f"group {g}", Fraction(0), ez, Fraction(0), role="group"))
+            if ez is not None and ez > emax:
+                emax, zero_max = ez, True
+    cs, ce = _decomp(d, out)
+    if ce >= _ops.SPECIAL:
+        spec = True
+        pos, neg, nan = _ops.combine_special(3 if cs == 2 else (1 if cs > 0 else 2), pos, neg, nan)
+    if spec:
+        blk.pre = [t for t in blk.pre if "Inf/NaN" in t]
+        blk.result = float(_ops.special_result(pos, neg, nan))
+        blk.special = "NaN" if nan or (pos and neg) else ("+Inf" if pos else "-Inf")
+        return blk
+    if cs == 0:
+        cterm = Term("c", Fraction(0), ez, Fraction(0), role="c")
+        if ez is not None and ez > emax:
+            emax, zero_max = ez, True
+    else:
+        cterm = Term("c", _val(cs, 0, out.man_bits), ce, _val(cs, ce, out.man_bits), role="c")
+        if ce > emax:
+            emax, zero_max = ce, False
+    blk.terms.append(cterm)
+    blk.rounding = f"{m.rounding.upper()} to {res.name}"
+    if emax == _ops.NEG_BIG:
+        blk.fixed_sum = Fraction(0)
+        blk.result = 0.0
+        return blk
+    blk.e_max = emax
+    blk.zero_exponent_set_max = zero_max
+    S = 0
+    for (g, X, e), t in zip(groups, blk.terms):
+        if X:
+            al = int(_ops.align_term(abs(X), F - fx + e - emax, False))
+            S += al if X > 0 else -al
+            t.aligned = _val(al if X > 0 else -al, emax, F)
+            t.lost = t.value - t.aligned
+    if cs:
+        al = int(_ops.align_term(abs(cs), F - out.man_bits + ce - emax, False))
+        S += al if cs > 0 else -al
+        cterm.aligned = _val(al if cs > 0 else -al, emax, F)
+        cterm.lost = cterm.value - cterm.aligned
+    blk.fixed_sum = _val(S, emax, F)
+    blk.normalised = _norm(blk.fixed_sum)
+    blk.result = float(_ops.round_fixed(np.int64(S), emax - F, res.p, res.emin, res.emax,
+                                        _ops.MODE_CODES[m.rounding], m.flush_output_subnormals))
+    return blk
+
+
 def _amd_block(idx, a, b, d, m) -> Block:
     from . import fdpa_amd as _amd
 
@@ -484,12 +634,19 @@ def _amd_block(idx, a, b, d, m) -> Block:
     return blk
 
 
-def explain(a, b, c: float = 0.0, model: Model | None = None) -> Trace:
+def explain(a, b, c: float = 0.0, model: Model | None = None, *, scale_a=None, scale_b=None) -> Trace:
     """Step-by-step trace of d = unit(a, b, c) for a :class:`Model` (Xie et al. 2025
-    Algorithms 5-11; walk-through style of Valpey et al. 2025, under Table 5).
+    Algorithms 2-11; walk-through style of Valpey et al. 2025, under Table 5).
 
     ``a``, ``b``: equal-length sequences of values of ``model.in_format``; ``c`` a
-    value of ``model.out_format``.  K is consumed in blocks of L, zero-padded."""
+    value of ``model.out_format``.  K is consumed in blocks of L, zero-padded.
+
+    ``scale_a``, ``scale_b``: only for the scaled kinds (``st-fdpa``, ``gst-fdpa``),
+    the block scale factors of this row of A and this column of B, as
+    ``workbench.gemm`` takes them for a 1 x K by K x 1 product: ceil(K / k_block)
+    values each (a sequence, or ``gemm``'s (1, nb) / (nb, 1) arrays), representable
+    in ``model.scale_format``; element k is scaled by ``scale_a[k // k_block]`` and
+    ``scale_b[k // k_block]``."""
     if not isinstance(model, Model):
         raise TypeError(f"model must be a workbench Model/Preset, got {type(model).__name__}")
     if model.kind not in EXPLAINED_KINDS:
@@ -501,11 +658,29 @@ def explain(a, b, c: float = 0.0, model: Model | None = None) -> Trace:
     _formats.check_representable(a, model.in_fmt, "a")
     _formats.check_representable(b, model.in_fmt, "b")
     c = float(_formats.check_representable(np.array([c], float), model.out_fmt, "c")[0])
+    scaled = model.kind in ("st-fdpa", "gst-fdpa")
+    if scaled:
+        if scale_a is None or scale_b is None:
+            raise ValueError(f"model kind {model.kind!r} needs scale_a and scale_b (block scale factors)")
+        nb = -(-a.size // model.k_block)
+        sa = np.asarray(scale_a, dtype=float).reshape(-1)
+        sb = np.asarray(scale_b, dtype=float).reshape(-1)
+        if sa.size != nb or sb.size != nb:
+            raise ValueError(f"scale_a and scale_b must each hold ceil(K / k_block) = {nb} values "
+                             f"(K={a.size}, k_block={model.k_block}); got {sa.size} and {sb.size}")
+        sa = _formats.check_representable(sa, model.scale_format, "scale_a")
+        sb = _formats.check_representable(sb, model.scale_format, "scale_b")
+    elif scale_a is not None or scale_b is not None:
+        raise ValueError(f"scale_a/scale_b given but model kind {model.kind!r} takes no scale factors")
     L = _block_size(model)
     K = max(1, a.size)
     pad = (-K) % L
     ap = np.concatenate([a, np.zeros(pad + (K - a.size))])
     bp = np.concatenate([b, np.zeros(pad + (K - b.size))])
+    if model.kind == "gst-fdpa":  # scales of the padding: 1, as run_gst pads them
+        nbp = ap.size // model.k_block
+        spa = np.concatenate([sa, np.ones(nbp - sa.size)])
+        spb = np.concatenate([sb, np.ones(nbp - sb.size)])
     d = c
     blocks = []
     for i in range(0, ap.size, L):
@@ -518,11 +693,20 @@ def explain(a, b, c: float = 0.0, model: Model | None = None) -> Trace:
             blk = _ftz_block(i // L, x, y, d, model)
         elif model.kind == "t-fdpa":
             blk = _tfdpa_block(i // L, x, y, d, model)
+        elif model.kind == "st-fdpa":
+            pre = Block(index=i // L, c_in=d)
+            xs = _st_scales(pre, i, a.size, L, model.k_block, sa, sb)
+            blk = _tfdpa_block(i // L, x, y, d, model, scale_exp=xs)
+            blk.pre = pre.pre + blk.pre
+        elif model.kind == "gst-fdpa":
+            q0, q1 = i // model.k_block, (i + L) // model.k_block
+            blk = _gst_block(i // L, x, y, d, model, spa[q0:q1], spb[q0:q1])
         else:
             blk = _amd_block(i // L, x, y, d, model)
         blocks.append(blk)
         d = blk.result
-    return Trace(model=model, a=tuple(a.tolist()), b=tuple(b.tolist()), c=c, blocks=blocks, value=d)
+    scales = {"scale_a": tuple(sa.tolist()), "scale_b": tuple(sb.tolist())} if scaled else {}
+    return Trace(model=model, a=tuple(a.tolist()), b=tuple(b.tolist()), c=c, blocks=blocks, value=d, **scales)
 
 
 __all__ = ["explain", "Trace", "Block", "Term", "EXPLAINED_KINDS"]

@@ -41,3 +41,17 @@ def test_explain_errors_name_the_value(capsys):
     assert "'zz'" in capsys.readouterr().err
     assert main(["explain", "--device", "A100", "--a", "0.1", "--b", "1"]) == 2
     assert "0.1" in capsys.readouterr().err
+
+
+def test_explain_scaled_preset_takes_scale_arguments(capsys):
+    """NVFP4 (GST-FDPA): group 0 = 1 * 1.5 scaled by 2 * 2^-1 = 1.5; group 1 = 1 * 2
+    scaled by 1 * 1 = 2; d = 3.5 + c (0.5) = 4."""
+    argv = ["explain", "--device", "B200", "--in-format", "fp4_e2m1", "--variant", "nvfp4",
+            "--a", ",".join(["1"] + ["0"] * 15 + ["1"]), "--b", ",".join(["1.5"] + ["0"] * 15 + ["2"]),
+            "--c", "0.5", "--scale-a", "2,1", "--scale-b", "0x1p-1,1"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "scale_a = [2.0, 1.0]" in out and "s_0 = p_0 * SignedSig(alpha) * SignedSig(beta)" in out
+    assert out.rstrip().endswith("result d = 4.0")
+    assert main(argv[:-4]) == 2
+    assert "needs scale_a and scale_b" in capsys.readouterr().err

@@ -93,6 +93,9 @@ def _explain_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--a", required=True, help="comma-separated values (decimal or hex floats)")
     p.add_argument("--b", required=True, help="comma-separated values (decimal or hex floats)")
     p.add_argument("--c", default="0", help="accumulator value (decimal or hex float)")
+    p.add_argument("--scale-a", default=None,
+                   help="scaled presets (MX, NVFP4): block scales of a, one per k_block elements (comma-separated)")
+    p.add_argument("--scale-b", default=None, help="scaled presets: block scales of b (comma-separated)")
 
 
 def _explain_run(args: argparse.Namespace) -> int:
@@ -102,7 +105,8 @@ def _explain_run(args: argparse.Namespace) -> int:
     m = catalogue.preset(args.device, args.in_format, args.out_format, instruction=args.instruction,
                          variant=args.variant)
     print(f"preset {m.name} ({m.source})")
-    print(explain(_float_list(args.a), _float_list(args.b), _float_list(args.c)[0], m))
+    scales = {k: _float_list(v) for k, v in (("scale_a", args.scale_a), ("scale_b", args.scale_b)) if v is not None}
+    print(explain(_float_list(args.a), _float_list(args.b), _float_list(args.c)[0], m, **scales))
     return 0
 
 

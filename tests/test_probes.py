@@ -144,6 +144,16 @@ def test_custom_tr_gtr_parameters_recovered(kind, fin, L, F, F2):
     assert res.verified, res.sheet()
 
 
+def test_tr_fdpa_round_toward_zero_twin_recovered():
+    """The hypothetical RZ twin of CDNA3's TR-FDPA (Xie Section 6.2.4, Figure 3): the
+    alignment is sign-symmetric as in T-FDPA, but the products' sum keeps F2 = 31 bits
+    next to a larger c (Table 7: F 24, F2 31, RNE-FP32), which one F-bit window cannot."""
+    res = infer(from_model(wb.preset("MI300X", "fp16", "fp32", variant="rz")), n_verify=1000)
+    assert {k: res.params[k] for k in ("kind", "L", "F", "F2", "alignment_rounding", "rounding")} == dict(
+        kind="tr-fdpa", L=8, F=24, F2=31, alignment_rounding="rz", rounding="rne"), res.sheet()
+    assert res.verified, res.sheet()
+
+
 def test_scaled_preset_probed_with_unit_scales():
     """f(A, B, C) has no scale inputs: from_model ties an MX unit's scales to 1, and the
     probes recover the T-FDPA core of ST-FDPA (Xie Algorithm 8; Table 4: Blackwell MXFP8

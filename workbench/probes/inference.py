@@ -600,6 +600,20 @@ def _rounded_alignment(bb: BlackBox, st: _f.Structure, F: int, allow_sub: bool, 
     if gr.description != "one group":
         feats["truncation groups"] = gr.description or f"unrecognised ({gr.mismatches} mismatches to the closest)"
     if al.c != "rd":
+        if al.c == "rz" and gr.description == "one group" and al.products in ("rz", "unprobed"):
+            # the round-toward-zero twin of TR-FDPA (Xie Figure 3, Phi'_TR-FDPA): the
+            # alignment is symmetric as in T-FDPA, but the products' sum keeps F2 > F bits
+            # next to a larger c, which one fused window of F bits cannot
+            F2m = _f.probe_second_precision(bb, F, allow_sub)
+            if F2m.value is not None and F2m.value > F:
+                feats["second precision"] = (f"F2 = {F2m.value} > F (products' sum truncated next to a larger c; "
+                                             f"{F2m.evidence.get('family', '-')})")
+                params.update(kind="tr-fdpa", F2=F2m.value, alignment_rounding="rz")
+                if params.get("result_format") is not None:
+                    notes.append("TR-FDPA rounds to the output format; the probed narrower final precision is "
+                                 "dropped")
+                    params["result_format"] = None
+                return
         if al.c not in ("rz", "symmetric", "unprobed"):
             notes.append(f"c is aligned as {al.c!r} ({al.table}); the engine models RZ (T-FDPA) or RD (TR-FDPA)")
         if gr.description != "one group":

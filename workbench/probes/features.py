@@ -24,6 +24,8 @@ Every probe takes a :class:`~workbench.probes.blackbox.BlackBox` and returns pla
 * the zero-operand exponent search lives in :mod:`workbench.probes.inference` (it needs the
   other parameters to build the hypotheses it compares).
 * :func:`probe_specials` - Xie Section 4.2 (Inf, NaN, overflow).
+* :func:`probe_exact_groups` - Xie Algorithm 9 (GST-FDPA): groups of G products summed
+  exactly, seen through pairs of half window bits next to c = 2^E.
 """
 
 from __future__ import annotations

@@ -144,6 +144,16 @@ def test_custom_tr_gtr_parameters_recovered(kind, fin, L, F, F2):
     assert res.verified, res.sheet()
 
 
+def test_tr_fdpa_round_toward_zero_twin_recovered():
+    """The hypothetical RZ twin of CDNA3's TR-FDPA (Xie Section 6.2.4, Figure 3): the
+    alignment is sign-symmetric as in T-FDPA, but the products' sum keeps F2 = 31 bits
+    next to a larger c (Table 7: F 24, F2 31, RNE-FP32), which one F-bit window cannot."""
+    res = infer(from_model(wb.preset("MI300X", "fp16", "fp32", variant="rz")), n_verify=1000)
+    assert {k: res.params[k] for k in ("kind", "L", "F", "F2", "alignment_rounding", "rounding")} == dict(
+        kind="tr-fdpa", L=8, F=24, F2=31, alignment_rounding="rz", rounding="rne"), res.sheet()
+    assert res.verified, res.sheet()
+
+
 def test_scaled_preset_probed_with_unit_scales():
     """f(A, B, C) has no scale inputs: from_model ties an MX unit's scales to 1, and the
     probes recover the T-FDPA core of ST-FDPA (Xie Algorithm 8; Table 4: Blackwell MXFP8
@@ -153,6 +163,41 @@ def test_scaled_preset_probed_with_unit_scales():
     res = infer(bb, n_verify=1000)
     assert {k: res.params[k] for k in ("kind", "L", "F", "rounding")} == dict(kind="t-fdpa", L=32, F=25, rounding="rz")
     assert res.verified and res.params["k_block"] is None
+
+
+# ------------------------------------------------ GST-FDPA: exactly summed groups
+def test_gst_fdpa_nvfp4_recovered_with_unit_scales():
+    """Xie Table 5 / Algorithm 9: Blackwell NVFP4 (k64) is GST-FDPA with L 64, G 16, F 35,
+    RZ-FP32 - groups of 16 fp4 products summed exactly, the group sums and c truncated
+    to 35 fractional bits.  The scales are tied to 1 by from_model: the scale format is
+    unobservable, and the proposed model still runs in gemm with scales."""
+    bb = from_model(wb.preset("B200", "fp4_e2m1", "fp32", variant="nvfp4"))
+    res = infer(bb, n_verify=N)
+    assert {k: res.params[k] for k in ("kind", "L", "G", "F", "rounding", "c_position")} == dict(
+        kind="gst-fdpa", L=64, G=16, F=35, rounding="rz", c_position="early"), res.sheet()
+    assert res.verified and res.counterexample is None and res.n_verified >= N, res.sheet()
+    assert "k_block/scale_format" in res.unobservable and "group_F" in res.unobservable
+    nb = 64 // res.model.k_block
+    D = wb.gemm(np.ones((2, 64)), np.ones((64, 2)), model=res.model, scale_a=np.ones((2, nb)),
+                scale_b=np.ones((nb, 2)))
+    assert (D == 64).all()
+
+
+def test_exact_groups_probe_is_generic_and_silent_on_tfdpa():
+    """The group probe derives its constants from the formats: a custom fp8 GST-FDPA with
+    other G and F is recovered; per-product truncation (T-FDPA, fp4 on Blackwell,
+    Xie Table 4: L 32, F 25) shows no groups."""
+    from workbench.probes import features as pf
+
+    m = wb.custom_model("fp8_e4m3", "fp32", kind="gst-fdpa", L=32, G=8, F=31, rounding="rz", k_block=32,
+                        scale_format="e8m0")
+    g = pf.probe_exact_groups(from_model(m), 32)
+    assert (g.F, g.G, g.group_lost_from) == (31, 8, None), g
+    t = pf.probe_exact_groups(from_model(wb.preset("B200", "fp4_e2m1", "fp32")), 32)
+    assert (t.F, t.G) == (25, None), t
+    res = infer(from_model(m), n_verify=1000)
+    assert {k: res.params[k] for k in ("kind", "L", "G", "F")} == dict(kind="gst-fdpa", L=32, G=8, F=31)
+    assert res.verified, res.sheet()
 
 
 # ----------------------------------------------------------------- Fasi et al.
@@ -261,7 +306,7 @@ def _records():
 
 
 OBSERVABLE = ("kind", "L", "F", "rounding", "result_format", "sticky", "c_position", "interleave", "P",
-              "flush_subnormals", "F2")
+              "flush_subnormals", "F2", "G")
 
 
 @pytest.mark.slow
@@ -269,11 +314,6 @@ OBSERVABLE = ("kind", "L", "F", "rounding", "result_format", "sticky", "c_positi
 def test_infer_every_preset(rec):
     from workbench.probes.blackbox import from_model as fm
 
-    if rec.kind == "gst-fdpa":
-        pytest.skip("GST-FDPA (NVFP4/MXFP4, Xie Algorithm 9) is not inferred: f(A, B, C) has no scale inputs "
-                    "(k_block, scale_format unobservable; from_model ties the scales to 1), and with unit scales "
-                    "the unit sums groups of G = 16 fp4 products exactly before the F = 35 window - no probe "
-                    "finds G, so the T-FDPA proposed (L 64, F 30) fails verification")
     res = infer(fm(rec), n_verify=10000)
     # ST-FDPA with every scale 1 is T-FDPA (Xie Algorithm 8: the scales only add exponents)
     expected = {**rec.params, "kind": "t-fdpa"} if rec.kind == "st-fdpa" else rec.params
@@ -283,7 +323,7 @@ def test_infer_every_preset(rec):
         assert res.params[k] == expected[k], (k, res.sheet())
     if rec.c_position == "late":
         assert res.params["late_rounding"] == rec.late_rounding
-    if rec.kind in ("t-fdpa", "st-fdpa", "tr-fdpa", "gtr-fdpa"):
+    if rec.kind in ("t-fdpa", "st-fdpa", "tr-fdpa", "gtr-fdpa", "gst-fdpa"):
         ok = res.consistent.get("zero_exponent", [])
         assert rec.zero_exponent in ok or None in ok, res.sheet()
     assert res.verified, res.sheet()

@@ -24,6 +24,8 @@ Every probe takes a :class:`~workbench.probes.blackbox.BlackBox` and returns pla
 * the zero-operand exponent search lives in :mod:`workbench.probes.inference` (it needs the
   other parameters to build the hypotheses it compares).
 * :func:`probe_specials` - Xie Section 4.2 (Inf, NaN, overflow).
+* :func:`probe_exact_groups` - Xie Algorithm 9 (GST-FDPA): groups of G products summed
+  exactly, seen through pairs of half window bits next to c = 2^E.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from .vectors import Cases, Ranges
 __all__ = [
     "Structure", "probe_subnormals", "probe_structure", "probe_c_position", "probe_precision",
     "probe_result_precision", "probe_rounding", "probe_sticky", "probe_specials", "decide_rounding",
-    "fprev_prediction", "group_positions",
+    "fprev_prediction", "group_positions", "probe_exact_groups", "ExactGroups",
 ]
 
 
@@ -823,3 +825,181 @@ def probe_second_precision(bb: BlackBox, F: int, allow_sub: bool = True) -> Meas
         return Measure(first - 1, ts[-1], {"family": name, "first_lost_t": first,
                                            "kept_after_loss": [t for t, k in zip(ts, kept) if k and t > first]})
     return Measure(None, 0, {"reason": "neither the tie nor the directed family sees T next to a larger c"})
+
+
+# ============================================ GST-FDPA: products summed exactly in groups
+@dataclass
+class ExactGroups:
+    """Xie Algorithm 9 (GST-FDPA): groups of G consecutive products summed exactly, the
+    group sums then truncated to F fractional bits in a fused sum with c.
+
+    ``F``: fractional bits kept below c's exponent by a lone product (the fused sum's
+    window when c carries the largest exponent; None when every distance tried was kept
+    or the final rounding hides the bits); ``G``: size of the groups of consecutive
+    products whose sub-window parts add up before the truncation (None: no such
+    grouping - products truncated one by one, or not in consecutive groups);
+    ``labels``: group of each position of block 0; ``group_exact_to``: a group with U,
+    -U and eps = 2^-t U returned eps for every t up to this (the formats' range);
+    ``group_lost_from``: the first t at which it did not (None: exact as far as seen)."""
+
+    F: int | None
+    G: int | None
+    labels: list[int] | None
+    group_exact_to: int = 0
+    group_lost_from: int | None = None
+    families: tuple[str, ...] = ()
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+def _c_families(bb: BlackBox, E: int, K: int, hpos: int, allow_sub: bool) -> dict[str, tuple[float, dict[int, float]]]:
+    """Ways to see a small positive delta next to c = 2^E through the final rounding:
+    ``minus`` c = 2^E, products -delta (RZ/RD leave 2^E), ``plus`` +delta (RU), ``tie``
+    c = 2^E, h = half an ulp of c at ``hpos`` and +delta (round to nearest leaves the
+    tie).  Returns family -> (c, extra products of the baseline); the sign of delta is
+    applied by the caller (-1 for ``minus``)."""
+    fin, fo = bb.in_fmt, bb.out_fmt
+    r = Ranges(fin, fo)
+    lo = r.prod_lo_sub if allow_sub else r.prod_lo
+    fam: dict[str, tuple[float, dict[int, float]]] = {"minus": (2.0 ** E, {}), "plus": (2.0 ** E, {})}
+    eh = E - fo.p
+    if lo <= eh <= r.prod_hi and 0 <= hpos < K:
+        fam["tie"] = (2.0 ** E, {hpos: 2.0 ** eh})
+    return fam
+
+
+def _c_exponent_for(bb: BlackBox, t: int, allow_sub: bool, room: int = 0) -> int | None:
+    """E >= 0 (above a unit scale's exponent) for c = 2^E with products 2^(E - t) up to
+    2^(E - t + room),
+    preferring one where half an ulp of c, 2^(E - p_out), is a product too (the tie
+    family of :func:`_c_families`).  None when no such E fits the output format."""
+    fo = bb.out_fmt
+    r = Ranges(bb.in_fmt, fo)
+    lo = r.prod_lo_sub if allow_sub else r.prod_lo
+    hi = min(fo.emax - 2, r.prod_hi + t - room)     # the products 2^(E - t) .. 2^(E - t + room) exist
+    low = max(0, lo + t)
+    if hi < low:
+        return None
+    tie = min(hi, r.prod_hi + fo.p)
+    return tie if tie >= max(low, lo + fo.p) else hi
+
+
+def _kept_next_to_c(bb: BlackBox, K: int, allow_sub: bool,
+                    specs: list[tuple[int, dict[int, float]]], hpos: int) -> list[bool]:
+    """For each (E, {position: delta > 0}) whether the deltas survived next to c = 2^E:
+    some family's output differs from its delta-free baseline.  Sound for any final
+    rounding (a delta truncated away leaves the baseline); complete for RZ/RD/RU, and
+    for round-to-nearest when half an ulp of c is a product."""
+    cs = Cases(K, bb.in_fmt, bb.out_fmt, allow_subnormal=allow_sub)
+    rows: list[list[tuple[int, int]]] = []
+    bases: dict[tuple[int, str], int] = {}
+    for E, deltas in specs:
+        row = []
+        for name, (c, extra) in _c_families(bb, E, K, hpos, allow_sub).items():
+            if (E, name) not in bases:
+                bases[(E, name)] = cs.add(extra, c=c)
+            s = -1.0 if name == "minus" else 1.0
+            row.append((bases[(E, name)], cs.add({**extra, **{k: s * v for k, v in deltas.items()}}, c=c)))
+        rows.append(row)
+    d = cs.run(bb)
+    return [any(d[q] != d[b] for b, q in row) for row in rows]
+
+
+def probe_exact_groups(bb: BlackBox, L: int, allow_sub: bool = True) -> ExactGroups:
+    """GST-FDPA's groups (Xie Algorithm 9 lines 1-5 and 10-11), with c = 2^E carrying the
+    window (the group terms' own exponents are their scale factors', which f(A, B, C)
+    does not expose, so c above every product sets e_max):
+
+    1. F: a lone product 2^(E - t) is kept iff t <= F (E moves with t so that the
+       product exists: this reaches far below the products' own range, as narrow formats
+       such as fp4 need);
+    2. G: two products of half the window's last bit, 2^(E - F - 1), at positions k1 and
+       k2.  Truncated one by one (T-FDPA) both vanish; summed exactly in one group they
+       make one window bit and survive.  Rows (0, k) and (k, k + 1) give the groups,
+       which must be consecutive runs of one size G dividing L;
+    3. exactness of a group: U, -U and eps = 2^-t U in one group with c = 0 return eps
+       for every t the formats reach (group_F None in the engine's terms)."""
+    fin, fo = bb.in_fmt, bb.out_fmt
+    r = Ranges(fin, fo)
+    lo = r.prod_lo_sub if allow_sub else r.prod_lo
+    Emax = fo.emax - 2
+    K = min(max(L, 4), bb.max_k or 4096)
+    if L < 4 or K < L:
+        return ExactGroups(None, None, None, evidence={"reason": "fewer than two groups of two products per block"})
+    hpos = L - 1      # the tie family's half ulp; the pairs use positions 0 .. L-2
+    # ---- 1. F, a lone product below c
+    specs: list[tuple[int, dict[int, float]]] = []
+    ts: list[int] = []
+    for t in range(1, 61):
+        E = _c_exponent_for(bb, t, allow_sub)
+        if E is None:
+            continue
+        ts.append(t)
+        specs.append((E, {0: 2.0 ** (E - t)}))
+    if not ts:
+        return ExactGroups(None, None, None, evidence={"reason": "no c above the products"})
+    kept = _kept_next_to_c(bb, K, allow_sub, specs, hpos)
+    fams = tuple(_c_families(bb, specs[0][0], K, hpos, allow_sub))
+    ev: dict[str, Any] = {"t_range": (ts[0], ts[-1])}
+    if all(kept) or not kept[0]:
+        ev["reason"] = "a lone product is kept at every distance below c" if all(kept) else "not kept even at t = 1"
+        return ExactGroups(None, None, None, families=fams, evidence=ev)
+    first = ts[kept.index(False)]
+    F = first - 1
+    ev["kept_after_loss"] = [t for t, k in zip(ts, kept) if k and t > first]
+    if ev["kept_after_loss"]:
+        ev["reason"] = "products below the window leave traces (a sticky bit?)"
+        return ExactGroups(F, None, None, families=fams, evidence=ev)
+    # ---- 2. pairs of half window bits
+    E = _c_exponent_for(bb, F + 1, allow_sub, room=1)
+    if E is None:
+        ev["reason"] = "no c puts a product half a window bit below it"
+        return ExactGroups(F, None, None, families=fams, evidence=ev)
+    n = L - 1 if "tie" in _c_families(bb, E, K, hpos, allow_sub) else L
+    h = 2.0 ** (E - F - 1)
+    pairs = [(0, k) for k in range(1, n)] + [(k, k + 1) for k in range(1, n - 1)]
+    rng = np.random.default_rng(L)
+    extra = [tuple(sorted(rng.choice(n, size=2, replace=False).tolist())) for _ in range(min(32, n))]
+    pairs += [p for p in extra if p not in pairs]
+    # controls: one window bit alone is seen at this E, half of one alone is not
+    specs = [(E, {0: 2 * h}), (E, {0: h})] + [(E, {k1: h, k2: h}) for k1, k2 in pairs]
+    kept = _kept_next_to_c(bb, K, allow_sub, specs, hpos)
+    if not kept[0] or kept[1]:
+        ev["reason"] = (f"half a window bit (t = {F + 1}) survives alone" if kept[1]
+                        else f"a window bit (t = {F}) is not seen next to c = 2^{E}")
+        return ExactGroups(F, None, None, families=fams, evidence=ev)
+    kept = kept[1:]
+    together = dict(zip(pairs, kept[1:]))
+    labels = [0] * n
+    for k in range(1, n):
+        labels[k] = labels[k - 1] + (0 if together[(k - 1, k)] else 1) if k > 1 else (0 if together[(0, 1)] else 1)
+    sizes = np.bincount(labels)
+    ev["pairs_kept"] = int(sum(kept[1:]))
+    consistent = all(together[(k1, k2)] == (labels[k1] == labels[k2]) for k1, k2 in pairs)
+    G = int(sizes[0])
+    # the last group may miss the position the tie family's half ulp occupies
+    last_ok = sizes[-1] == G or (n == L - 1 and sizes[-1] == G - 1)
+    if not consistent or G == 1 or L % G or any(s != G for s in sizes[:-1]) or not last_ok:
+        ev["reason"] = ("products truncated one by one" if G == 1 and consistent
+                        else "pairs kept, but not in consecutive groups of one size dividing L")
+        return ExactGroups(F, None, labels, families=fams, evidence=ev)
+    if G == L:
+        # one group per block looks the same as products fused on their own and c added
+        # afterwards (c late): not told apart here
+        ev["reason"] = "every pair of a block is kept: one group of L (or c added late)"
+        return ExactGroups(F, None, labels, families=fams, evidence=ev)
+    # ---- 3. a group's own sum: U and -U at its ends, eps = 2^-t U in between, c = 0
+    eU = min(r.prod_hi, Emax)
+    cs = Cases(K, fin, fo, allow_subnormal=allow_sub)
+    tg = [t for t in range(1, eU - lo + 1) if eU - t >= r.out_lo and G >= 3]
+    if not tg:
+        ev["reason"] = f"groups of {G}: too small (or the range too narrow) to hold U, -U and eps"
+        return ExactGroups(F, None, labels, families=fams, evidence=ev)
+    for t in tg:
+        cs.add({0: 2.0 ** eU, G - 1: -(2.0 ** eU), G // 2: 2.0 ** (eU - t)})
+    d = cs.run(bb)
+    ok = [d[q] == 2.0 ** (eU - t) for q, t in enumerate(tg)]
+    lost = None if all(ok) else tg[ok.index(False)]
+    exact_to = (tg[-1] if lost is None else lost - 1) if tg else 0
+    ev["group_exact"] = f"eps = 2^-t U kept inside a group for t <= {exact_to}" + (
+        f", lost at t = {lost}" if lost is not None else "")
+    return ExactGroups(F, G, [k // G for k in range(L)], exact_to, lost, fams, ev)

@@ -43,7 +43,9 @@ OBSERVABLE_NOTES = {
     "group_F": "the interleaved groups' precision is measured as F (the presets use one value)",
     "k_block/G/scale_format": "block scales are not inputs of f(A, B, C): a scaled model probed through "
                               "from_model has every scale tied to 1, so ST-FDPA is seen as its T-FDPA core; "
-                              "GST-FDPA's exact groups of G products have no probe",
+                              "GST-FDPA's groups of G exactly summed products are probed, its scales are not",
+    "k_block/scale_format": "block scales are not inputs of f(A, B, C) (from_model ties them to 1): with unit "
+                            "scales NVFP4 (UE4M3 per 16) and MXFP4 (E8M0 per 32) give the same outputs",
     "F2": "TR-FDPA's second precision shows only through the final rounding of c + T with c much larger "
           "than T (ties for round-to-nearest, c = -2^E for RZ/RU); with RD it is not observable",
 }
@@ -231,7 +233,10 @@ def verify(black_box: Any, model: Model, *, n: int = 20000, seed: int = 0, K: in
             for Kc in Ks:
                 A, B, C = _random_inputs(dist, rng, fin, fout, M, Kc, N)
                 D1 = bb.matmul(A, B, C)
-                D2 = np.asarray(gemm(A, B, C, model=model), dtype=np.float64)
+                if model.scale_format is not None:   # scaled model: unit scales, as from_model
+                    D2 = np.asarray(from_model(model).matmul(A, B, C), dtype=np.float64)
+                else:
+                    D2 = np.asarray(gemm(A, B, C, model=model), dtype=np.float64)
                 ok = _same(D1, D2)
                 if not ok.all():
                     i, j = map(int, np.argwhere(~ok)[0])
@@ -372,9 +377,15 @@ def infer(black_box: Any, in_format: str | None = None, out_format: str | None =
     except ValueError as exc:  # pragma: no cover - exotic formats
         feats["special values"] = f"not probed ({exc})"
 
+    groups = None
+    if st.shape in ("chain", "exact") and st.L >= 4:
+        # GST-FDPA (Xie Algorithm 9): groups of G products summed exactly before the window
+        groups = _f.probe_exact_groups(bb, st.L, allow_sub)
     if st.shape == "pairwise":
         params.update(kind="ftz-addmul", L=st.L, P=st.L, flush_subnormals=not sub.inputs,
                       flush_output_subnormals=not sub.c_passthrough)
+    elif groups is not None and groups.G is not None:
+        _gst_fdpa(bb, st, groups, allow_sub, sub, params, feats, unobs, notes)
     elif st.shape == "exact" and _exact_fdpa(bb, st, allow_sub, sub, params, feats, unobs, notes):
         pass
     elif st.L == 1 and fin.name == fout.name:
@@ -456,7 +467,7 @@ def infer(black_box: Any, in_format: str | None = None, out_format: str | None =
                 model = trial
                 unobs["F"] += f"; F = {F_try} is the smallest value above the bound that passes verification"
                 break
-    if model is not None and model.kind in _WINDOWED:
+    if model is not None and model.kind in _WINDOWED + ("gst-fdpa",):
         ez, ok = _search_zero_exponent(bb, model.params, allow_sub, seed)
         if not ok:
             notes.append("no zero-operand exponent explains the tiny-value probes")
@@ -472,7 +483,7 @@ def infer(black_box: Any, in_format: str | None = None, out_format: str | None =
             if len(ok) > 1:
                 unobs["zero_exponent"] = f"values {min(ok)}..{max(ok)} are equivalent on these formats"
     consistent: dict[str, list[Any]] = {}
-    if model is not None and model.kind in _WINDOWED and ok:
+    if model is not None and model.kind in _WINDOWED + ("gst-fdpa",) and ok:
         consistent["zero_exponent"] = ok
     full = dict(model.params) if model is not None else {**Model().params, **params}
     n_ok, cex = 0, None
@@ -527,6 +538,54 @@ def _exact_fdpa(bb: BlackBox, st: _f.Structure, allow_sub: bool, sub: _f.Subnorm
     return True
 
 
+def _gst_fdpa(bb: BlackBox, st: _f.Structure, gr: _f.ExactGroups, allow_sub: bool, sub: _f.Subnormals,
+              params: dict[str, Any], feats: dict[str, Any], unobs: dict[str, str], notes: list[str]) -> None:
+    """GST-FDPA (Xie Algorithm 9, Table 5): :func:`~workbench.probes.features.probe_exact_groups`
+    found groups of G consecutive products summed exactly and a fused sum of the group
+    terms and c truncated to F bits below c's exponent; the final rounding is probed with
+    c carrying the range, as for narrow formats.  The scales are not inputs of
+    f(A, B, C): the proposed model takes NVFP4's convention (UE4M3, one scale per group)
+    when the engine's fixed point holds it, else E8M0 - with unit scales they agree."""
+    from ..engine.gst import gst_params
+
+    assert gr.G is not None and gr.F is not None
+    G, F = gr.G, gr.F
+    params.update(kind="gst-fdpa", L=st.L, G=G, F=F, c_position="early", sticky=False)
+    feats["exact groups"] = (f"G = {G}: pairs of half window bits survive only inside one group of {G} "
+                             f"consecutive products; eps 2^-{gr.group_exact_to} U kept next to U and -U in a group")
+    feats["fused-sum precision"] = f"F = {F} fractional bits below c's exponent (group terms truncated, RZ_F)"
+    if gr.group_lost_from is not None:
+        notes.append(f"a group lost eps 2^-{gr.group_lost_from} U next to U and -U: the engine's GST-FDPA sums "
+                     "groups exactly")
+    unobs["group_F"] = (f"groups are summed exactly as far as the formats show (eps down to 2^-{gr.group_exact_to} "
+                        "U kept next to U and -U inside a group); GST-FDPA has no group precision")
+    rd = _f.probe_rounding_c(bb, F, allow_sub)
+    feats["final rounding"] = f"{rd.mode} ({rd.layout})"
+    if rd.mode in ("rne", "rz", "rd", "ru"):
+        params["rounding"] = rd.mode
+    else:
+        params["rounding"] = "rz"
+        notes.append(f"final rounding {rd.mode!r} (table {rd.table}) is not one the engine models; proposing rz")
+    unobs["result_format"] = "not probed for GST-FDPA (the fused sum is rounded to the output format)"
+    if not sub.inputs:
+        params["flush_subnormals"] = True
+    if sub.outputs_from_products is False or not sub.c_passthrough:
+        params["flush_output_subnormals"] = True
+    for sf in ("ue4m3", "e8m0"):
+        try:
+            gst_params(Model(**{**params, "k_block": G, "scale_format": sf}))
+        except ValueError:
+            continue
+        params.update(k_block=G, scale_format=sf)
+        break
+    else:
+        notes.append(f"no scale format lets the engine's fixed point hold {params['in_format']} groups of {G} "
+                     f"with F = {F}")
+        params.update(k_block=G, scale_format="e8m0")
+    unobs["k_block/scale_format"] = (OBSERVABLE_NOTES["k_block/scale_format"]
+                                     + f"; proposing k_block = G = {G}, scale_format = {params['scale_format']}")
+
+
 def _rounded_alignment(bb: BlackBox, st: _f.Structure, F: int, allow_sub: bool, params: dict[str, Any],
                        feats: dict[str, Any], unobs: dict[str, str], notes: list[str]) -> None:
     """TR-FDPA / GTR-FDPA (Xie Algorithms 10-11, Section 6.2.4): c rounded down (not
@@ -541,6 +600,20 @@ def _rounded_alignment(bb: BlackBox, st: _f.Structure, F: int, allow_sub: bool, 
     if gr.description != "one group":
         feats["truncation groups"] = gr.description or f"unrecognised ({gr.mismatches} mismatches to the closest)"
     if al.c != "rd":
+        if al.c == "rz" and gr.description == "one group" and al.products in ("rz", "unprobed"):
+            # the round-toward-zero twin of TR-FDPA (Xie Figure 3, Phi'_TR-FDPA): the
+            # alignment is symmetric as in T-FDPA, but the products' sum keeps F2 > F bits
+            # next to a larger c, which one fused window of F bits cannot
+            F2m = _f.probe_second_precision(bb, F, allow_sub)
+            if F2m.value is not None and F2m.value > F:
+                feats["second precision"] = (f"F2 = {F2m.value} > F (products' sum truncated next to a larger c; "
+                                             f"{F2m.evidence.get('family', '-')})")
+                params.update(kind="tr-fdpa", F2=F2m.value, alignment_rounding="rz")
+                if params.get("result_format") is not None:
+                    notes.append("TR-FDPA rounds to the output format; the probed narrower final precision is "
+                                 "dropped")
+                    params["result_format"] = None
+                return
         if al.c not in ("rz", "symmetric", "unprobed"):
             notes.append(f"c is aligned as {al.c!r} ({al.table}); the engine models RZ (T-FDPA) or RD (TR-FDPA)")
         if gr.description != "one group":

@@ -78,10 +78,8 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
         raise ValueError(f"A is {A.shape[0]}x{A.shape[1]} and B is {B.shape[0]}x{B.shape[1]}: inner dimensions differ")
     M, K = A.shape
     N = B.shape[1]
-    fin = model.in_fmt
     fout = model.out_fmt
-    A64 = _formats.check_representable(A, fin, "A")
-    B64 = _formats.check_representable(B, fin, "B")
+    ops = _core.prepare(model, A, B)
     if C is None:
         C64 = np.zeros((M, N))
     else:
@@ -108,8 +106,8 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
                              f"got {sa.shape} and {sb.shape}")
     elif model.scale_format is not None:
         raise ValueError(f"model kind {model.kind!r} needs scale_a and scale_b (block scale factors)")
-    D = _core.run(model, A64, B64, C_unit, accumulation=accumulation, promote_every=promote_every,
-                  scale_a=sa, scale_b=sb)
+    D = _core.run_prepared(model, ops, C_unit, accumulation=accumulation, promote_every=promote_every,
+                           scale_a=sa, scale_b=sb)
     if accumulation != "chain" and fout.name != "fp32":
         D = _formats.round(D, fout, "rne")
     if not in_unit:

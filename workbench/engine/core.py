@@ -1,21 +1,27 @@
 """Engine entry point: run a :class:`~workbench.engine.model.Model` on whole matrices.
 
-:func:`run` takes float64 arrays whose values are already known to be representable
-(``workbench.gemm`` checks that), pads K with zeros to a multiple of the block size,
-decomposes A and B^T in one compiled pass each and calls the compiled kernel.
+:func:`prepare` checks A and B against the model's input format; for T-FDPA models
+it also decomposes them, in one compiled pass per operand that reads A in its (M, K)
+and B in its (K, N) layout, writes B^T and zero-pads K to a multiple of the block
+size.  :func:`run_prepared` calls the compiled kernel; :func:`run` does both.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 
+from .. import formats as _formats
 from . import kernels as _k
 from . import ops as _ops
 from . import others as _others
 from .model import Model
 
 ACCUMULATIONS = ("chain", "outside", "promote")
+_ACC_MODES = {"chain": 0, "outside": 1, "promote": 2}
+_NATIVE = (np.dtype(np.float64), np.dtype(np.float32))
 
 
 def _tfdpa_params(model: Model) -> dict[int, int]:
@@ -63,10 +69,97 @@ def _pad_k(A: np.ndarray, BT: np.ndarray, L: int) -> tuple[np.ndarray, np.ndarra
     return A, BT
 
 
+class Operands(NamedTuple):
+    """A and B of one product, checked against the model's input format.
+
+    T-FDPA models carry them decomposed (``sa, ea``: (M, Kp) significands and
+    exponents of A; ``sb, eb``: (N, Kp) of B^T; Kp = K zero-padded to a multiple of
+    L) and ``A = BT = None``; other kinds carry float64 ``A`` (M, K) and ``BT`` (N, K)
+    and ``sa = ea = sb = eb = None``."""
+
+    M: int
+    K: int
+    N: int
+    A: np.ndarray | None
+    BT: np.ndarray | None
+    sa: np.ndarray | None
+    ea: np.ndarray | None
+    sb: np.ndarray | None
+    eb: np.ndarray | None
+
+
+def decompose_operand(x: np.ndarray, fmt: _formats.FloatFormat, flush: bool, k_padded: int, *,
+                      transposed: bool, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """(significands, exponents) int32 of the 2-D operand ``x`` (``x.T`` with
+    ``transposed``), K zero-padded to ``k_padded`` columns, after checking that every
+    value is representable in ``fmt``: one compiled pass (:func:`ops.decompose_checked`)
+    for signed formats with subnormals.  A value that is not representable raises the
+    ValueError of :func:`workbench.formats.check_representable` (``name[i, j] = v is
+    not representable in ...``) for the first one in C order."""
+    if x.dtype not in _NATIVE:
+        x = _formats._as_float64(x, name)
+    rows, cols = x.shape[::-1] if transposed else x.shape
+    if k_padded < cols:
+        raise ValueError(f"k_padded={k_padded} is shorter than the operand's K={cols}")
+    sig = np.empty((rows, k_padded), dtype=np.int32)
+    exp = np.empty((rows, k_padded), dtype=np.int32)
+    if not (fmt.signed and fmt.subnormals):
+        x = _formats.check_representable(x, fmt, name)
+        x = np.ascontiguousarray(x.T if transposed else x)
+        xp = np.zeros((rows, k_padded))
+        xp[:, :x.shape[1]] = x
+        _ops.decompose(xp, sig, exp, fmt.man_bits, fmt.emin, flush)
+        return sig, exp
+    bad = _ops.decompose_checked(x, sig, exp, transposed, fmt.man_bits, fmt.emin, flush, fmt.max,
+                                 fmt.has_nan, fmt.has_inf)
+    if bad >= 0:
+        raise _formats.not_representable_error(x, bad, fmt, name)
+    return sig, exp
+
+
+def _as_matrix(x: np.typing.ArrayLike) -> np.ndarray:
+    arr = np.asarray(x)
+    if arr.ndim != 2:
+        raise ValueError(f"expected a 2-D array, got shape {arr.shape}")
+    return arr
+
+
+def prepare(model: Model, A: np.typing.ArrayLike, B: np.typing.ArrayLike) -> Operands:
+    """Check A (M, K) and B (K, N) against ``model.in_fmt`` (a ValueError names the first
+    value that is not representable, A before B) and put them in the form the model's
+    kernel reads (see :class:`Operands`)."""
+    A = _as_matrix(A)
+    B = _as_matrix(B)
+    M, K = A.shape
+    N = B.shape[1]
+    if B.shape[0] != K:
+        raise ValueError(f"A is {M}x{K} and B is {B.shape[0]}x{N}: inner dimensions differ")
+    fin = model.in_fmt
+    if model.kind != "t-fdpa":
+        A64 = _formats.check_representable(A, fin, "A")
+        BT = np.ascontiguousarray(_formats.check_representable(B, fin, "B").T)
+        return Operands(M, K, N, A64, BT, None, None, None, None)
+    L = model.L
+    Kp = K + (-K) % L if K else L
+    sa, ea = decompose_operand(A, fin, model.flush_subnormals, Kp, transposed=False, name="A")
+    sb, eb = decompose_operand(B, fin, model.flush_subnormals, Kp, transposed=True, name="B")
+    return Operands(M, K, N, None, None, sa, ea, sb, eb)
+
+
 def run(model: Model, A: np.ndarray, B: np.ndarray, C: np.ndarray, *,
         accumulation: str = "chain", promote_every: int | None = None,
         scale_a: np.ndarray | None = None, scale_b: np.ndarray | None = None) -> np.ndarray:
-    """D = the unit's A @ B + C as float64 (values exactly in the output format).
+    """D = the unit's A @ B + C as float64 (values exactly in the output format):
+    :func:`prepare` then :func:`run_prepared`."""
+    return run_prepared(model, prepare(model, A, B), C, accumulation=accumulation,
+                        promote_every=promote_every, scale_a=scale_a, scale_b=scale_b)
+
+
+def run_prepared(model: Model, ops: Operands, C: np.ndarray, *,
+                 accumulation: str = "chain", promote_every: int | None = None,
+                 scale_a: np.ndarray | None = None, scale_b: np.ndarray | None = None) -> np.ndarray:
+    """D = the unit's A @ B + C as float64 (values exactly in the output format), for
+    operands from :func:`prepare` and a float64 (M, N) ``C`` (not modified).
 
     ``accumulation``: ``"chain"`` (each block's result is the next block's c),
     ``"outside"`` (each block from c = 0, added to an fp32 accumulator holding C with
@@ -75,32 +168,25 @@ def run(model: Model, A: np.ndarray, B: np.ndarray, C: np.ndarray, *,
     """
     if accumulation not in ACCUMULATIONS:
         raise ValueError(f"accumulation={accumulation!r}: expected one of {ACCUMULATIONS}")
-    M, K = A.shape
-    N = B.shape[1]
+    M, N = ops.M, ops.N
     acc = np.array(C, dtype=np.float64, copy=True, order="C")
-    BT = np.ascontiguousarray(B.T)
     kind = model.kind
     if kind == "fma":
         if accumulation != "chain":
             raise ValueError("an FMA chain has no blocks to accumulate outside; use accumulation='chain'")
-        _k.fma_gemm(np.ascontiguousarray(A), BT, acc, model.out_fmt.name == "fp32")
+        _k.fma_gemm(np.ascontiguousarray(ops.A), ops.BT, acc, model.out_fmt.name == "fp32")
         return acc
     if kind in ("st-fdpa", "gst-fdpa"):
-        return _others.run_scaled(model, A, BT, acc, scale_a, scale_b, accumulation)
+        return _others.run_scaled(model, ops.A, ops.BT, acc, scale_a, scale_b, accumulation)
     if scale_a is not None or scale_b is not None:
         raise ValueError(f"scale_a/scale_b are only used by scaled models (st-fdpa, gst-fdpa), not {kind!r}")
     if kind != "t-fdpa":
         if accumulation != "chain":
             raise ValueError(f"accumulation={accumulation!r} is implemented for T-FDPA models only")
-        return _others.run_other(model, A, BT, acc)
+        return _others.run_other(model, ops.A, ops.BT, acc)
     L = model.L
-    A, BT = _pad_k(A, BT, L)
-    fin = model.in_fmt
-    sa, ea = decompose(A, fin.man_bits, fin.emin, model.flush_subnormals)
-    sb, eb = decompose(BT, fin.man_bits, fin.emin, model.flush_subnormals)
     params = _tfdpa_params(model)
-    mode = {"chain": 0, "outside": 1, "promote": 2}[accumulation]
-    params[_k.P_ACCMODE] = mode
+    params[_k.P_ACCMODE] = _ACC_MODES[accumulation]
     if accumulation == "promote":
         if promote_every is None or promote_every <= 0 or promote_every % L:
             raise ValueError(f"promote_every={promote_every!r}: expected a positive multiple of the block size L={L}")
@@ -108,7 +194,7 @@ def run(model: Model, A: np.ndarray, B: np.ndarray, C: np.ndarray, *,
     elif promote_every is not None:
         raise ValueError("promote_every is only used with accumulation='promote'")
     prm = _k.pack_tfdpa(params, M, N, numba.get_num_threads())
-    _k.tfdpa_gemm(sa, ea, sb, eb, acc, prm)
+    _k.tfdpa_gemm(ops.sa, ops.ea, ops.sb, ops.eb, acc, prm)
     return acc
 
 
@@ -124,8 +210,10 @@ def dots(model: Model, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarra
         raise ValueError(f"dots needs a, b of equal shape (n, K) and c of length n; got {a.shape}, {b.shape}, {acc.shape}")
     if model.kind != "t-fdpa":
         out = np.empty_like(acc)
+        K = a.shape[1]
         for r in range(a.shape[0]):
-            out[r] = run(model, a[r:r + 1], b[r:r + 1].T, acc[r:r + 1].reshape(1, 1))[0, 0]
+            ops = Operands(1, K, 1, a[r:r + 1], b[r:r + 1], None, None, None, None)
+            out[r] = run_prepared(model, ops, acc[r:r + 1].reshape(1, 1))[0, 0]
         return out
     a, b = _pad_k(a, b, model.L)
     fin = model.in_fmt

@@ -87,6 +87,83 @@ def decompose(x, sig, exp, man_bits, emin, flush):
 
 
 @numba.njit(cache=True, inline="always")
+def check_decompose_one(v, man_bits, emin, flush, vmax, has_nan, has_inf):
+    """(representable?, significand, exponent) of one float64 value for a signed
+    format with subnormals (``man_bits``, ``emin``, largest finite value ``vmax``):
+    :func:`decompose_one` plus the test of ``workbench.formats.is_representable``
+    (NaN/Inf only if the format has them, ``|v| <= vmax``, ``v`` on the format's
+    grid; -0 is a zero)."""
+    if v != v:
+        return has_nan, SIG_NAN, SPECIAL
+    if math.isinf(v):
+        return has_inf, (1 if v > 0 else -1), SPECIAL
+    if v == 0.0:
+        return True, 0, emin
+    a = abs(v)
+    _, e = math.frexp(a)
+    e -= 1
+    sub = e < emin
+    if sub:
+        e = emin
+    f = math.ldexp(a, man_bits - e)
+    s = np.int64(f)
+    ok = a <= vmax and float(s) == f
+    if sub and flush:
+        return ok, 0, emin
+    return ok, (-s if v < 0 else s), e
+
+
+@numba.njit(cache=True, parallel=True)
+def decompose_checked(x, sig, exp, transposed, man_bits, emin, flush, vmax, has_nan, has_inf):
+    """Check and decompose a 2-D float array in one parallel pass; return the C-order
+    index in ``x`` of its first value that is not representable, or -1.
+
+    Without ``transposed``, ``sig[i, k], exp[i, k]`` receive ``x[i, k]``; with it they
+    receive ``x[k, i]`` (B read in its (K, N) layout, written as B^T, tile by tile so
+    that both sides stay in cache).  Columns of ``sig``/``exp`` beyond the data are the
+    K padding: decomposed zeros ``(0, emin)``.  See :func:`check_decompose_one`."""
+    R, C = x.shape
+    rows = C if transposed else R
+    cols = R if transposed else C
+    chunk = 64 if transposed else 4096
+    nch = (cols + chunk - 1) // chunk
+    ntask = nch if transposed else rows * nch
+    none = np.int64(R) * np.int64(C)
+    first = np.full(ntask, none, dtype=np.int64)
+    for t in numba.prange(ntask):
+        best = none
+        if transposed:
+            k0 = t * chunk
+            k1 = min(cols, k0 + chunk)
+            for i in range(rows):
+                for k in range(k0, k1):
+                    ok, s, e = check_decompose_one(x[k, i], man_bits, emin, flush, vmax, has_nan, has_inf)
+                    sig[i, k] = s
+                    exp[i, k] = e
+                    if not ok:
+                        best = min(best, np.int64(k) * C + i)
+        else:
+            i = t // nch
+            k0 = (t - i * nch) * chunk
+            k1 = min(cols, k0 + chunk)
+            for k in range(k0, k1):
+                ok, s, e = check_decompose_one(x[i, k], man_bits, emin, flush, vmax, has_nan, has_inf)
+                sig[i, k] = s
+                exp[i, k] = e
+                if not ok:
+                    best = min(best, np.int64(i) * C + k)
+        first[t] = best
+    for i in range(rows):
+        for k in range(cols, sig.shape[1]):
+            sig[i, k] = 0
+            exp[i, k] = emin
+    res = none
+    for t in range(ntask):
+        res = min(res, first[t])
+    return -1 if res == none else res
+
+
+@numba.njit(cache=True, inline="always")
 def align_term(m, sh, sticky):
     """Magnitude ``m`` times 2**sh, truncated toward zero; with ``sticky`` one more
     bit is appended that is 1 when any bit fell off."""

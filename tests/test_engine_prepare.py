@@ -1,0 +1,92 @@
+"""The fused check-and-decompose pass (ops.decompose_checked, core.prepare) agrees
+with ``formats.is_representable`` and ``ops.decompose`` on every value, for every
+signed input format with subnormals, in both layouts, and reports the same first
+offending element (and the same message) as ``formats.check_representable``.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import workbench as wb
+from workbench import formats as F
+from workbench.engine import core
+from workbench.engine import ops
+
+FORMATS = [f for f in F.list_formats() if f.signed and f.subnormals]
+
+
+def _mixed(rng: np.random.Generator, fmt: F.FloatFormat, n: int) -> np.ndarray:
+    """Representable and non-representable values of every kind: zeros, -0,
+    subnormals, values between grid points, the largest values and just beyond,
+    Inf/NaN, float64 subnormals."""
+    kind = rng.integers(0, 12, n)
+    with np.errstate(over="ignore"):   # fp64: beyond the largest value is Inf
+        scale = np.exp2(rng.integers(fmt.emin - fmt.p - 3, fmt.emax + 2, n).astype(float))
+        big = fmt.max * rng.choice([1.0, 1.0 + 2.0 ** -20, 2.0], (kind == 8).sum())
+        x = rng.standard_normal(n) * scale
+    x = np.where(kind < 6, F.round(np.clip(x, -fmt.max, fmt.max), fmt), x)
+    x[kind == 6] = -0.0
+    x[kind == 7] = rng.integers(-9, 10, (kind == 7).sum()) * fmt.min_subnormal
+    x[kind == 8] = rng.choice([-1.0, 1.0], (kind == 8).sum()) * big
+    x[kind == 9] = rng.choice([np.nan, np.inf, -np.inf], (kind == 9).sum())
+    x[kind == 10] = rng.choice([5e-324, -1e-310, 1e-300], (kind == 10).sum())
+    x[kind == 11] = (1 + rng.integers(0, 2 ** 20, (kind == 11).sum()) * 2.0 ** -20) * fmt.min_normal
+    return x
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
+@pytest.mark.parametrize("flush", [False, True])
+def test_agrees_with_is_representable_and_decompose(fmt: F.FloatFormat, flush: bool) -> None:
+    rng = np.random.default_rng(7)
+    x = _mixed(rng, fmt, 37 * 150).reshape(37, 150)
+    ok = F.is_representable(x, fmt)
+    xd = np.where(ok, x, 0.0)
+    want_s = np.empty(x.shape, np.int32)
+    want_e = np.empty(x.shape, np.int32)
+    ops.decompose(xd, want_s, want_e, fmt.man_bits, fmt.emin, flush)
+    for transposed in (False, True):
+        src = x.T.copy() if transposed else x
+        kp = x.shape[1] + 3
+        s = np.empty((x.shape[0], kp), np.int32)
+        e = np.empty((x.shape[0], kp), np.int32)
+        bad = ops.decompose_checked(src, s, e, transposed, fmt.man_bits, fmt.emin, flush, fmt.max,
+                                    fmt.has_nan, fmt.has_inf)
+        okt = ok.T if transposed else ok
+        assert bad == (np.flatnonzero(~okt.reshape(-1))[0] if not okt.all() else -1)
+        assert (s[:, :x.shape[1]][ok] == want_s[ok]).all() and (e[:, :x.shape[1]][ok] == want_e[ok]).all()
+        assert (s[:, x.shape[1]:] == 0).all() and (e[:, x.shape[1]:] == fmt.emin).all()
+        # with the bad values replaced, the whole operand is accepted
+        src_ok = np.where(okt, src, 0.0)
+        assert ops.decompose_checked(src_ok, s, e, transposed, fmt.man_bits, fmt.emin, flush, fmt.max,
+                                     fmt.has_nan, fmt.has_inf) == -1
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_same_message_as_check_representable(transposed: bool) -> None:
+    rng = np.random.default_rng(3)
+    fmt = F.format("bf16")
+    x = F.round(rng.standard_normal((300, 7)), fmt)
+    x[200, 3] = 0.1
+    x[201, 0] = np.float64(1e-30)
+    x[250, 6] = 0.3
+    with pytest.raises(ValueError) as want:
+        F.check_representable(x, fmt, "B")
+    with pytest.raises(ValueError) as got:
+        core.decompose_operand(x, fmt, False, 304 if transposed else 8, transposed=transposed, name="B")
+    assert str(got.value) == str(want.value)
+
+
+def test_non_contiguous_and_float32_operands() -> None:
+    rng = np.random.default_rng(5)
+    m = wb.preset("ampere", "fp16", "fp32")
+    A = wb.round(rng.standard_normal((9, 70)), "fp16")
+    B = wb.round(rng.standard_normal((70, 5)), "fp16")
+    want = wb.gemm(A, B, model=m)
+    Bt = np.asfortranarray(B)
+    assert (wb.gemm(A[:, :], Bt, model=m).view(np.uint32) == want.view(np.uint32)).all()
+    assert (wb.gemm(A.astype(np.float32), B.astype(np.float16), model=m).view(np.uint32)
+            == want.view(np.uint32)).all()
+    A2 = np.zeros((9, 140))
+    A2[:, ::2] = A
+    assert (wb.gemm(A2[:, ::2], B, model=m).view(np.uint32) == want.view(np.uint32)).all()

@@ -35,6 +35,13 @@ def _mixed(rng: np.random.Generator, fmt: F.FloatFormat, n: int) -> np.ndarray:
     return x
 
 
+def _checked(x: np.ndarray, sig: np.ndarray, exp: np.ndarray, transposed: bool, fmt: F.FloatFormat,
+             flush: bool) -> int:
+    vmax_bits = int(np.float64(fmt.max).view(np.int64))
+    return ops.decompose_checked(x.view(np.int64), sig, exp, transposed, fmt.man_bits, fmt.emin, flush, vmax_bits,
+                                 fmt.has_nan, fmt.has_inf)
+
+
 @pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
 @pytest.mark.parametrize("flush", [False, True])
 def test_agrees_with_is_representable_and_decompose(fmt: F.FloatFormat, flush: bool) -> None:
@@ -50,16 +57,14 @@ def test_agrees_with_is_representable_and_decompose(fmt: F.FloatFormat, flush: b
         kp = x.shape[1] + 3
         s = np.empty((x.shape[0], kp), np.int32)
         e = np.empty((x.shape[0], kp), np.int32)
-        bad = ops.decompose_checked(src, s, e, transposed, fmt.man_bits, fmt.emin, flush, fmt.max,
-                                    fmt.has_nan, fmt.has_inf)
+        bad = _checked(src, s, e, transposed, fmt, flush)
         okt = ok.T if transposed else ok
         assert bad == (np.flatnonzero(~okt.reshape(-1))[0] if not okt.all() else -1)
         assert (s[:, :x.shape[1]][ok] == want_s[ok]).all() and (e[:, :x.shape[1]][ok] == want_e[ok]).all()
         assert (s[:, x.shape[1]:] == 0).all() and (e[:, x.shape[1]:] == fmt.emin).all()
         # with the bad values replaced, the whole operand is accepted
         src_ok = np.where(okt, src, 0.0)
-        assert ops.decompose_checked(src_ok, s, e, transposed, fmt.man_bits, fmt.emin, flush, fmt.max,
-                                     fmt.has_nan, fmt.has_inf) == -1
+        assert _checked(src_ok, s, e, transposed, fmt, flush) == -1
 
 
 @pytest.mark.parametrize("transposed", [False, True])

@@ -21,7 +21,6 @@ from .model import Model
 
 ACCUMULATIONS = ("chain", "outside", "promote")
 _ACC_MODES = {"chain": 0, "outside": 1, "promote": 2}
-_NATIVE = (np.dtype(np.float64), np.dtype(np.float32))
 
 
 def _tfdpa_params(model: Model) -> dict[int, int]:
@@ -96,8 +95,7 @@ def decompose_operand(x: np.ndarray, fmt: _formats.FloatFormat, flush: bool, k_p
     for signed formats with subnormals.  A value that is not representable raises the
     ValueError of :func:`workbench.formats.check_representable` (``name[i, j] = v is
     not representable in ...``) for the first one in C order."""
-    if x.dtype not in _NATIVE:
-        x = _formats._as_float64(x, name)
+    x = _formats._as_float64(x, name)
     rows, cols = x.shape[::-1] if transposed else x.shape
     if k_padded < cols:
         raise ValueError(f"k_padded={k_padded} is shorter than the operand's K={cols}")
@@ -110,8 +108,9 @@ def decompose_operand(x: np.ndarray, fmt: _formats.FloatFormat, flush: bool, k_p
         xp[:, :x.shape[1]] = x
         _ops.decompose(xp, sig, exp, fmt.man_bits, fmt.emin, flush)
         return sig, exp
-    bad = _ops.decompose_checked(x, sig, exp, transposed, fmt.man_bits, fmt.emin, flush, fmt.max,
-                                 fmt.has_nan, fmt.has_inf)
+    vmax_bits = int(np.float64(fmt.max).view(np.int64))
+    bad = _ops.decompose_checked(x.view(np.int64), sig, exp, transposed, fmt.man_bits, fmt.emin, flush,
+                                 vmax_bits, fmt.has_nan, fmt.has_inf)
     if bad >= 0:
         raise _formats.not_representable_error(x, bad, fmt, name)
     return sig, exp

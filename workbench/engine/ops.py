@@ -113,15 +113,58 @@ def check_decompose_one(v, man_bits, emin, flush, vmax, has_nan, has_inf):
     return ok, (-s if v < 0 else s), e
 
 
+_EXP_MASK = 0x7FF
+_FRAC_MASK = (1 << 52) - 1
+_ABS_MASK = (1 << 63) - 1
+
+
+@numba.njit(cache=True, inline="always")
+def check_decompose_bits(b, man_bits, emin, flush, vmax_bits, has_nan, has_inf):
+    """:func:`check_decompose_one` of the float64 whose bit pattern is the int64 ``b``,
+    in integer operations only (``vmax_bits``: the pattern of the largest finite
+    value).  Float64 subnormals, below every format's range but fp64's, go through
+    :func:`check_decompose_one`."""
+    ef = (b >> 52) & _EXP_MASK
+    frac = b & _FRAC_MASK
+    neg = b < 0
+    if ef == _EXP_MASK:
+        if frac != 0:
+            return has_nan, np.int64(SIG_NAN), np.int64(SPECIAL)
+        return has_inf, np.int64(-1 if neg else 1), np.int64(SPECIAL)
+    if ef == 0:
+        if frac == 0:
+            return True, np.int64(0), np.int64(emin)
+        v = -math.ldexp(float(frac), -1074) if neg else math.ldexp(float(frac), -1074)
+        ok, s, e = check_decompose_one(v, man_bits, emin, flush, math.inf, has_nan, has_inf)
+        return ok and (b & _ABS_MASK) <= vmax_bits, np.int64(s), np.int64(e)
+    e = ef - 1023
+    full = frac | (np.int64(1) << 52)
+    sh = 52 - man_bits
+    sub = e < emin
+    if sub:
+        sh += emin - e
+        e = emin
+    if sh > 62:
+        s = np.int64(0)
+        ok = False
+    else:
+        s = full >> sh
+        ok = (s << sh) == full and (b & _ABS_MASK) <= vmax_bits
+    if sub and flush:
+        s = np.int64(0)
+    return ok, (-s if neg else s), np.int64(e)
+
+
 @numba.njit(cache=True, parallel=True)
-def decompose_checked(x, sig, exp, transposed, man_bits, emin, flush, vmax, has_nan, has_inf):
-    """Check and decompose a 2-D float array in one parallel pass; return the C-order
-    index in ``x`` of its first value that is not representable, or -1.
+def decompose_checked(x, sig, exp, transposed, man_bits, emin, flush, vmax_bits, has_nan, has_inf):
+    """Check and decompose a 2-D float64 array, given as its int64 bit patterns ``x``,
+    in one parallel pass; return the C-order index in ``x`` of its first value that is
+    not representable, or -1.
 
     Without ``transposed``, ``sig[i, k], exp[i, k]`` receive ``x[i, k]``; with it they
     receive ``x[k, i]`` (B read in its (K, N) layout, written as B^T, tile by tile so
     that both sides stay in cache).  Columns of ``sig``/``exp`` beyond the data are the
-    K padding: decomposed zeros ``(0, emin)``.  See :func:`check_decompose_one`."""
+    K padding: decomposed zeros ``(0, emin)``.  See :func:`check_decompose_bits`."""
     R, C = x.shape
     rows = C if transposed else R
     cols = R if transposed else C
@@ -137,7 +180,7 @@ def decompose_checked(x, sig, exp, transposed, man_bits, emin, flush, vmax, has_
             k1 = min(cols, k0 + chunk)
             for i in range(rows):
                 for k in range(k0, k1):
-                    ok, s, e = check_decompose_one(x[k, i], man_bits, emin, flush, vmax, has_nan, has_inf)
+                    ok, s, e = check_decompose_bits(x[k, i], man_bits, emin, flush, vmax_bits, has_nan, has_inf)
                     sig[i, k] = s
                     exp[i, k] = e
                     if not ok:
@@ -147,7 +190,7 @@ def decompose_checked(x, sig, exp, transposed, man_bits, emin, flush, vmax, has_
             k0 = (t - i * nch) * chunk
             k1 = min(cols, k0 + chunk)
             for k in range(k0, k1):
-                ok, s, e = check_decompose_one(x[i, k], man_bits, emin, flush, vmax, has_nan, has_inf)
+                ok, s, e = check_decompose_bits(x[i, k], man_bits, emin, flush, vmax_bits, has_nan, has_inf)
                 sig[i, k] = s
                 exp[i, k] = e
                 if not ok:

@@ -35,11 +35,19 @@ def _mixed(rng: np.random.Generator, fmt: F.FloatFormat, n: int) -> np.ndarray:
     return x
 
 
-def _checked(x: np.ndarray, sig: np.ndarray, exp: np.ndarray, transposed: bool, fmt: F.FloatFormat,
-             flush: bool) -> int:
+def _checked(x: np.ndarray, fmt: F.FloatFormat, flush: bool, pad: int) -> tuple[np.ndarray, ...]:
+    """ops.decompose_checked on A = x and B = x.T (so that both give x's rows)."""
     vmax_bits = int(np.float64(fmt.max).view(np.int64))
-    return ops.decompose_checked(x.view(np.int64), sig, exp, transposed, fmt.man_bits, fmt.emin, flush, vmax_bits,
-                                 fmt.has_nan, fmt.has_inf)
+    xb = x.T.copy()
+    sa, ea, sb, eb = (np.empty((x.shape[0], x.shape[1] + pad), np.int32) for _ in range(4))
+    bad_a, bad_b = ops.decompose_checked(x.view(np.int64), sa, ea, xb.view(np.int64), sb, eb, fmt.man_bits,
+                                         fmt.emin, flush, vmax_bits, fmt.has_nan, fmt.has_inf)
+    return bad_a, bad_b, sa, ea, sb, eb
+
+
+def _first_bad(ok: np.ndarray) -> int:
+    bad = np.flatnonzero(~ok.reshape(-1))
+    return int(bad[0]) if bad.size else -1
 
 
 @pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
@@ -52,23 +60,20 @@ def test_agrees_with_is_representable_and_decompose(fmt: F.FloatFormat, flush: b
     want_s = np.empty(x.shape, np.int32)
     want_e = np.empty(x.shape, np.int32)
     ops.decompose(xd, want_s, want_e, fmt.man_bits, fmt.emin, flush)
-    for transposed in (False, True):
-        src = x.T.copy() if transposed else x
-        kp = x.shape[1] + 3
-        s = np.empty((x.shape[0], kp), np.int32)
-        e = np.empty((x.shape[0], kp), np.int32)
-        bad = _checked(src, s, e, transposed, fmt, flush)
-        okt = ok.T if transposed else ok
-        assert bad == (np.flatnonzero(~okt.reshape(-1))[0] if not okt.all() else -1)
-        assert (s[:, :x.shape[1]][ok] == want_s[ok]).all() and (e[:, :x.shape[1]][ok] == want_e[ok]).all()
-        assert (s[:, x.shape[1]:] == 0).all() and (e[:, x.shape[1]:] == fmt.emin).all()
-        # with the bad values replaced, the whole operand is accepted
-        src_ok = np.where(okt, src, 0.0)
-        assert _checked(src_ok, s, e, transposed, fmt, flush) == -1
+    bad_a, bad_b, sa, ea, sb, eb = _checked(x, fmt, flush, 3)
+    assert bad_a == _first_bad(ok)
+    assert bad_b == _first_bad(ok.T)
+    for s, e in ((sa, ea), (sb, eb)):
+        assert (s[:, :150][ok] == want_s[ok]).all() and (e[:, :150][ok] == want_e[ok]).all()
+        assert (s[:, 150:] == 0).all() and (e[:, 150:] == fmt.emin).all()
+    # with the bad values replaced, both operands are accepted and decomposed alike
+    bad_a, bad_b, sa, ea, sb, eb = _checked(xd, fmt, flush, 0)
+    assert bad_a == bad_b == -1
+    assert (sa == want_s).all() and (ea == want_e).all() and (sb == want_s).all() and (eb == want_e).all()
 
 
-@pytest.mark.parametrize("transposed", [False, True])
-def test_same_message_as_check_representable(transposed: bool) -> None:
+@pytest.mark.parametrize("operand", ["A", "B"])
+def test_same_message_as_check_representable(operand: str) -> None:
     rng = np.random.default_rng(3)
     fmt = F.format("bf16")
     x = F.round(rng.standard_normal((300, 7)), fmt)
@@ -76,10 +81,30 @@ def test_same_message_as_check_representable(transposed: bool) -> None:
     x[201, 0] = np.float64(1e-30)
     x[250, 6] = 0.3
     with pytest.raises(ValueError) as want:
-        F.check_representable(x, fmt, "B")
+        F.check_representable(x, fmt, operand)
+    A, B = (x, np.zeros((7, 2))) if operand == "A" else (np.zeros((2, 300)), x)
     with pytest.raises(ValueError) as got:
-        core.decompose_operand(x, fmt, False, 304 if transposed else 8, transposed=transposed, name="B")
+        core.decompose_checked(A, B, fmt, False, A.shape[1] + 1)
     assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("name", ["e8m0", "ue4m3"])
+def test_unsigned_formats_take_the_unfused_path(name: str) -> None:
+    rng = np.random.default_rng(2)
+    fmt = F.format(name)
+    A = 2.0 ** rng.integers(-5, 5, (3, 40)).astype(float)
+    B = 2.0 ** rng.integers(-5, 5, (40, 4)).astype(float)
+    got = core.decompose_checked(A, B, fmt, False, 48)
+    want = [*core.decompose(np.pad(A, ((0, 0), (0, 8))), fmt.man_bits, fmt.emin),
+            *core.decompose(np.pad(B.T, ((0, 0), (0, 8))), fmt.man_bits, fmt.emin)]
+    for g, w in zip(got, want):
+        assert (g == w).all()
+    B[7, 2] = -1.0
+    with pytest.raises(ValueError) as want_err:
+        F.check_representable(B, fmt, "B")
+    with pytest.raises(ValueError) as got_err:
+        core.decompose_checked(A, B, fmt, False, 48)
+    assert str(got_err.value) == str(want_err.value)
 
 
 def test_non_contiguous_and_float32_operands() -> None:

@@ -8,6 +8,8 @@ size.  :func:`run_prepared` calls the compiled kernel; :func:`run` does both.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import NamedTuple
 
 import numba
@@ -20,6 +22,10 @@ from . import others as _others
 from .model import Model
 
 ACCUMULATIONS = ("chain", "outside", "promote")
+#: Work (multiply-adds, or values checked) below which the compiled passes run on the
+#: calling thread alone: starting a parallel region wakes the other threads, which on
+#: a loaded machine can cost milliseconds, more than the whole pass.
+PARALLEL_MIN_WORK = 1 << 18
 _ACC_MODES = {"chain": 0, "outside": 1, "promote": 2}
 
 
@@ -68,6 +74,21 @@ def _pad_k(A: np.ndarray, BT: np.ndarray, L: int) -> tuple[np.ndarray, np.ndarra
     return A, BT
 
 
+@contextmanager
+def threads_for(work: int) -> Iterator[None]:
+    """Run the compiled passes inside on one thread when ``work`` is below
+    :data:`PARALLEL_MIN_WORK`, on numba's current number of threads otherwise."""
+    if work >= PARALLEL_MIN_WORK:
+        yield
+        return
+    n = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(n)
+
+
 class Operands(NamedTuple):
     """A and B of one product, checked against the model's input format.
 
@@ -87,33 +108,39 @@ class Operands(NamedTuple):
     eb: np.ndarray | None
 
 
-def decompose_operand(x: np.ndarray, fmt: _formats.FloatFormat, flush: bool, k_padded: int, *,
-                      transposed: bool, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """(significands, exponents) int32 of the 2-D operand ``x`` (``x.T`` with
-    ``transposed``), K zero-padded to ``k_padded`` columns, after checking that every
-    value is representable in ``fmt``: one compiled pass (:func:`ops.decompose_checked`)
-    for signed formats with subnormals.  A value that is not representable raises the
-    ValueError of :func:`workbench.formats.check_representable` (``name[i, j] = v is
-    not representable in ...``) for the first one in C order."""
-    x = _formats._as_float64(x, name)
-    rows, cols = x.shape[::-1] if transposed else x.shape
-    if k_padded < cols:
-        raise ValueError(f"k_padded={k_padded} is shorter than the operand's K={cols}")
-    sig = np.empty((rows, k_padded), dtype=np.int32)
-    exp = np.empty((rows, k_padded), dtype=np.int32)
+def decompose_checked(A: np.ndarray, B: np.ndarray, fmt: _formats.FloatFormat, flush: bool,
+                      k_padded: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(sa, ea, sb, eb): int32 significands and exponents of A (M, K) and of B^T (N, K)
+    with K zero-padded to ``k_padded``, after checking that every value is
+    representable in ``fmt``; for signed formats with subnormals in one compiled pass
+    over both operands (:func:`ops.decompose_checked`), B read in its (K, N) layout.
+    The first value that is not representable (A before B, C order) raises the
+    ValueError of :func:`workbench.formats.check_representable` (``A[i, j] = v is not
+    representable in ...``)."""
+    A = _formats._as_float64(A, "A")
+    B = _formats._as_float64(B, "B")
+    (M, K), N = A.shape, B.shape[1]
+    if B.shape[0] != K or k_padded < K:
+        raise ValueError(f"A {A.shape} and B {B.shape} do not make a product padded to K={k_padded}")
+    sa = np.empty((M, k_padded), dtype=np.int32)
+    ea = np.empty((M, k_padded), dtype=np.int32)
+    sb = np.empty((N, k_padded), dtype=np.int32)
+    eb = np.empty((N, k_padded), dtype=np.int32)
     if not (fmt.signed and fmt.subnormals):
-        x = _formats.check_representable(x, fmt, name)
-        x = np.ascontiguousarray(x.T if transposed else x)
-        xp = np.zeros((rows, k_padded))
-        xp[:, :x.shape[1]] = x
-        _ops.decompose(xp, sig, exp, fmt.man_bits, fmt.emin, flush)
-        return sig, exp
+        checked = (_formats.check_representable(A, fmt, "A"), _formats.check_representable(B, fmt, "B").T)
+        for x, s, e in zip(checked, (sa, sb), (ea, eb)):
+            xp = np.zeros(s.shape)
+            xp[:, :K] = x
+            _ops.decompose(xp, s, e, fmt.man_bits, fmt.emin, flush)
+        return sa, ea, sb, eb
     vmax_bits = int(np.float64(fmt.max).view(np.int64))
-    bad = _ops.decompose_checked(x.view(np.int64), sig, exp, transposed, fmt.man_bits, fmt.emin, flush,
-                                 vmax_bits, fmt.has_nan, fmt.has_inf)
-    if bad >= 0:
-        raise _formats.not_representable_error(x, bad, fmt, name)
-    return sig, exp
+    bad_a, bad_b = _ops.decompose_checked(A.view(np.int64), sa, ea, B.view(np.int64), sb, eb, fmt.man_bits,
+                                          fmt.emin, flush, vmax_bits, fmt.has_nan, fmt.has_inf)
+    if bad_a >= 0:
+        raise _formats.not_representable_error(A, bad_a, fmt, "A")
+    if bad_b >= 0:
+        raise _formats.not_representable_error(B, bad_b, fmt, "B")
+    return sa, ea, sb, eb
 
 
 def _as_matrix(x: np.typing.ArrayLike) -> np.ndarray:
@@ -140,8 +167,8 @@ def prepare(model: Model, A: np.typing.ArrayLike, B: np.typing.ArrayLike) -> Ope
         return Operands(M, K, N, A64, BT, None, None, None, None)
     L = model.L
     Kp = K + (-K) % L if K else L
-    sa, ea = decompose_operand(A, fin, model.flush_subnormals, Kp, transposed=False, name="A")
-    sb, eb = decompose_operand(B, fin, model.flush_subnormals, Kp, transposed=True, name="B")
+    with threads_for(A.size + B.size):
+        sa, ea, sb, eb = decompose_checked(A, B, fin, model.flush_subnormals, Kp)
     return Operands(M, K, N, None, None, sa, ea, sb, eb)
 
 
@@ -167,8 +194,15 @@ def run_prepared(model: Model, ops: Operands, C: np.ndarray, *,
     """
     if accumulation not in ACCUMULATIONS:
         raise ValueError(f"accumulation={accumulation!r}: expected one of {ACCUMULATIONS}")
-    M, N = ops.M, ops.N
     acc = np.array(C, dtype=np.float64, copy=True, order="C")
+    with threads_for(ops.M * ops.N * max(ops.K, 1)):
+        return _dispatch(model, ops, acc, accumulation, promote_every, scale_a, scale_b)
+
+
+def _dispatch(model: Model, ops: Operands, acc: np.ndarray, accumulation: str, promote_every: int | None,
+              scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
+    """The kernel of the model's kind on ``acc`` (C on entry, D on exit)."""
+    M, N = ops.M, ops.N
     kind = model.kind
     if kind == "fma":
         if accumulation != "chain":

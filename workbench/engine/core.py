@@ -1,9 +1,10 @@
 """Engine entry point: run a :class:`~workbench.engine.model.Model` on whole matrices.
 
 :func:`prepare` checks A and B against the model's input format; for T-FDPA models
-it also decomposes them, in one compiled pass per operand that reads A in its (M, K)
-and B in its (K, N) layout, writes B^T and zero-pads K to a multiple of the block
-size.  :func:`run_prepared` calls the compiled kernel; :func:`run` does both.
+it also decomposes them, in one compiled (parallel) pass over both operands that
+reads A in its (M, K) and B in its (K, N) layout, writes B^T and zero-pads K to a
+multiple of the block size.  :func:`run_prepared` calls the compiled kernel;
+:func:`run` does both.  Small work runs on one thread (:func:`threads_for`).
 """
 
 from __future__ import annotations
@@ -161,13 +162,13 @@ def prepare(model: Model, A: np.typing.ArrayLike, B: np.typing.ArrayLike) -> Ope
     if B.shape[0] != K:
         raise ValueError(f"A is {M}x{K} and B is {B.shape[0]}x{N}: inner dimensions differ")
     fin = model.in_fmt
-    if model.kind != "t-fdpa":
-        A64 = _formats.check_representable(A, fin, "A")
-        BT = np.ascontiguousarray(_formats.check_representable(B, fin, "B").T)
-        return Operands(M, K, N, A64, BT, None, None, None, None)
-    L = model.L
-    Kp = K + (-K) % L if K else L
     with threads_for(A.size + B.size):
+        if model.kind != "t-fdpa":
+            A64 = _formats.check_representable(A, fin, "A")
+            BT = np.ascontiguousarray(_formats.check_representable(B, fin, "B").T)
+            return Operands(M, K, N, A64, BT, None, None, None, None)
+        L = model.L
+        Kp = K + (-K) % L if K else L
         sa, ea, sb, eb = decompose_checked(A, B, fin, model.flush_subnormals, Kp)
     return Operands(M, K, N, None, None, sa, ea, sb, eb)
 

@@ -9,6 +9,7 @@ multiple of the block size.  :func:`run_prepared` calls the compiled kernel;
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import NamedTuple
@@ -24,9 +25,12 @@ from .model import Model
 
 ACCUMULATIONS = ("chain", "outside", "promote")
 #: Work (multiply-adds, or values checked) below which the compiled passes run on the
-#: calling thread alone: starting a parallel region wakes the other threads, which on
-#: a loaded machine can cost milliseconds, more than the whole pass.
+#: calling thread alone: starting a parallel region wakes the other threads.
 PARALLEL_MIN_WORK = 1 << 18
+#: The same when the machine is busy (one-minute load average at least the number of
+#: CPUs): a woken thread then waits for a time slice, measured at 4-8 ms per region
+#: on the 2-core development machine, longer than a serial 16x4096x16 product.
+PARALLEL_MIN_WORK_BUSY = 1 << 23
 _ACC_MODES = {"chain": 0, "outside": 1, "promote": 2}
 
 
@@ -75,11 +79,20 @@ def _pad_k(A: np.ndarray, BT: np.ndarray, L: int) -> tuple[np.ndarray, np.ndarra
     return A, BT
 
 
+def _machine_busy() -> bool:
+    """Whether the one-minute load average has reached the number of CPUs."""
+    try:
+        return os.getloadavg()[0] >= (os.cpu_count() or 1)
+    except OSError:  # no load average on this platform
+        return False
+
+
 @contextmanager
 def threads_for(work: int) -> Iterator[None]:
     """Run the compiled passes inside on one thread when ``work`` is below
-    :data:`PARALLEL_MIN_WORK`, on numba's current number of threads otherwise."""
-    if work >= PARALLEL_MIN_WORK:
+    :data:`PARALLEL_MIN_WORK` (:data:`PARALLEL_MIN_WORK_BUSY` on a busy machine), on
+    numba's current number of threads otherwise.  Results do not depend on it."""
+    if work >= PARALLEL_MIN_WORK_BUSY or (work >= PARALLEL_MIN_WORK and not _machine_busy()):
         yield
         return
     n = numba.get_num_threads()

@@ -28,9 +28,10 @@ ACCUMULATIONS = ("chain", "outside", "promote")
 #: calling thread alone: starting a parallel region wakes the other threads.
 PARALLEL_MIN_WORK = 1 << 18
 #: The same when the machine is busy (one-minute load average at least the number of
-#: CPUs): a woken thread then often waits for a time slice, measured at 4-8 ms per
-#: region on the 2-core development machine, longer than a serial 16x4096x16 product
-#: (~3 ms); from 64x1024x64 (~12 ms serial) two threads still win on the best runs.
+#: CPUs plus one, i.e. a runnable task per CPU besides the caller): a woken thread
+#: then often waits for a time slice, measured at 4-8 ms per region at load 3 on the
+#: 2-core development machine, longer than a serial 16x4096x16 product (~3 ms); from
+#: 64x1024x64 (~12 ms serial) two threads still win on the best runs.
 PARALLEL_MIN_WORK_BUSY = 1 << 21
 _ACC_MODES = {"chain": 0, "outside": 1, "promote": 2}
 
@@ -81,9 +82,9 @@ def _pad_k(A: np.ndarray, BT: np.ndarray, L: int) -> tuple[np.ndarray, np.ndarra
 
 
 def _machine_busy() -> bool:
-    """Whether the one-minute load average has reached the number of CPUs."""
+    """Whether the one-minute load average has reached the number of CPUs plus one."""
     try:
-        return os.getloadavg()[0] >= (os.cpu_count() or 1)
+        return os.getloadavg()[0] >= (os.cpu_count() or 1) + 1
     except OSError:  # no load average on this platform
         return False
 

@@ -710,21 +710,27 @@ def check_representable(x: np.typing.ArrayLike, fmt: str | FloatFormat, name: st
     arr = _as_float64(x, name)
     ok = is_representable(arr, fmt)
     if not ok.all():
-        i = _first(~ok)
-        v = float(arr.reshape(-1)[i])
-        hint = ""
-        if np.isfinite(v) and (fmt.signed or v > 0) and (fmt.has_zero or v != 0):
-            lo = round(np.array([v]), fmt, "rd", saturate=True)[0]
-            hi = round(np.array([v]), fmt, "ru", saturate=True)[0]
-            hint = f" (neighbours in {fmt.name}: {float(lo)!r} and {float(hi)!r})"
-        elif np.isnan(v) or np.isinf(v):
-            missing = [w for w, has in (("Inf", fmt.has_inf), ("NaN", fmt.has_nan)) if not has]
-            hint = f" ({fmt.name} has no {' or '.join(missing)})"
-        raise ValueError(
-            f"{name}[{_index_str(i, arr.shape)}] = {v!r} is not representable in {fmt.name}{hint}; "
-            f"round it first, e.g. workbench.round({name}, {fmt.name!r})"
-        )
+        raise not_representable_error(arr, _first(~ok), fmt, name)
     return arr
+
+
+def not_representable_error(x: np.ndarray, flat_index: int, fmt: FloatFormat, name: str) -> ValueError:
+    """The ValueError of :func:`check_representable` for the value at ``flat_index``
+    (C order) of ``x``, known not to be representable in ``fmt``: it names the array,
+    the position, the value, the format and the nearest representable values."""
+    v = float(x.reshape(-1)[flat_index])
+    hint = ""
+    if np.isfinite(v) and (fmt.signed or v > 0) and (fmt.has_zero or v != 0):
+        lo = round(np.array([v]), fmt, "rd", saturate=True)[0]
+        hi = round(np.array([v]), fmt, "ru", saturate=True)[0]
+        hint = f" (neighbours in {fmt.name}: {float(lo)!r} and {float(hi)!r})"
+    elif np.isnan(v) or np.isinf(v):
+        missing = [w for w, has in (("Inf", fmt.has_inf), ("NaN", fmt.has_nan)) if not has]
+        hint = f" ({fmt.name} has no {' or '.join(missing)})"
+    return ValueError(
+        f"{name}[{_index_str(flat_index, x.shape)}] = {v!r} is not representable in {fmt.name}{hint}; "
+        f"round it first, e.g. workbench.round({name}, {fmt.name!r})"
+    )
 
 
 # ------------------------------------------------------------------------ bits

@@ -78,17 +78,16 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
         raise ValueError(f"A is {A.shape[0]}x{A.shape[1]} and B is {B.shape[0]}x{B.shape[1]}: inner dimensions differ")
     M, K = A.shape
     N = B.shape[1]
-    fin = model.in_fmt
     fout = model.out_fmt
-    A64 = _formats.check_representable(A, fin, "A")
-    B64 = _formats.check_representable(B, fin, "B")
+    ops = _core.prepare(model, A, B)
     if C is None:
         C64 = np.zeros((M, N))
     else:
         Cm = _as_matrix(C, "C")
         if Cm.shape != (M, N):
             raise ValueError(f"C has shape {Cm.shape}; expected {(M, N)}")
-        C64 = _formats.check_representable(Cm, fout, "C")
+        with _core.threads_for(M * N):
+            C64 = _formats.check_representable(Cm, fout, "C")
     for name, v in (("alpha", alpha), ("beta", beta)):
         if not isinstance(v, (int, float, np.floating, np.integer)) or not np.isfinite(v):
             raise ValueError(f"{name}={v!r}: expected a finite real number")
@@ -108,15 +107,16 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
                              f"got {sa.shape} and {sb.shape}")
     elif model.scale_format is not None:
         raise ValueError(f"model kind {model.kind!r} needs scale_a and scale_b (block scale factors)")
-    D = _core.run(model, A64, B64, C_unit, accumulation=accumulation, promote_every=promote_every,
-                  scale_a=sa, scale_b=sb)
-    if accumulation != "chain" and fout.name != "fp32":
-        D = _formats.round(D, fout, "rne")
-    if not in_unit:
-        ep = _formats.format("fp32") if fout.name in ("fp16", "bf16") else fout
-        P = _formats.round(float(alpha) * D, ep, "rne") if alpha != 1 else D
-        Q = _formats.round(float(beta) * C64, ep, "rne")
-        D = _formats.round(P + Q, fout, "rne")
+    D = _core.run_prepared(model, ops, C_unit, accumulation=accumulation, promote_every=promote_every,
+                           scale_a=sa, scale_b=sb)
+    with _core.threads_for(M * N):
+        if accumulation != "chain" and fout.name != "fp32":
+            D = _formats.round(D, fout, "rne")
+        if not in_unit:
+            ep = _formats.format("fp32") if fout.name in ("fp16", "bf16") else fout
+            P = _formats.round(float(alpha) * D, ep, "rne") if alpha != 1 else D
+            Q = _formats.round(float(beta) * C64, ep, "rne")
+            D = _formats.round(P + Q, fout, "rne")
     dt = fout.numpy_dtype
     if dt is None:
         return D

@@ -1,21 +1,39 @@
 """Engine entry point: run a :class:`~workbench.engine.model.Model` on whole matrices.
 
-:func:`run` takes float64 arrays whose values are already known to be representable
-(``workbench.gemm`` checks that), pads K with zeros to a multiple of the block size,
-decomposes A and B^T in one compiled pass each and calls the compiled kernel.
+:func:`prepare` checks A and B against the model's input format; for T-FDPA models
+it also decomposes them, in one compiled (parallel) pass over both operands that
+reads A in its (M, K) and B in its (K, N) layout, writes B^T and zero-pads K to a
+multiple of the block size.  :func:`run_prepared` calls the compiled kernel;
+:func:`run` does both.  Small work runs on one thread (:func:`threads_for`).
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import NamedTuple
+
 import numba
 import numpy as np
 
+from .. import formats as _formats
 from . import kernels as _k
 from . import ops as _ops
 from . import others as _others
 from .model import Model
 
 ACCUMULATIONS = ("chain", "outside", "promote")
+#: Work (multiply-adds, or values checked) below which the compiled passes run on the
+#: calling thread alone: starting a parallel region wakes the other threads.
+PARALLEL_MIN_WORK = 1 << 18
+#: The same when the machine is busy (one-minute load average at least the number of
+#: CPUs plus one, i.e. a runnable task per CPU besides the caller): a woken thread
+#: then often waits for a time slice, measured at 4-8 ms per region at load 3 on the
+#: 2-core development machine, longer than a serial 16x4096x16 product (~3 ms); from
+#: 64x1024x64 (~12 ms serial) two threads still win on the best runs.
+PARALLEL_MIN_WORK_BUSY = 1 << 21
+_ACC_MODES = {"chain": 0, "outside": 1, "promote": 2}
 
 
 def _tfdpa_params(model: Model) -> dict[int, int]:
@@ -63,10 +81,127 @@ def _pad_k(A: np.ndarray, BT: np.ndarray, L: int) -> tuple[np.ndarray, np.ndarra
     return A, BT
 
 
+def _machine_busy() -> bool:
+    """Whether the one-minute load average has reached the number of CPUs plus one."""
+    try:
+        return os.getloadavg()[0] >= (os.cpu_count() or 1) + 1
+    except OSError:  # no load average on this platform
+        return False
+
+
+@contextmanager
+def threads_for(work: int) -> Iterator[None]:
+    """Run the compiled passes inside on one thread when ``work`` is below
+    :data:`PARALLEL_MIN_WORK` (:data:`PARALLEL_MIN_WORK_BUSY` on a busy machine), on
+    numba's current number of threads otherwise.  Results do not depend on it."""
+    if work >= PARALLEL_MIN_WORK_BUSY or (work >= PARALLEL_MIN_WORK and not _machine_busy()):
+        yield
+        return
+    n = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(n)
+
+
+class Operands(NamedTuple):
+    """A and B of one product, checked against the model's input format.
+
+    T-FDPA models carry them decomposed (``sa, ea``: (M, Kp) significands and
+    exponents of A; ``sb, eb``: (N, Kp) of B^T; Kp = K zero-padded to a multiple of
+    L) and ``A = BT = None``; other kinds carry float64 ``A`` (M, K) and ``BT`` (N, K)
+    and ``sa = ea = sb = eb = None``."""
+
+    M: int
+    K: int
+    N: int
+    A: np.ndarray | None
+    BT: np.ndarray | None
+    sa: np.ndarray | None
+    ea: np.ndarray | None
+    sb: np.ndarray | None
+    eb: np.ndarray | None
+
+
+def decompose_checked(A: np.ndarray, B: np.ndarray, fmt: _formats.FloatFormat, flush: bool,
+                      k_padded: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(sa, ea, sb, eb): int32 significands and exponents of A (M, K) and of B^T (N, K)
+    with K zero-padded to ``k_padded``, after checking that every value is
+    representable in ``fmt``; for signed formats with subnormals in one compiled pass
+    over both operands (:func:`ops.decompose_checked`), B read in its (K, N) layout.
+    The first value that is not representable (A before B, C order) raises the
+    ValueError of :func:`workbench.formats.check_representable` (``A[i, j] = v is not
+    representable in ...``)."""
+    A = _formats._as_float64(A, "A")
+    B = _formats._as_float64(B, "B")
+    (M, K), N = A.shape, B.shape[1]
+    if B.shape[0] != K or k_padded < K:
+        raise ValueError(f"A {A.shape} and B {B.shape} do not make a product padded to K={k_padded}")
+    sa = np.empty((M, k_padded), dtype=np.int32)
+    ea = np.empty((M, k_padded), dtype=np.int32)
+    sb = np.empty((N, k_padded), dtype=np.int32)
+    eb = np.empty((N, k_padded), dtype=np.int32)
+    if not (fmt.signed and fmt.subnormals):
+        checked = (_formats.check_representable(A, fmt, "A"), _formats.check_representable(B, fmt, "B").T)
+        for x, s, e in zip(checked, (sa, sb), (ea, eb)):
+            xp = np.zeros(s.shape)
+            xp[:, :K] = x
+            _ops.decompose(xp, s, e, fmt.man_bits, fmt.emin, flush)
+        return sa, ea, sb, eb
+    vmax_bits = int(np.float64(fmt.max).view(np.int64))
+    bad_a, bad_b = _ops.decompose_checked(A.view(np.int64), sa, ea, B.view(np.int64), sb, eb, fmt.man_bits,
+                                          fmt.emin, flush, vmax_bits, fmt.has_nan, fmt.has_inf)
+    if bad_a >= 0:
+        raise _formats.not_representable_error(A, bad_a, fmt, "A")
+    if bad_b >= 0:
+        raise _formats.not_representable_error(B, bad_b, fmt, "B")
+    return sa, ea, sb, eb
+
+
+def _as_matrix(x: np.typing.ArrayLike) -> np.ndarray:
+    arr = np.asarray(x)
+    if arr.ndim != 2:
+        raise ValueError(f"expected a 2-D array, got shape {arr.shape}")
+    return arr
+
+
+def prepare(model: Model, A: np.typing.ArrayLike, B: np.typing.ArrayLike) -> Operands:
+    """Check A (M, K) and B (K, N) against ``model.in_fmt`` (a ValueError names the first
+    value that is not representable, A before B) and put them in the form the model's
+    kernel reads (see :class:`Operands`)."""
+    A = _as_matrix(A)
+    B = _as_matrix(B)
+    M, K = A.shape
+    N = B.shape[1]
+    if B.shape[0] != K:
+        raise ValueError(f"A is {M}x{K} and B is {B.shape[0]}x{N}: inner dimensions differ")
+    fin = model.in_fmt
+    with threads_for(A.size + B.size):
+        if model.kind != "t-fdpa":
+            A64 = _formats.check_representable(A, fin, "A")
+            BT = np.ascontiguousarray(_formats.check_representable(B, fin, "B").T)
+            return Operands(M, K, N, A64, BT, None, None, None, None)
+        L = model.L
+        Kp = K + (-K) % L if K else L
+        sa, ea, sb, eb = decompose_checked(A, B, fin, model.flush_subnormals, Kp)
+    return Operands(M, K, N, None, None, sa, ea, sb, eb)
+
+
 def run(model: Model, A: np.ndarray, B: np.ndarray, C: np.ndarray, *,
         accumulation: str = "chain", promote_every: int | None = None,
         scale_a: np.ndarray | None = None, scale_b: np.ndarray | None = None) -> np.ndarray:
-    """D = the unit's A @ B + C as float64 (values exactly in the output format).
+    """D = the unit's A @ B + C as float64 (values exactly in the output format):
+    :func:`prepare` then :func:`run_prepared`."""
+    return run_prepared(model, prepare(model, A, B), C, accumulation=accumulation,
+                        promote_every=promote_every, scale_a=scale_a, scale_b=scale_b)
+
+
+def run_prepared(model: Model, ops: Operands, C: np.ndarray, *,
+                 accumulation: str = "chain", promote_every: int | None = None,
+                 scale_a: np.ndarray | None = None, scale_b: np.ndarray | None = None) -> np.ndarray:
+    """D = the unit's A @ B + C as float64 (values exactly in the output format), for
+    operands from :func:`prepare` and a float64 (M, N) ``C`` (not modified).
 
     ``accumulation``: ``"chain"`` (each block's result is the next block's c),
     ``"outside"`` (each block from c = 0, added to an fp32 accumulator holding C with
@@ -75,32 +210,32 @@ def run(model: Model, A: np.ndarray, B: np.ndarray, C: np.ndarray, *,
     """
     if accumulation not in ACCUMULATIONS:
         raise ValueError(f"accumulation={accumulation!r}: expected one of {ACCUMULATIONS}")
-    M, K = A.shape
-    N = B.shape[1]
     acc = np.array(C, dtype=np.float64, copy=True, order="C")
-    BT = np.ascontiguousarray(B.T)
+    with threads_for(ops.M * ops.N * max(ops.K, 1)):
+        return _dispatch(model, ops, acc, accumulation, promote_every, scale_a, scale_b)
+
+
+def _dispatch(model: Model, ops: Operands, acc: np.ndarray, accumulation: str, promote_every: int | None,
+              scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
+    """The kernel of the model's kind on ``acc`` (C on entry, D on exit)."""
+    M, N = ops.M, ops.N
     kind = model.kind
     if kind == "fma":
         if accumulation != "chain":
             raise ValueError("an FMA chain has no blocks to accumulate outside; use accumulation='chain'")
-        _k.fma_gemm(np.ascontiguousarray(A), BT, acc, model.out_fmt.name == "fp32")
+        _k.fma_gemm(np.ascontiguousarray(ops.A), ops.BT, acc, model.out_fmt.name == "fp32")
         return acc
     if kind in ("st-fdpa", "gst-fdpa"):
-        return _others.run_scaled(model, A, BT, acc, scale_a, scale_b, accumulation)
+        return _others.run_scaled(model, ops.A, ops.BT, acc, scale_a, scale_b, accumulation)
     if scale_a is not None or scale_b is not None:
         raise ValueError(f"scale_a/scale_b are only used by scaled models (st-fdpa, gst-fdpa), not {kind!r}")
     if kind != "t-fdpa":
         if accumulation != "chain":
             raise ValueError(f"accumulation={accumulation!r} is implemented for T-FDPA models only")
-        return _others.run_other(model, A, BT, acc)
+        return _others.run_other(model, ops.A, ops.BT, acc)
     L = model.L
-    A, BT = _pad_k(A, BT, L)
-    fin = model.in_fmt
-    sa, ea = decompose(A, fin.man_bits, fin.emin, model.flush_subnormals)
-    sb, eb = decompose(BT, fin.man_bits, fin.emin, model.flush_subnormals)
     params = _tfdpa_params(model)
-    mode = {"chain": 0, "outside": 1, "promote": 2}[accumulation]
-    params[_k.P_ACCMODE] = mode
+    params[_k.P_ACCMODE] = _ACC_MODES[accumulation]
     if accumulation == "promote":
         if promote_every is None or promote_every <= 0 or promote_every % L:
             raise ValueError(f"promote_every={promote_every!r}: expected a positive multiple of the block size L={L}")
@@ -108,7 +243,7 @@ def run(model: Model, A: np.ndarray, B: np.ndarray, C: np.ndarray, *,
     elif promote_every is not None:
         raise ValueError("promote_every is only used with accumulation='promote'")
     prm = _k.pack_tfdpa(params, M, N, numba.get_num_threads())
-    _k.tfdpa_gemm(sa, ea, sb, eb, acc, prm)
+    _k.tfdpa_gemm(ops.sa, ops.ea, ops.sb, ops.eb, acc, prm)
     return acc
 
 
@@ -124,8 +259,10 @@ def dots(model: Model, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarra
         raise ValueError(f"dots needs a, b of equal shape (n, K) and c of length n; got {a.shape}, {b.shape}, {acc.shape}")
     if model.kind != "t-fdpa":
         out = np.empty_like(acc)
+        K = a.shape[1]
         for r in range(a.shape[0]):
-            out[r] = run(model, a[r:r + 1], b[r:r + 1].T, acc[r:r + 1].reshape(1, 1))[0, 0]
+            ops = Operands(1, K, 1, a[r:r + 1], b[r:r + 1], None, None, None, None)
+            out[r] = run_prepared(model, ops, acc[r:r + 1].reshape(1, 1))[0, 0]
         return out
     a, b = _pad_k(a, b, model.L)
     fin = model.in_fmt

@@ -62,7 +62,7 @@ def _fused(sa, ea, sb, eb, i, j, k0, L, g, ng, fp, F, ez, use_ez, sticky,
     for jj in range(L):
         if ng > 1 and ((jj >> 1) % ng) != g:
             continue
-        k = k0 + jj
+        k = np.uint64(k0 + jj)
         e1 = ea[i, k]
         e2 = eb[j, k]
         s1 = sa[i, k]
@@ -99,7 +99,7 @@ def _fused(sa, ea, sb, eb, i, j, k0, L, g, ng, fp, F, ez, use_ez, sticky,
     for jj in range(L):
         if ng > 1 and ((jj >> 1) % ng) != g:
             continue
-        k = k0 + jj
+        k = np.uint64(k0 + jj)
         p = np.int64(sa[i, k]) * np.int64(sb[j, k])
         if p == 0:
             continue
@@ -204,7 +204,7 @@ def _block_emax(sa, ea, sb, eb, i, j, k0, L, ezp, W):
     raw = NEG_BIG
     for j4 in range(0, L, W):
         for u in range(W):
-            k = k0 + j4 + u
+            k = np.uint64(k0 + j4 + u)    # unsigned: no wraparound test, so plain vector loads
             e = np.int64(ea[i, k]) + np.int64(eb[j, k])
             p = np.int64(sa[i, k]) * np.int64(sb[j, k])
             raw = max(raw, e)
@@ -221,7 +221,7 @@ def _block_sum(sa, ea, sb, eb, i, j, k0, L, ezp, base, G, sticky, W):
     S = np.int64(0)
     for j4 in range(0, L, W):
         for u in range(W):
-            k = k0 + j4 + u
+            k = np.uint64(k0 + j4 + u)
             p = np.int64(sa[i, k]) * np.int64(sb[j, k])
             e = np.int64(ea[i, k]) + np.int64(eb[j, k])
             r = base - (e if p != 0 else ezp)

@@ -87,6 +87,188 @@ def decompose(x, sig, exp, man_bits, emin, flush):
 
 
 @numba.njit(cache=True, inline="always")
+def check_decompose_one(v, man_bits, emin, flush, vmax, has_nan, has_inf):
+    """(representable?, significand, exponent) of one float64 value for a signed
+    format with subnormals (``man_bits``, ``emin``, largest finite value ``vmax``):
+    :func:`decompose_one` plus the test of ``workbench.formats.is_representable``
+    (NaN/Inf only if the format has them, ``|v| <= vmax``, ``v`` on the format's
+    grid; -0 is a zero)."""
+    if v != v:
+        return has_nan, SIG_NAN, SPECIAL
+    if math.isinf(v):
+        return has_inf, (1 if v > 0 else -1), SPECIAL
+    if v == 0.0:
+        return True, 0, emin
+    a = abs(v)
+    _, e = math.frexp(a)
+    e -= 1
+    sub = e < emin
+    if sub:
+        e = emin
+    f = math.ldexp(a, man_bits - e)
+    s = np.int64(f)
+    ok = a <= vmax and float(s) == f
+    if sub and flush:
+        return ok, 0, emin
+    return ok, (-s if v < 0 else s), e
+
+
+_EXP_MASK = 0x7FF
+_FRAC_MASK = (1 << 52) - 1
+_ABS_MASK = (1 << 63) - 1
+
+
+@numba.njit(cache=True, inline="always")
+def check_decompose_bits(b, man_bits, emin, flush, vmax_bits, has_nan, has_inf):
+    """:func:`check_decompose_one` of the float64 whose bit pattern is the int64 ``b``,
+    in integer operations only (``vmax_bits``: the pattern of the largest finite
+    value).  Float64 subnormals, below every format's range but fp64's, go through
+    :func:`check_decompose_one`."""
+    ef = (b >> 52) & _EXP_MASK
+    frac = b & _FRAC_MASK
+    neg = b < 0
+    if ef == _EXP_MASK:
+        if frac != 0:
+            return has_nan, np.int64(SIG_NAN), np.int64(SPECIAL)
+        return has_inf, np.int64(-1 if neg else 1), np.int64(SPECIAL)
+    if ef == 0:
+        if frac == 0:
+            return True, np.int64(0), np.int64(emin)
+        v = -math.ldexp(float(frac), -1074) if neg else math.ldexp(float(frac), -1074)
+        ok, s, e = check_decompose_one(v, man_bits, emin, flush, math.inf, has_nan, has_inf)
+        return ok and (b & _ABS_MASK) <= vmax_bits, np.int64(s), np.int64(e)
+    e = ef - 1023
+    full = frac | (np.int64(1) << 52)
+    sh = 52 - man_bits
+    sub = e < emin
+    if sub:
+        sh += emin - e
+        e = emin
+    if sh > 62:
+        s = np.int64(0)
+        ok = False
+    else:
+        s = full >> sh
+        ok = (s << sh) == full and (b & _ABS_MASK) <= vmax_bits
+    if sub and flush:
+        s = np.int64(0)
+    return ok, (-s if neg else s), np.int64(e)
+
+
+_CHUNK_ROWS = 4096      # elements of one row of A per task
+_CHUNK_T = 64           # rows of B per task (a tile of B read down its columns)
+
+
+@numba.njit(cache=True, inline="always")
+def _n_tasks(x, transposed):
+    R, C = x.shape
+    if transposed:
+        return (R + _CHUNK_T - 1) // _CHUNK_T
+    return R * ((C + _CHUNK_ROWS - 1) // _CHUNK_ROWS)
+
+
+@numba.njit(cache=True, inline="always")
+def _decompose_bits_common(b, man_bits, emin, flush, vmax_bits):
+    """Branch-free :func:`check_decompose_bits` for the common values: returns
+    ``(sig, exp, ok)`` exactly as that function does when ``ok``; ``ok`` is False for
+    values it does not cover (NaN, Inf, float64 subnormals) as well as for values
+    that are not representable, which then go through :func:`check_decompose_bits`."""
+    ef = (b >> 52) & _EXP_MASK
+    ab = b & _ABS_MASK
+    full = (b & _FRAC_MASK) | (np.int64(1) << 52)
+    e = ef - 1023
+    sub = e < emin
+    sh = 52 - man_bits + (emin - e if sub else 0)
+    sh = sh if sh < 63 else 63
+    s = full >> sh
+    zero = ab == 0
+    ok = zero or ((s << sh) == full and ab <= vmax_bits and ef != 0)
+    s = 0 if zero or (sub and flush) else s
+    return (-s if b < 0 else s), (emin if sub else e), ok
+
+
+@numba.njit(cache=True, inline="always")
+def _decompose_task(x, sig, exp, transposed, t, man_bits, emin, flush, vmax_bits, has_nan, has_inf):
+    """Task ``t`` of :func:`decompose_checked` on one operand: returns the smallest
+    C-order index in ``x`` of a value it found not representable, or ``x.size``.
+
+    A branch-free pass covers the common values; a task that meets any other value
+    (or one that is not representable) is redone value by value."""
+    R, C = x.shape
+    best = np.int64(R) * np.int64(C)
+    if transposed:
+        k0 = t * _CHUNK_T
+        k1 = min(R, k0 + _CHUNK_T)
+        i0, i1 = 0, C
+    else:
+        nch = (C + _CHUNK_ROWS - 1) // _CHUNK_ROWS
+        i0 = t // nch
+        i1 = i0 + 1
+        k0 = (t - i0 * nch) * _CHUNK_ROWS
+        k1 = min(C, k0 + _CHUNK_ROWS)
+    all_ok = True
+    for i in range(i0, i1):
+        for k in range(k0, k1):
+            uk = np.uint64(k)    # unsigned: no wraparound test, so the loop vectorises
+            b = x[uk, i] if transposed else x[i, uk]
+            s, e, ok = _decompose_bits_common(b, man_bits, emin, flush, vmax_bits)
+            sig[i, uk] = s
+            exp[i, uk] = e
+            all_ok &= ok
+    if all_ok:
+        return best
+    for i in range(i0, i1):
+        for k in range(k0, k1):
+            flat = np.int64(k) * C + i if transposed else np.int64(i) * C + k
+            b = x[k, i] if transposed else x[i, k]
+            ok, s, e = check_decompose_bits(b, man_bits, emin, flush, vmax_bits, has_nan, has_inf)
+            sig[i, k] = s
+            exp[i, k] = e
+            if not ok:
+                best = min(best, flat)
+    return best
+
+
+@numba.njit(cache=True, inline="always")
+def _pad_zeros(sig, exp, cols, emin):
+    for i in range(sig.shape[0]):
+        for k in range(cols, sig.shape[1]):
+            sig[i, k] = 0
+            exp[i, k] = emin
+
+
+@numba.njit(cache=True, parallel=True)
+def decompose_checked(xa, sa, ea, xb, sb, eb, man_bits, emin, flush, vmax_bits, has_nan, has_inf):
+    """Check and decompose both operands of a product in one parallel pass.
+
+    ``xa`` (M, K) and ``xb`` (K, N) are float64 arrays given as their int64 bit
+    patterns; ``sa[i, k], ea[i, k]`` receive ``xa[i, k]`` and ``sb[j, k], eb[j, k]``
+    receive ``xb[k, j]`` (B read in its own layout and written as B^T, 64 rows of B
+    at a time so that both sides stay in cache).  Columns beyond K are the padding:
+    decomposed zeros ``(0, emin)``.  Returns, for A and for B, the C-order index of
+    the first value that is not representable, or -1 (see :func:`check_decompose_bits`).
+    """
+    na = _n_tasks(xa, False)
+    nt = na + _n_tasks(xb, True)
+    first = np.empty(nt, dtype=np.int64)
+    for t in numba.prange(nt):
+        if t < na:
+            first[t] = _decompose_task(xa, sa, ea, False, t, man_bits, emin, flush, vmax_bits, has_nan, has_inf)
+        else:
+            first[t] = _decompose_task(xb, sb, eb, True, t - na, man_bits, emin, flush, vmax_bits, has_nan,
+                                       has_inf)
+    _pad_zeros(sa, ea, xa.shape[1], emin)
+    _pad_zeros(sb, eb, xb.shape[0], emin)
+    bad_a = np.int64(xa.size)
+    for t in range(na):
+        bad_a = min(bad_a, first[t])
+    bad_b = np.int64(xb.size)
+    for t in range(na, nt):
+        bad_b = min(bad_b, first[t])
+    return (-1 if bad_a == xa.size else bad_a), (-1 if bad_b == xb.size else bad_b)
+
+
+@numba.njit(cache=True, inline="always")
 def align_term(m, sh, sticky):
     """Magnitude ``m`` times 2**sh, truncated toward zero; with ``sticky`` one more
     bit is appended that is 1 when any bit fell off."""

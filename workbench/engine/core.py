@@ -223,8 +223,16 @@ def _dispatch(model: Model, ops: Operands, acc: np.ndarray, accumulation: str, p
     if kind == "fma":
         if accumulation != "chain":
             raise ValueError("an FMA chain has no blocks to accumulate outside; use accumulation='chain'")
-        _k.fma_gemm(np.ascontiguousarray(ops.A), ops.BT, acc, model.out_fmt.name == "fp32")
-        return acc
+        out = model.out_fmt
+        if model.c_position == "early":
+            _k.fma_gemm(np.ascontiguousarray(ops.A), ops.BT, acc, out.name == "fp32")
+            return acc
+        # c late: the chain starts from 0 and c is added once at the end, rounded on its own
+        d = np.zeros_like(acc)
+        _k.fma_gemm(np.ascontiguousarray(ops.A), ops.BT, d, out.name == "fp32")
+        _k.add_late(d, acc, out.p, out.emin, out.emax, _ops.MODE_CODES[model.late_rounding],
+                    model.flush_output_subnormals)
+        return d
     if kind in ("st-fdpa", "gst-fdpa"):
         return _others.run_scaled(model, ops.A, ops.BT, acc, scale_a, scale_b, accumulation)
     if scale_a is not None or scale_b is not None:

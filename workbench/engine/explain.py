@@ -118,7 +118,9 @@ class Trace:
         L = _block_size(m)
         n = 1
         for blk in self.blocks:
-            if len(self.blocks) > 1:
+            if blk.label:
+                lines.append(f"-- {blk.label}, chain result d = {blk.c_in!r}")
+            elif len(self.blocks) > 1:
                 lines.append(f"-- block {blk.index} (elements {blk.index * L}..{(blk.index + 1) * L - 1}), "
                              f"c = {blk.c_in!r}")
             if blk.special:
@@ -681,7 +683,8 @@ def explain(a, b, c: float = 0.0, model: Model | None = None, *, scale_a=None, s
         nbp = ap.size // model.k_block
         spa = np.concatenate([sa, np.ones(nbp - sa.size)])
         spb = np.concatenate([sb, np.ones(nbp - sb.size)])
-    d = c
+    fma_late = model.kind == "fma" and model.c_position == "late"
+    d = 0.0 if fma_late else c     # a late c waits until the chain is done
     blocks = []
     for i in range(0, ap.size, L):
         x, y = ap[i:i + L], bp[i:i + L]
@@ -705,6 +708,14 @@ def explain(a, b, c: float = 0.0, model: Model | None = None, *, scale_a=None, s
             blk = _amd_block(i // L, x, y, d, model)
         blocks.append(blk)
         d = blk.result
+    if fma_late:
+        from .kernels import exact_add
+        out = model.out_fmt
+        r = float(exact_add(d, c, out.p, out.emin, out.emax, _ops.MODE_CODES[model.late_rounding],
+                            model.flush_output_subnormals))
+        blocks.append(Block(index=ap.size, c_in=d, result=r, label="c added late",
+                            rounding=f"d + c, {model.late_rounding.upper()} to {out.name}"))
+        d = r
     scales = {"scale_a": tuple(sa.tolist()), "scale_b": tuple(sb.tolist())} if scaled else {}
     return Trace(model=model, a=tuple(a.tolist()), b=tuple(b.tolist()), c=c, blocks=blocks, value=d, **scales)
 

@@ -448,6 +448,18 @@ def fma_gemm(A, BT, acc, single):
             acc[i, j] = d
 
 
+@numba.njit(cache=True, parallel=True)
+def add_late(D, C, p, emin, emax, mode, flush):
+    """``D <- rho(D + C)`` element by element, correctly rounded once to the format
+    (p, emin, emax) in ``mode``: c added after the products (Khattak-Mikaitis Table II,
+    "c late"), e.g. ``A @ B + C`` of a BLAS call with beta = 1."""
+    M, N = D.shape
+    for t in numba.prange(M * N):
+        i = t // N
+        j = t - i * N
+        D[i, j] = exact_add(D[i, j], C[i, j], p, emin, emax, mode, flush)
+
+
 def pack_tfdpa(params: dict, M: int, N: int, nthreads: int) -> np.ndarray:
     """The int64 parameter vector of :func:`tfdpa_gemm` (tile sizes included)."""
     prm = np.zeros(N_PRM, dtype=np.int64)

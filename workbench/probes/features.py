@@ -461,14 +461,16 @@ class CPosition:
     table: RoundingTable | None = None
 
 
-def probe_c_position(bb: BlackBox, st: Structure, allow_sub: bool = True) -> CPosition:
+def probe_c_position(bb: BlackBox, st: Structure, allow_sub: bool = True, *, fma_chain: bool = False) -> CPosition:
     """c early or late (Khattak-Mikaitis Table II): p0 = U, p1 = -U, c = eps far below
-    U's window.  In the fused sum (early) eps is lost, d = 0; added afterwards (late),
+    U's window (for an FMA chain: in its first two steps).  In the fused sum (early) eps is lost, d = 0; added afterwards (late),
     d = eps.  When late, the late addition's rounding is probed with s = 2^e from the
     products and c = x/4 ulp (Xie's rounding table)."""
-    slots = _slots(st, st.L)
+    # fma_chain (a chain of single FMAs in one format): two consecutive steps play the role
+    # of the fused sum; c enters first (early, the running sum) or after the chain (late, A @ B + C)
+    slots = [0, 1] if fma_chain else _slots(st, st.L)
     if len(slots) < 2:
-        return CPosition("early")   # one product per step: c is the running sum
+        return CPosition("early")   # one product per fused step: c is the running sum
     eU = _top(bb)
     r = Ranges(bb.in_fmt, bb.out_fmt)
     ceps = max(r.out_lo + 1, eU - 60)

@@ -390,6 +390,14 @@ def infer(black_box: Any, in_format: str | None = None, out_format: str | None =
         pass
     elif st.L == 1 and fin.name == fout.name:
         params.update(kind="fma", L=1)
+        cp = _f.probe_c_position(bb, st, allow_sub, fma_chain=True)
+        params["c_position"] = cp.position
+        if cp.position == "late":
+            params["late_rounding"] = cp.late_rounding if cp.late_rounding in ("rne", "rz", "rd", "ru") else "rne"
+            if cp.late_rounding not in ("rne", "rz", "rd", "ru"):
+                notes.append(f"late addition rounds as {cp.late_rounding!r}, which the engine cannot model")
+        feats["c"] = ("first term of the chain" if cp.position == "early"
+                      else f"late (after the chain), rounded {cp.late_rounding}")
     else:
         c_early = True
         params.update(kind="t-fdpa", L=st.L)

@@ -1,0 +1,82 @@
+"""FMA chains with c added late (d = rho(chain(a*b from 0) + c)), the arithmetic of a
+BLAS ``A @ B + C`` (numpy/OpenBLAS sgemm and dgemm with beta = 1).  Expected values come
+from the Fraction reference of tests/reference_mma.py, not from the engine."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import reference_mma as ref  # noqa: E402
+
+import workbench as wb  # noqa: E402
+from workbench.probes import infer  # noqa: E402
+from workbench.probes.targets import target  # noqa: E402
+
+
+def _late_reference(a, b, c, out_format, late_rounding):
+    chain = ref.fma_chain(a, b, 0.0, rounding="rne", out_format=out_format)
+    return ref._ieee_fma(chain, 1.0, c, out_format, late_rounding)
+
+
+def _same(x: float, y: float) -> bool:
+    return (np.isnan(x) and np.isnan(y)) or (x == y and np.signbit(x) == np.signbit(y))
+
+
+@pytest.mark.parametrize("fmt", ["fp32", "fp64"])
+@pytest.mark.parametrize("late_rounding", ["rne", "rz", "rd", "ru"])
+def test_fma_chain_with_late_c_matches_the_fraction_reference(fmt, late_rounding):
+    m = wb.custom_model(fmt, fmt, kind="fma", c_position="late", late_rounding=late_rounding)
+    rng = np.random.default_rng(7)
+    dt = np.float32 if fmt == "fp32" else np.float64
+    K = 5
+    checked = 0
+    for case in range(120):
+        a = rng.standard_normal(K).astype(dt).astype(np.float64)
+        b = rng.standard_normal(K).astype(dt).astype(np.float64)
+        if case % 3 == 0:        # cancellation down to the low bits
+            a[1], b[1] = -a[0], b[0]
+        scale = 2.0 ** int(rng.integers(-60, 60))
+        c = float(dt(rng.standard_normal() * scale))
+        got = float(wb.gemm(a[None, :], b[:, None], np.array([[c]]), model=m)[0, 0])
+        want = _late_reference(list(a), list(b), c, fmt, late_rounding)
+        assert _same(got, want), (a, b, c, got, want)
+        checked += 1
+    assert checked == 120
+
+
+def test_late_c_survives_where_the_chain_cancels():
+    # 1*1 + (-1)*1 cancels exactly; c = 2^-60 lies far below 1's ulp
+    a, b, c = np.array([[1.0, -1.0]]), np.array([[1.0], [1.0]]), np.array([[2.0**-60]])
+    early = wb.custom_model("fp32", "fp32", kind="fma")
+    late = wb.custom_model("fp32", "fp32", kind="fma", c_position="late")
+    assert wb.gemm(a, b, c, model=early)[0, 0] == 0.0          # c absorbed into 1, then 1 - 1
+    assert wb.gemm(a, b, c, model=late)[0, 0] == np.float32(2.0**-60)
+
+
+def test_numpy_fp32_matmul_plus_c_is_recovered_and_verified():
+    res = infer(target("numpy-fp32"), n_verify=3000)
+    assert res.params["kind"] == "fma" and res.params["L"] == 1
+    assert res.params["c_position"] == "late" and res.params["late_rounding"] == "rne"
+    assert res.verified, res.sheet()
+
+
+def test_fma_presets_still_have_c_early():
+    res = infer(wb.probes.from_model(wb.preset("MI300X", "fp32", "fp32")), n_verify=2000)
+    assert res.params["c_position"] == "early" and res.verified
+
+
+def test_explain_traces_the_late_addition():
+    m = wb.custom_model("fp32", "fp32", kind="fma", c_position="late")
+    t = wb.explain([1.0, -1.0], [1.0, 1.0], 2.0**-60, m)
+    assert t.value == 2.0**-60 and "c added late" in str(t)
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        a = rng.standard_normal(4).astype(np.float32).astype(float)
+        b = rng.standard_normal(4).astype(np.float32).astype(float)
+        c = float(np.float32(rng.standard_normal() * 2.0 ** int(rng.integers(-30, 30))))
+        got = float(wb.gemm(a[None, :], b[:, None], np.array([[c]]), model=m)[0, 0])
+        assert _same(wb.explain(a, b, c, m).value, got)

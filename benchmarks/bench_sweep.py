@@ -8,19 +8,11 @@ folder, prints the wall time, the simulated multiply-accumulates per second and,
 (format, words, model), the median ratio of our error to the published one (the
 inputs differ: MATLAB's rng(1) stream cannot be reproduced, so expect the same
 curves, not the same digits).  Target: <= 10 minutes on 2 cores.
-
-The multi-word algorithm is ``algorithms.ALGORITHMS["multiword"]`` when the
-algorithms package provides it; otherwise :func:`multiword` below, a direct
-transcription of the experiment definition in
-``../shared/paper_data/khattak2025_fig7/README.md`` (scaling, splitting into words,
-p(p+1)/2 word products accumulated in the model, unscaling).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import math
 import shutil
 import sys
 import tempfile
@@ -29,58 +21,14 @@ from pathlib import Path
 
 import numpy as np
 
+
 ROOT = Path(__file__).resolve().parents[1]
 FIG7_DATA = ROOT.parent / "shared" / "paper_data" / "khattak2025_fig7"
-
-
-def multiword(A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None, *, model, words: int) -> np.ndarray:
-    """Mary & Mikaitis' scaled multi-word product as run in Khattak & Mikaitis' matmul_test.m."""
-    import workbench
-
-    fin = workbench.format(model.in_format)
-    fout = workbench.format(model.out_format)
-    n = A.shape[1]
-    u = 2.0 ** -fin.p
-    theta = min(fin.max, math.sqrt(fout.max / n))
-    with np.errstate(divide="ignore"):
-        L = np.exp2(np.floor(np.log2(theta / np.max(np.abs(A), axis=1))))
-        M = np.exp2(np.floor(np.log2(theta / np.max(np.abs(B), axis=0))))
-    L[~np.isfinite(L)] = 1.0
-    M[~np.isfinite(M)] = 1.0
-    As, Bs = A * L[:, None], B * M[None, :]
-
-    def split(X: np.ndarray) -> list[np.ndarray]:
-        parts = [workbench.round(X, fin)]
-        r = X - parts[0]
-        for j in range(2, words + 1):
-            Xj = workbench.round(r / u ** (j - 1), fin)
-            parts.append(Xj)
-            r = r - u ** (j - 1) * Xj
-        return parts
-
-    Aw, Bw = split(As), split(Bs)
-    Cp = np.zeros((A.shape[0], B.shape[1]))
-    for j in range(words):
-        for k in range(words):
-            if j + k < words:
-                # the toolbox's GEMM rounds alpha * A_j to the input format (alpha = u^(j+k))
-                Aj = workbench.round(u ** (j + k) * Aw[j], fin) if j + k else Aw[j]
-                Cp = np.asarray(workbench.gemm(Aj, Bw[k], Cp, model=model), dtype=np.float64)
-    return Cp / L[:, None] / M[None, :]
 
 
 def _products(words: int) -> int:
     """Word products of the p-word algorithm: p(p+1)/2."""
     return words * (words + 1) // 2
-
-
-def _algorithm_name() -> str:
-    try:
-        if "multiword" in importlib.import_module("algorithms").ALGORITHMS:
-            return "multiword"
-    except (ImportError, AttributeError):
-        pass
-    return "bench_sweep:multiword"
 
 
 def _published() -> dict[tuple[str, int, str], dict[int, float]]:
@@ -105,15 +53,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="the same grid with numpy float64 products instead of the models: measures the "
                              "runner's own cost (inputs, exact references, storage)")
     args = parser.parse_args(argv)
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
 
     import tomllib
 
     import workbench.sweep as sweep
 
     raw = tomllib.loads((ROOT / "experiments" / "fig7_multiword.toml").read_text())
-    algo = _algorithm_name()
-    raw["defaults"]["algorithm"] = algo
+    algo = raw["defaults"]["algorithm"]
     if args.overhead:
         algo = raw["defaults"]["algorithm"] = "numpy"
         for g in raw["grid"]:

@@ -148,18 +148,23 @@ def test_carry_bits_smt():
     assert check_carry_bits(5, 2, smt=True).details["smt"] == "sat"
 
 
+def _assert_row_discriminates(row) -> None:
+    """Rebuild a table row's input and run it on both presets again."""
+    ma, mb = resolve_model(row["model_a"]), resolve_model(row["model_b"])
+    a = np.zeros(row["K"])
+    b = np.zeros(row["K"])
+    for t in row["terms"]:
+        a[t["k"]], b[t["k"]] = t["a"], t["b"]
+    assert _differ(_run(ma, a, b, row["c"]), _run(mb, a, b, row["c"]))
+
+
 def test_table_subset_rechecked():
     names = ["V100:fp16:fp32", "H100:fp16:fp32", "B200:fp16:fp32"]
     rows = discrimination_table(names, budget=20_000)
     assert len(rows) == 3
     assert [r["status"] for r in rows] == ["found", "found", "none exists"]  # H100 and B200 share numerics
     for row in rows[:2]:
-        ma, mb = resolve_model(row["model_a"]), resolve_model(row["model_b"])
-        a = np.zeros(row["K"])
-        b = np.zeros(row["K"])
-        for t in row["terms"]:
-            a[t["k"]], b[t["k"]] = t["a"], t["b"]
-        assert _differ(_run(ma, a, b, row["c"]), _run(mb, a, b, row["c"]))
+        _assert_row_discriminates(row)
 
 
 @pytest.mark.slow
@@ -168,12 +173,7 @@ def test_table_all_presets():
     found = [r for r in rows if r["status"] == "found"]
     assert found
     for row in found:
-        ma, mb = resolve_model(row["model_a"]), resolve_model(row["model_b"])
-        a = np.zeros(row["K"])
-        b = np.zeros(row["K"])
-        for t in row["terms"]:
-            a[t["k"]], b[t["k"]] = t["a"], t["b"]
-        assert _differ(_run(ma, a, b, row["c"]), _run(mb, a, b, row["c"]))
+        _assert_row_discriminates(row)
 
 
 def _cli(argv: list[str], capsys) -> tuple[int, str]:

@@ -107,20 +107,9 @@ def _decompose(bits, transpose):  # pragma: no cover - compiled
         for c in range(cols):
             b = bits[r, c]
             o = c * rows + r if transpose else r * cols + c
-            E = (b >> 52) & 0x7FF
-            M = b & 0xFFFFFFFFFFFFF
-            if E == 0:
-                ex = -1074
-            else:
-                M |= 0x10000000000000
-                ex = E - 1075
-            if b < 0:
-                M = -M
-            if M == 0:
-                ex = -53
-            hh = M >> 26
+            hh, ll, ex = _split_bits(b)
             h[o] = np.int32(hh)
-            lo[o] = np.int32(M - (hh << 26))
+            lo[o] = np.int32(ll)
             e[o] = np.int32(ex)
     return h, lo, e
 

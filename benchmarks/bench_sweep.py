@@ -23,7 +23,7 @@ import numpy as np
 
 
 ROOT = Path(__file__).resolve().parents[1]
-FIG7_DATA = ROOT.parent / "shared" / "paper_data" / "khattak2025_fig7"
+FIG7_DATA = ROOT / "paper_data" / "khattak2025_fig7"
 
 
 def _products(words: int) -> int:

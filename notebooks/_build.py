@@ -764,7 +764,7 @@ else:
 
 def main() -> None:
     notebook("fig7_multiword", "# Khattak & Mikaitis (2025) Figure 7: multi-word GEMM on tensor-core models",
-             'paper_data = "../shared/paper_data/khattak2025_fig7"  # the published data (relative to the repository root)\n'
+             'paper_data = "paper_data/khattak2025_fig7"  # the published data (relative to the repository root)\n'
              'k_values = None              # None: the experiment file ([quick] k or the full 20 values of n)\n',
              '# full: quick = False runs the 20 values of n = floor(logspace(1, 6, 20)) up to 10^6 (hours on 2 cores)\n'
              'print("quick" if quick else "full", "set; k_values =", k_values)\n', FIG7)

@@ -25,7 +25,7 @@ from algorithms import multiword
 from workbench.bounds import multiword_bound
 from workbench.metrics import normwise_error_inf
 
-FIG7 = Path(__file__).resolve().parents[2] / "shared" / "paper_data" / "khattak2025_fig7"
+FIG7 = Path(__file__).resolve().parents[1] / "paper_data" / "khattak2025_fig7"
 PAPER_FORMAT = {"fp16": "binary16", "bf16": "bfloat16", "fp8_e5m2": "fp8-e5m2"}
 needs_data = pytest.mark.skipif(not FIG7.is_dir(), reason=f"paper data folder {FIG7} is absent")
 

@@ -12,8 +12,7 @@ import pytest
 
 from workbench import bounds
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-FIG7 = SHARED / "paper_data" / "khattak2025_fig7"
+FIG7 = Path(__file__).resolve().parents[1] / "paper_data" / "khattak2025_fig7"
 FIG7_FORMATS = {"bfloat16": "bf16", "binary16": "fp16", "fp8-e5m2": "fp8_e5m2"}
 
 

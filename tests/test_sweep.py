@@ -18,7 +18,7 @@ from workbench.sweep import measures
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPERIMENTS = ROOT / "experiments"
-FIG7 = ROOT.parent / "shared" / "paper_data" / "khattak2025_fig7"
+FIG7 = ROOT / "paper_data" / "khattak2025_fig7"
 
 
 def _comparable(df):

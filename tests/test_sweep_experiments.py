@@ -10,7 +10,7 @@ import pytest
 import workbench.sweep as sweep
 
 ROOT = Path(__file__).resolve().parents[1]
-FIG7 = ROOT.parent / "shared" / "paper_data" / "khattak2025_fig7"
+FIG7 = ROOT / "paper_data" / "khattak2025_fig7"
 FORMAT_FILE = {"fp16": "binary16", "bf16": "bfloat16", "fp8_e5m2": "fp8-e5m2"}
 MODEL_FILE = {("V100", None, None): "v100", ("A100", None, None): "a100", ("H100", None, None): "h100",
               ("L40S", None, None): "l40s", ("B200", None, None): "b200", ("B200", "mma.sync", None): "b200",

@@ -53,6 +53,7 @@ from .ops import (
     round_fixed,
     special_product,
     special_result,
+    special_value,
 )
 
 LIMB_BITS = 30
@@ -105,12 +106,7 @@ def scan_specials(sa, ea, sb, eb, i, j, k0, L, c_sig, c_exp, fp, ovf):
             pos, neg, nan = combine_special(special_product(sa[i, k], e1, sb[j, k], e2), pos, neg, nan)
     if c_exp >= SPECIAL:
         spec = True
-        if c_sig == 2:
-            nan = True
-        elif c_sig > 0:
-            pos = True
-        else:
-            neg = True
+        pos, neg, nan = combine_special(special_value(c_sig), pos, neg, nan)
     if spec or ovf <= 0:
         return spec, pos, neg, nan
     for jj in range(L):

@@ -30,6 +30,7 @@ from .ops import (
     round_fixed,
     special_product,
     special_result,
+    special_value,
 )
 
 (R_L, R_G, R_KB, R_F, R_FP, R_EMININ, R_FX, R_MC, R_EMINC, R_EZ, R_USE_EZ, R_MODE, R_PRES, R_EMINRES,
@@ -106,7 +107,7 @@ def gst_parts(sa, ea, sb, eb, xsa, xea, xsb, xeb, i, j, k0, c_sig, c_exp, r, Xs,
             emax = ez
     if c_exp >= SPECIAL:
         spec = True
-        pos, neg, nan = combine_special(3 if c_sig == 2 else (1 if c_sig > 0 else 2), pos, neg, nan)
+        pos, neg, nan = combine_special(special_value(c_sig), pos, neg, nan)
     elif c_sig != 0:
         if c_exp > emax:
             emax = c_exp

@@ -38,6 +38,7 @@ from .ops import (
     round_fixed,
     special_product,
     special_result,
+    special_value,
 )
 
 # indices into prm
@@ -81,12 +82,7 @@ def _fused(sa, ea, sb, eb, i, j, k0, L, g, ng, fp, F, ez, use_ez, sticky,
     if has_c:
         if c_exp >= SPECIAL:
             spec = True
-            if c_sig == 2:
-                nan = True
-            elif c_sig > 0:
-                pos = True
-            else:
-                neg = True
+            pos, neg, nan = combine_special(special_value(c_sig), pos, neg, nan)
         elif c_sig == 0:
             if use_ez and ez > emax:
                 emax = ez

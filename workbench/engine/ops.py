@@ -383,6 +383,15 @@ def special_product(s1, e1, s2, e2):
 
 
 @numba.njit(cache=True, inline="always")
+def special_value(s):
+    """Code of one decomposed value known to be Inf/NaN (the accumulator c), as
+    :func:`special_product` codes products: 1 = +Inf, 2 = -Inf, 3 = NaN."""
+    if s == SIG_NAN:
+        return 3
+    return 1 if s > 0 else 2
+
+
+@numba.njit(cache=True, inline="always")
 def combine_special(code, pos, neg, nan):
     """Accumulate special codes into (pos_inf, neg_inf, nan) flags."""
     if code == 1:

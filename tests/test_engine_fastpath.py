@@ -90,7 +90,7 @@ def _general(m, A, B, C, accumulation, promote_every):
     params[K.P_PROMOTE] = (promote_every or m.L) // m.L
     params[K.P_GENERAL] = 1
     acc = np.array(C, dtype=np.float64, copy=True)
-    K.tfdpa_gemm(sa, ea, sb, eb, acc, K.pack_tfdpa(params, A.shape[0], B.shape[1], numba.get_num_threads()))
+    K.tfdpa_gemm(sa, ea, sb.T, eb.T, acc, K.pack_tfdpa(params, A.shape[0], B.shape[1], numba.get_num_threads()))
     return acc
 
 
@@ -120,3 +120,46 @@ def test_dots_fast_equals_gemm():
     for r in range(50):
         want = _general(m, a[r:r + 1], b[r:r + 1].T, c[r:r + 1].reshape(1, 1), "chain", None)[0, 0]
         assert np.float64(got[r]).view(np.uint64) == np.float64(want).view(np.uint64)
+
+
+def _scattered_specials(rng, A, B, C, fmt):
+    """One NaN in a row of A, +-Inf in two columns of B, an Inf in C, and the
+    largest values only in row 3 of A and in a quarter of B's rows (row 3's outputs
+    overflow where the formats allow): most outputs stay finite, next to lanes
+    that must leave the lane kernel."""
+    vmax = F.format(fmt).max
+    A[np.abs(A) == vmax] = 1.0
+    B[np.abs(B) == vmax] = 1.0
+    A[3, rng.integers(A.shape[1], size=8)] = vmax
+    B[rng.integers(B.shape[0], size=B.shape[0] // 4), :] = 1.5
+    B[A[3] == vmax, :] = 4.0
+    A[1, int(rng.integers(A.shape[1]))] = np.nan
+    B[int(rng.integers(B.shape[0])), 3] = np.inf
+    B[int(rng.integers(B.shape[0])), B.shape[1] - 2] = -np.inf
+    C[2, 5] = np.inf
+
+
+@pytest.mark.parametrize("mi", range(len(MODELS)))
+@pytest.mark.parametrize("vi", range(len(VARIANTS)))
+def test_lane_kernel_equals_general_path(mi, vi):
+    """core.run on the lane kernel (N >= LANES_MIN_N: two lane tiles, 64 + 6 lanes;
+    K over more than one chunk of prm[P_BC] blocks) equals the general path in every
+    accumulation mode, with scattered Inf/NaN and, for the fp16-output model,
+    overflowing chains."""
+    m = MODELS[mi].with_params(**VARIANTS[vi])
+    assert core.lane_layout(m, 70)
+    rng = np.random.default_rng(11 + 100 * mi + vi)
+    nblocks = K.pack_tfdpa(core._tfdpa_params(m), 1, 1, 1)[K.P_BC] + 5
+    for accumulation, pe in (("chain", None), ("outside", None), ("promote", 8 * m.L)):
+        M, K_, N = 5, nblocks * m.L - 1, 70
+        spread = 3 if m.out_format == "fp16" else 14
+        A = _values(rng, (M, K_), m.in_format, False, spread)
+        B = _values(rng, (K_, N), m.in_format, False, spread)
+        C = _values(rng, (M, N), m.out_format, False, spread)
+        _scattered_specials(rng, A, B, C, m.in_format)
+        got = core.run(m, A, B, C, accumulation=accumulation, promote_every=pe)
+        want = _general(m, A, B, C, accumulation, pe)
+        assert np.array_equal(got.view(np.uint64), want.view(np.uint64)), (m.describe(), accumulation)
+        assert np.isfinite(got).mean() > 0.5
+        if F.format(m.in_format).max ** 2 > F.format(m.out_format).max:
+            assert not np.isfinite(got[3]).all()

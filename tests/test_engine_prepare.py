@@ -35,14 +35,20 @@ def _mixed(rng: np.random.Generator, fmt: F.FloatFormat, n: int) -> np.ndarray:
     return x
 
 
-def _checked(x: np.ndarray, fmt: F.FloatFormat, flush: bool, pad: int) -> tuple[np.ndarray, ...]:
-    """ops.decompose_checked on A = x and B = x.T (so that both give x's rows)."""
+def _checked(x: np.ndarray, fmt: F.FloatFormat, flush: bool, pad: int, transpose_b: bool) -> tuple:
+    """ops.decompose_checked on A = x and B = x.T, B's arrays returned as B^T (so
+    that both give x's rows, padded at the end of each row), in either B layout."""
     vmax_bits = int(np.float64(fmt.max).view(np.int64))
     xb = x.T.copy()
-    sa, ea, sb, eb = (np.empty((x.shape[0], x.shape[1] + pad), np.int32) for _ in range(4))
-    bad_a, bad_b = ops.decompose_checked(x.view(np.int64), sa, ea, xb.view(np.int64), sb, eb, fmt.man_bits,
-                                         fmt.emin, flush, vmax_bits, fmt.has_nan, fmt.has_inf)
-    return bad_a, bad_b, sa, ea, sb, eb
+    sa, ea = (np.empty((x.shape[0], x.shape[1] + pad), np.int32) for _ in range(2))
+    b_shape = (x.shape[0], x.shape[1] + pad) if transpose_b else (x.shape[1] + pad, x.shape[0])
+    sb, eb = (np.empty(b_shape, np.int32) for _ in range(2))
+    bad_a, bad_b, special = ops.decompose_checked(x.view(np.int64), sa, ea, xb.view(np.int64), sb, eb, transpose_b,
+                                                  fmt.man_bits, fmt.emin, flush, vmax_bits, fmt.has_nan,
+                                                  fmt.has_inf)
+    if not transpose_b:
+        sb, eb = sb.T, eb.T
+    return bad_a, bad_b, special, sa, ea, sb, eb
 
 
 def _first_bad(ok: np.ndarray) -> int:
@@ -52,7 +58,8 @@ def _first_bad(ok: np.ndarray) -> int:
 
 @pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
 @pytest.mark.parametrize("flush", [False, True])
-def test_agrees_with_is_representable_and_decompose(fmt: F.FloatFormat, flush: bool) -> None:
+@pytest.mark.parametrize("transpose_b", [False, True])
+def test_agrees_with_is_representable_and_decompose(fmt: F.FloatFormat, flush: bool, transpose_b: bool) -> None:
     rng = np.random.default_rng(7)
     x = _mixed(rng, fmt, 37 * 150).reshape(37, 150)
     ok = F.is_representable(x, fmt)
@@ -60,7 +67,8 @@ def test_agrees_with_is_representable_and_decompose(fmt: F.FloatFormat, flush: b
     want_s = np.empty(x.shape, np.int32)
     want_e = np.empty(x.shape, np.int32)
     ops.decompose(xd, want_s, want_e, fmt.man_bits, fmt.emin, flush)
-    bad_a, bad_b, sa, ea, sb, eb = _checked(x, fmt, flush, 3)
+    bad_a, bad_b, special, sa, ea, sb, eb = _checked(x, fmt, flush, 3, transpose_b)
+    assert special
     assert bad_a == _first_bad(ok)
     assert bad_b == _first_bad(ok.T)
     for s, e in ((sa, ea), (sb, eb)):
@@ -72,8 +80,10 @@ def test_agrees_with_is_representable_and_decompose(fmt: F.FloatFormat, flush: b
     for keep in (ok, common):
         xk = np.where(keep, x, 0.0)
         ops.decompose(xk, want_s, want_e, fmt.man_bits, fmt.emin, flush)
-        bad_a, bad_b, sa, ea, sb, eb = _checked(xk, fmt, flush, 0)
+        bad_a, bad_b, special, sa, ea, sb, eb = _checked(xk, fmt, flush, 0, transpose_b)
         assert bad_a == bad_b == -1
+        # the flag is raised by NaN/Inf and float64 subnormals (the values off the common path)
+        assert special == bool((~np.isfinite(xk) | ((xk != 0) & (np.abs(xk) < np.finfo(float).tiny))).any())
         assert (sa == want_s).all() and (ea == want_e).all() and (sb == want_s).all() and (eb == want_e).all()
 
 
@@ -89,7 +99,7 @@ def test_same_message_as_check_representable(operand: str) -> None:
         F.check_representable(x, fmt, operand)
     A, B = (x, np.zeros((7, 2))) if operand == "A" else (np.zeros((2, 300)), x)
     with pytest.raises(ValueError) as got:
-        core.decompose_checked(A, B, fmt, False, A.shape[1] + 1)
+        core.decompose_checked(A, B, fmt, False, A.shape[1] + 1, operand == "A")
     assert str(got.value) == str(want.value)
 
 
@@ -99,16 +109,21 @@ def test_unsigned_formats_take_the_unfused_path(name: str) -> None:
     fmt = F.format(name)
     A = 2.0 ** rng.integers(-5, 5, (3, 40)).astype(float)
     B = 2.0 ** rng.integers(-5, 5, (40, 4)).astype(float)
-    got = core.decompose_checked(A, B, fmt, False, 48)
     want = [*core.decompose(np.pad(A, ((0, 0), (0, 8))), fmt.man_bits, fmt.emin),
-            *core.decompose(np.pad(B.T, ((0, 0), (0, 8))), fmt.man_bits, fmt.emin)]
-    for g, w in zip(got, want):
-        assert (g == w).all()
+            *core.decompose(np.pad(B, ((0, 8), (0, 0))), fmt.man_bits, fmt.emin)]
+    for transpose_b in (False, True):
+        *got, special = core.decompose_checked(A, B, fmt, False, 48, transpose_b)
+        assert not special
+        # B in its own layout gets zero columns up to a multiple of 8 (the lane width)
+        assert got[2].shape == ((48, 4) if transpose_b else (48, 8))
+        assert (got[2][:, 4:] == 0).all() and (got[3][:, 4:] == fmt.emin).all()
+        for g, w in zip(got, want):
+            assert (g[:, :w.shape[1]] == w).all()
     B[7, 2] = -1.0
     with pytest.raises(ValueError) as want_err:
         F.check_representable(B, fmt, "B")
     with pytest.raises(ValueError) as got_err:
-        core.decompose_checked(A, B, fmt, False, 48)
+        core.decompose_checked(A, B, fmt, False, 48, False)
     assert str(got_err.value) == str(want_err.value)
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.engine import dots
+from workbench.engine import core, dots
 
 HW = Path(__file__).resolve().parents[2] / "shared" / "hw_vectors"
 pytestmark = pytest.mark.skipif(not HW.is_dir(), reason=f"GPU vectors not found at {HW} (../shared absent)")
@@ -101,3 +101,37 @@ def test_gemm_matches_rows_through_the_public_api():
         D = wb.gemm(a[r:r + 1], b[r:r + 1].T, c[r:r + 1].reshape(1, 1), model=m)
         assert D.dtype == np.float32
         assert D.view(np.uint32)[0, 0] == d_bits[r]
+
+
+def _rows_through_gemm(model, a: np.ndarray, b: np.ndarray, c: np.ndarray, width: int = 64) -> np.ndarray:
+    """Every row r as output (r, r) of a ``width x K x width`` workbench.gemm (A = the
+    block's a rows, B = its b rows transposed, C = diag(c)): each row lands in a
+    different lane of the lane kernel, next to outputs of unrelated rows."""
+    out = []
+    for r0 in range(0, a.shape[0], width):
+        r1 = min(a.shape[0], r0 + width)
+        C = np.diag(c[r0:r1])
+        D = wb.gemm(a[r0:r1], b[r0:r1].T, C, model=model)
+        out.append(np.diagonal(D).copy())
+    return np.concatenate(out)
+
+
+@pytest.mark.parametrize("dev,fmt,out,instruction,cmode", SETS, ids=[f"{s[0]}-{s[1]}-{s[2]}" for s in SETS])
+def test_every_row_bit_exact_through_gemm(dev, fmt, out, instruction, cmode):
+    """The same rows through the whole-matrix path (``core.lane_layout`` says which
+    models run on the lane kernel; the others on the scalar tile kernel)."""
+    a, b, c, d_bits = _load(dev, fmt, out, cmode)
+    model = wb.preset(dev, fmt, out, instruction=instruction)
+    got_bits = _rows_through_gemm(model, a, b, c).view(d_bits.dtype)
+    bad = np.flatnonzero(got_bits != d_bits)
+    assert bad.size == 0, (
+        f"{dev}/{fmt}->{out} ({model.name}): {bad.size} of {len(d_bits)} rows differ; first row {bad[0]}: "
+        f"got {got_bits[bad[0]]:#x}, GPU {d_bits[bad[0]]:#x}"
+    )
+
+
+def test_the_lane_kernel_serves_most_sets():
+    """The previous test exercises the lane kernel: every set but the interleaved
+    (fp8 mma.sync) and c-late ones runs on it."""
+    lanes = [s for s in SETS if core.lane_layout(wb.preset(s[0], s[1], s[2], instruction=s[3]), 64)]
+    assert len(lanes) >= len(SETS) - 8, [s for s in SETS if s not in lanes]

@@ -108,10 +108,15 @@ def threads_for(work: int) -> Iterator[None]:
 class Operands(NamedTuple):
     """A and B of one product, checked against the model's input format.
 
-    T-FDPA models carry them decomposed (``sa, ea``: (M, Kp) significands and
-    exponents of A; ``sb, eb``: (N, Kp) of B^T; Kp = K zero-padded to a multiple of
-    L) and ``A = BT = None``; other kinds carry float64 ``A`` (M, K) and ``BT`` (N, K)
-    and ``sa = ea = sb = eb = None``."""
+    T-FDPA models carry them decomposed and ``A = BT = None``: ``sa, ea`` are the
+    (M, Kp) significands and exponents of A, ``sb, eb`` the (Kp, N) ones of B,
+    indexed ``[k, j]`` (Kp = K zero-padded to a multiple of L).  B is stored in its
+    own C-ordered layout when the lane kernel will read it (:func:`lane_layout`;
+    then with zero columns padding N to a multiple of 8),
+    otherwise as a C-ordered B^T of which ``sb, eb`` are the transposed views (so
+    that one output's walk down K is contiguous).  ``special``: whether A or B may
+    hold Inf/NaN.  Other kinds carry float64 ``A`` (M, K) and ``BT`` (N, K) and
+    ``sa = ea = sb = eb = None``."""
 
     M: int
     K: int
@@ -122,16 +127,33 @@ class Operands(NamedTuple):
     ea: np.ndarray | None
     sb: np.ndarray | None
     eb: np.ndarray | None
+    special: bool = True
+
+
+#: Fewest columns of B for which the lane kernel beats the scalar one.
+LANES_MIN_N = 4
+
+
+def lane_layout(model: Model, N: int) -> bool:
+    """Whether products with this model and N columns run on the lane kernel
+    (:func:`workbench.engine.kernels.tfdpa_gemm_lanes`): T-FDPA models on the fast
+    path with at least :data:`LANES_MIN_N` columns."""
+    return (model.kind == "t-fdpa" and N >= LANES_MIN_N
+            and bool(_k.fast_eligible(_k.pack_tfdpa(_tfdpa_params(model), 1, 1, 1))))
 
 
 def decompose_checked(A: np.ndarray, B: np.ndarray, fmt: _formats.FloatFormat, flush: bool,
-                      k_padded: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(sa, ea, sb, eb): int32 significands and exponents of A (M, K) and of B^T (N, K)
-    with K zero-padded to ``k_padded``, after checking that every value is
-    representable in ``fmt``; for signed formats with subnormals in one compiled pass
-    over both operands (:func:`ops.decompose_checked`), B read in its (K, N) layout.
-    The first value that is not representable (A before B, C order) raises the
-    ValueError of :func:`workbench.formats.check_representable` (``A[i, j] = v is not
+                      k_padded: int, transpose_b: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
+    """(sa, ea, sb, eb, special): int32 significands and exponents of A (M, K) and of
+    B (K, N), K zero-padded to ``k_padded``, after checking that every value is
+    representable in ``fmt``; B is returned as (Kp, Np) arrays indexed ``[k, j]``,
+    C-ordered, zero columns padding N to Np, a multiple of
+    :data:`~workbench.engine.kernels.LANE_PAD` (the lane kernel's layout), or with
+    ``transpose_b`` as the transposed views of C-ordered (N, Kp) arrays.  ``special`` is False only when neither operand holds Inf/NaN.  For
+    signed formats with subnormals this is one compiled pass over both operands
+    (:func:`ops.decompose_checked`), B read in its (K, N) layout.  The first value
+    that is not representable (A before B, C order) raises the ValueError of
+    :func:`workbench.formats.check_representable` (``A[i, j] = v is not
     representable in ...``)."""
     A = _formats._as_float64(A, "A")
     B = _formats._as_float64(B, "B")
@@ -140,23 +162,33 @@ def decompose_checked(A: np.ndarray, B: np.ndarray, fmt: _formats.FloatFormat, f
         raise ValueError(f"A {A.shape} and B {B.shape} do not make a product padded to K={k_padded}")
     sa = np.empty((M, k_padded), dtype=np.int32)
     ea = np.empty((M, k_padded), dtype=np.int32)
-    sb = np.empty((N, k_padded), dtype=np.int32)
-    eb = np.empty((N, k_padded), dtype=np.int32)
+    b_shape = (N, k_padded) if transpose_b else (k_padded, -(-N // _k.LANE_PAD) * _k.LANE_PAD)
+    sb = np.empty(b_shape, dtype=np.int32)
+    eb = np.empty(b_shape, dtype=np.int32)
     if not (fmt.signed and fmt.subnormals):
-        checked = (_formats.check_representable(A, fmt, "A"), _formats.check_representable(B, fmt, "B").T)
-        for x, s, e in zip(checked, (sa, sb), (ea, eb)):
-            xp = np.zeros(s.shape)
-            xp[:, :K] = x
-            _ops.decompose(xp, s, e, fmt.man_bits, fmt.emin, flush)
-        return sa, ea, sb, eb
-    vmax_bits = int(np.float64(fmt.max).view(np.int64))
-    bad_a, bad_b = _ops.decompose_checked(A.view(np.int64), sa, ea, B.view(np.int64), sb, eb, fmt.man_bits,
-                                          fmt.emin, flush, vmax_bits, fmt.has_nan, fmt.has_inf)
-    if bad_a >= 0:
-        raise _formats.not_representable_error(A, bad_a, fmt, "A")
-    if bad_b >= 0:
-        raise _formats.not_representable_error(B, bad_b, fmt, "B")
-    return sa, ea, sb, eb
+        Ap = np.zeros(sa.shape)
+        Ap[:, :K] = _formats.check_representable(A, fmt, "A")
+        Bp = np.zeros(sb.shape)
+        B = _formats.check_representable(B, fmt, "B")
+        if transpose_b:
+            Bp[:, :K] = B.T
+        else:
+            Bp[:K, :N] = B
+        _ops.decompose(Ap, sa, ea, fmt.man_bits, fmt.emin, flush)
+        _ops.decompose(Bp, sb, eb, fmt.man_bits, fmt.emin, flush)
+        special = bool((ea >= _ops.SPECIAL).any() or (eb >= _ops.SPECIAL).any())
+    else:
+        vmax_bits = int(np.float64(fmt.max).view(np.int64))
+        bad_a, bad_b, special = _ops.decompose_checked(A.view(np.int64), sa, ea, B.view(np.int64), sb, eb,
+                                                       transpose_b, fmt.man_bits, fmt.emin, flush, vmax_bits,
+                                                       fmt.has_nan, fmt.has_inf)
+        if bad_a >= 0:
+            raise _formats.not_representable_error(A, bad_a, fmt, "A")
+        if bad_b >= 0:
+            raise _formats.not_representable_error(B, bad_b, fmt, "B")
+    if transpose_b:
+        sb, eb = sb.T, eb.T
+    return sa, ea, sb, eb, bool(special)
 
 
 def _as_matrix(x: np.typing.ArrayLike) -> np.ndarray:
@@ -184,8 +216,9 @@ def prepare(model: Model, A: np.typing.ArrayLike, B: np.typing.ArrayLike) -> Ope
             return Operands(M, K, N, A64, BT, None, None, None, None)
         L = model.L
         Kp = K + (-K) % L if K else L
-        sa, ea, sb, eb = decompose_checked(A, B, fin, model.flush_subnormals, Kp)
-    return Operands(M, K, N, None, None, sa, ea, sb, eb)
+        sa, ea, sb, eb, special = decompose_checked(A, B, fin, model.flush_subnormals, Kp,
+                                                    not lane_layout(model, N))
+    return Operands(M, K, N, None, None, sa, ea, sb, eb, special)
 
 
 def run(model: Model, A: np.ndarray, B: np.ndarray, C: np.ndarray, *,
@@ -251,7 +284,16 @@ def _dispatch(model: Model, ops: Operands, acc: np.ndarray, accumulation: str, p
     elif promote_every is not None:
         raise ValueError("promote_every is only used with accumulation='promote'")
     prm = _k.pack_tfdpa(params, M, N, numba.get_num_threads())
-    _k.tfdpa_gemm(ops.sa, ops.ea, ops.sb, ops.eb, acc, prm)
+    if ops.sb.flags.c_contiguous and lane_layout(model, N):
+        if ops.special:
+            row_special = (ops.ea >= _ops.SPECIAL).any(axis=1).astype(np.int8)
+            col_special = (ops.eb >= _ops.SPECIAL).any(axis=0).astype(np.int8)
+        else:
+            row_special = np.zeros(M, dtype=np.int8)
+            col_special = np.zeros(N, dtype=np.int8)
+        _k.tfdpa_gemm_lanes(ops.sa, ops.ea, ops.sb, ops.eb, row_special, col_special, acc, prm)
+    else:
+        _k.tfdpa_gemm(ops.sa, ops.ea, ops.sb, ops.eb, acc, prm)
     return acc
 
 
@@ -277,5 +319,5 @@ def dots(model: Model, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarra
     sa, ea = decompose(a, fin.man_bits, fin.emin, model.flush_subnormals)
     sb, eb = decompose(b, fin.man_bits, fin.emin, model.flush_subnormals)
     prm = _k.pack_tfdpa(_tfdpa_params(model), a.shape[0], 1, 1)
-    _k.tfdpa_rows(sa, ea, sb, eb, acc, prm)
+    _k.tfdpa_rows(sa, ea, sb.T, eb.T, acc, prm)
     return acc

@@ -65,9 +65,9 @@ def _fused(sa, ea, sb, eb, i, j, k0, L, g, ng, fp, F, ez, use_ez, sticky,
             continue
         k = np.uint64(k0 + jj)
         e1 = ea[i, k]
-        e2 = eb[j, k]
+        e2 = eb[k, j]
         s1 = sa[i, k]
-        s2 = sb[j, k]
+        s2 = sb[k, j]
         if e1 >= SPECIAL or e2 >= SPECIAL:
             spec = True
             pos, neg, nan = combine_special(special_product(s1, e1, s2, e2), pos, neg, nan)
@@ -96,10 +96,10 @@ def _fused(sa, ea, sb, eb, i, j, k0, L, g, ng, fp, F, ez, use_ez, sticky,
         if ng > 1 and ((jj >> 1) % ng) != g:
             continue
         k = np.uint64(k0 + jj)
-        p = np.int64(sa[i, k]) * np.int64(sb[j, k])
+        p = np.int64(sa[i, k]) * np.int64(sb[k, j])
         if p == 0:
             continue
-        t = align_term(p if p > 0 else -p, base + ea[i, k] + eb[j, k], sticky)
+        t = align_term(p if p > 0 else -p, base + ea[i, k] + eb[k, j], sticky)
         S += t if p > 0 else -t
     if has_c and c_sig != 0:
         m = np.int64(c_sig)
@@ -201,8 +201,8 @@ def _block_emax(sa, ea, sb, eb, i, j, k0, L, ezp, W):
     for j4 in range(0, L, W):
         for u in range(W):
             k = np.uint64(k0 + j4 + u)    # unsigned: no wraparound test, so plain vector loads
-            e = np.int64(ea[i, k]) + np.int64(eb[j, k])
-            p = np.int64(sa[i, k]) * np.int64(sb[j, k])
+            e = np.int64(ea[i, k]) + np.int64(eb[k, j])
+            p = np.int64(sa[i, k]) * np.int64(sb[k, j])
             raw = max(raw, e)
             emax = max(emax, e if p != 0 else ezp)
     return emax, raw
@@ -218,8 +218,8 @@ def _block_sum(sa, ea, sb, eb, i, j, k0, L, ezp, base, G, sticky, W):
     for j4 in range(0, L, W):
         for u in range(W):
             k = np.uint64(k0 + j4 + u)
-            p = np.int64(sa[i, k]) * np.int64(sb[j, k])
-            e = np.int64(ea[i, k]) + np.int64(eb[j, k])
+            p = np.int64(sa[i, k]) * np.int64(sb[k, j])
+            e = np.int64(ea[i, k]) + np.int64(eb[k, j])
             r = base - (e if p != 0 else ezp)
             r = r if r < 63 else 63
             m = (p if p >= 0 else -p) << G
@@ -324,26 +324,55 @@ def _chain(sa, ea, sb, eb, i, j, b0, b1, d, prm, fast):
     return -math.ldexp(float(mag), q) if neg else math.ldexp(float(mag), q)
 
 
+_FP32_ACC = (24, -126, 127)
+#: The lane kernel computes whole groups of this many outputs (B's columns padded).
+LANE_PAD = 8   # the fp32 accumulator of "outside"/"promote" (RNE, ordinary cores)
+
+
+@numba.njit(cache=True)
+def _accumulate(sa, ea, sb, eb, i, j, b0, b1, d, part, prm, fast):
+    """Blocks ``b0 .. b1-1`` of output (i, j) in the accumulation mode prm[P_ACCMODE];
+    returns the new ``(d, part)``.
+
+    Mode 0 (chain): ``d`` is the chained accumulator (C on entry), ``part`` unused.
+    Modes 1 (outside) and 2 (promote): ``part`` is the partial chain started from 0
+    at the last promotion boundary (every block for mode 1, every prm[P_PROMOTE]
+    blocks for mode 2, and the end of K); at each boundary it is added to the fp32
+    accumulator ``d`` with round-to-nearest (:func:`exact_add`) and restarts from 0."""
+    accmode = prm[P_ACCMODE]
+    if accmode == 0:
+        return _chain(sa, ea, sb, eb, i, j, b0, b1, d, prm, fast), part
+    nprom = 1 if accmode == 1 else prm[P_PROMOTE]
+    nblocks = sa.shape[1] // prm[P_L]
+    blk = b0
+    while blk < b1:
+        end = min(b1, (blk // nprom + 1) * nprom)
+        part = _chain(sa, ea, sb, eb, i, j, blk, end, part, prm, fast)
+        if end % nprom == 0 or end == nblocks:
+            d = exact_add(d, part, _FP32_ACC[0], _FP32_ACC[1], _FP32_ACC[2], 0, False)
+            part = 0.0
+        blk = end
+    return d, part
+
+
 @numba.njit(cache=True, parallel=True)
 def tfdpa_gemm(sa, ea, sb, eb, acc, prm):
-    """D <- chain of T-FDPA blocks over K, for every output, in place in ``acc``.
+    """D <- T-FDPA blocks over K for every output, in place in ``acc``: the scalar
+    kernel (one output at a time, any T-FDPA model).
 
-    ``sa, ea``: (M, K) decomposed A; ``sb, eb``: (N, K) decomposed B^T; K is a
-    multiple of L.  ``acc`` (M, N) float64 holds C on entry and D on exit.
-    Accumulation modes (prm[P_ACCMODE]): 0 chain (C feeds the first block, each
-    block's result the next), 1 outside (each block from c = 0, its result added to
-    the fp32 accumulator with RNE), 2 promote (chain from 0 over prm[P_PROMOTE]
-    blocks, then add to the fp32 accumulator with RNE).
+    ``sa, ea``: (M, Kp) decomposed A; ``sb, eb``: (Kp, N) decomposed B, indexed
+    ``[k, j]`` (C-ordered, or the transpose of a C-ordered B^T: numba compiles each
+    layout); Kp is a multiple of L.  ``acc`` (M, N) float64 holds C on entry and D on
+    exit.  Outputs are walked in tiles of prm[P_TI] x prm[P_TJ], K in chunks of
+    prm[P_BC] blocks so that a chunk of A and B serves the whole tile from cache.
+    Accumulation modes (prm[P_ACCMODE]) as in :func:`_accumulate`.
     """
-    M, K = sa.shape
-    N = sb.shape[0]
-    L = prm[P_L]
-    nblocks = K // L
+    M, Kp = sa.shape
+    N = acc.shape[1]
+    nblocks = Kp // prm[P_L]
     TI = prm[P_TI]
     TJ = prm[P_TJ]
     BC = prm[P_BC]
-    accmode = prm[P_ACCMODE]
-    nprom = prm[P_PROMOTE]
     fast = fast_eligible(prm)
     n_it = (M + TI - 1) // TI
     n_jt = (N + TJ - 1) // TJ
@@ -354,32 +383,169 @@ def tfdpa_gemm(sa, ea, sb, eb, acc, prm):
         i1 = min(M, i0 + TI)
         j0 = jt * TJ
         j1 = min(N, j0 + TJ)
-        if accmode == 2:
-            # promotion: partial chains of nprom blocks, added to acc with RNE fp32
-            for p0 in range(0, nblocks, nprom):
-                p1 = min(nblocks, p0 + nprom)
-                for i in range(i0, i1):
-                    for j in range(j0, j1):
-                        part = _chain(sa, ea, sb, eb, i, j, p0, p1, 0.0, prm, fast)
-                        acc[i, j] = exact_add(acc[i, j], part, 24, -126, 127, 0, False)
-            continue
+        part = np.zeros((i1 - i0, j1 - j0))
         for b0 in range(0, nblocks, BC):
             b1 = min(nblocks, b0 + BC)
             for i in range(i0, i1):
                 for j in range(j0, j1):
-                    if accmode == 0:
-                        acc[i, j] = _chain(sa, ea, sb, eb, i, j, b0, b1, acc[i, j], prm, fast)
-                    else:
-                        d = acc[i, j]
-                        for blk in range(b0, b1):
-                            r = _chain(sa, ea, sb, eb, i, j, blk, blk + 1, 0.0, prm, fast)
-                            d = exact_add(d, r, 24, -126, 127, 0, False)
-                        acc[i, j] = d
+                    acc[i, j], part[i - i0, j - j0] = _accumulate(sa, ea, sb, eb, i, j, b0, b1, acc[i, j],
+                                                                  part[i - i0, j - j0], prm, fast)
+
+
+@numba.njit(cache=True, inline="always")
+def _lane_block(sa, ea, sb, eb, i, j0, nl, k0, L, neg, mag, q, emx, S, ezp, F, G, roff, sticky, st,
+                eminc, pr, eminr, emaxr, mode, flush, bad):
+    """One T-FDPA block (k0 .. k0+L-1) for outputs (i, j0 .. j0+nl-1) side by side:
+    the fast path of :func:`_chain` with the loop over outputs innermost, so that
+    every step is a vector operation over ``nl`` lanes of B's row ``k``.  The lane
+    state ``(neg, mag, q)`` (accumulator ``(-1)**neg * mag * 2**q``) is updated in
+    place; ``bad`` is set where the block overflowed to Inf."""
+    ul = np.uint64(nl)
+    uj0 = np.uint64(j0)
+    for u in range(ul):          # c's exponent (clamped at the output format's emin)
+        m = mag[u]
+        ce = bit_length(m) - 1 + q[u]
+        ce = ce if ce > eminc else eminc
+        emx[u] = ce if m != 0 else ezp
+    for kk in range(L):          # the largest product exponent (zero products: ezp)
+        k = np.uint64(k0 + kk)
+        a_zero = sa[i, k] == 0
+        a_e = np.int64(ea[i, k])
+        for u in range(ul):
+            e = a_e + np.int64(eb[k, uj0 + u])
+            v = ezp if (a_zero | (sb[k, uj0 + u] == 0)) else e
+            emx[u] = max(emx[u], v)
+    for u in range(ul):          # c aligned to F fractional bits below the maximum
+        m = mag[u]
+        sh = q[u] + F - emx[u]
+        r = -sh if sh < 0 else 0
+        r = r if r < 63 else 63
+        left = sh if sh > 0 else 0
+        left = left if left < 63 else 63
+        t = (m << left) >> r
+        if sticky:
+            t = (t << 1) | (1 if (m & ((np.int64(1) << r) - 1)) != 0 else 0)
+        S[u] = -t if neg[u] else t
+    for kk in range(L):          # every product, aligned (truncated magnitude) and summed
+        k = np.uint64(k0 + kk)
+        a_s = np.int64(sa[i, k])
+        a_e = np.int64(ea[i, k])
+        for u in range(ul):
+            p = a_s * np.int64(sb[k, uj0 + u])
+            e = a_e + np.int64(eb[k, uj0 + u])
+            r = emx[u] + roff - (e if p != 0 else ezp)
+            r = r if r < 63 else 63
+            m = (p if p >= 0 else -p) << G
+            t = m >> r
+            if sticky:
+                t = (t << 1) | (1 if (m & ((np.int64(1) << r) - 1)) != 0 else 0)
+            S[u] += t if p >= 0 else -t
+    for u in range(ul):          # rounded to the result format
+        ng, keep, qq, inf = round_int(S[u], emx[u] - F - st, pr, eminr, emaxr, mode, flush)
+        neg[u] = ng
+        mag[u] = keep
+        q[u] = qq
+        bad[u] |= inf
+
+
+@numba.njit(cache=True, parallel=True)
+def tfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, prm):
+    """:func:`tfdpa_gemm` for models on the fast path (:func:`fast_eligible`), with
+    up to prm[P_TJ] outputs of a row computed side by side (:func:`_lane_block`):
+    the same bits, several times faster.
+
+    ``sb, eb`` must be C-ordered (Kp, Np) (B's own layout), so that the lanes of one
+    step are consecutive in memory; Np >= N columns, those beyond N zero padding up
+    to a multiple of :data:`LANE_PAD` (computed, never written: whole vectors, no
+    scalar remainder loop).  ``row_special[i]`` / ``col_special[j]`` (int8)
+    mark rows of A and columns of B holding Inf/NaN; their outputs, outputs whose C
+    is Inf/NaN and outputs whose chain overflows are recomputed by the scalar
+    :func:`_accumulate`, which handles every special case (Xie et al. Section 4.2).
+    """
+    M, Kp = sa.shape
+    N = acc.shape[1]
+    Np = sb.shape[1]
+    L = prm[P_L]
+    nblocks = Kp // L
+    TI = prm[P_TI]
+    TJ = (prm[P_TJ] + LANE_PAD - 1) // LANE_PAD * LANE_PAD
+    BC = prm[P_BC]
+    accmode = prm[P_ACCMODE]
+    nprom = 1 if accmode == 1 else (prm[P_PROMOTE] if accmode == 2 else nblocks)
+    F = prm[P_F]
+    fp = prm[P_FP]
+    ezp = prm[P_EZ] if prm[P_USE_EZ] != 0 else NEG_BIG
+    mode = prm[P_MODE]
+    pr = prm[P_PRES]
+    eminr = prm[P_EMINRES]
+    emaxr = prm[P_EMAXRES]
+    mc = prm[P_MC]
+    eminc = prm[P_EMINC]
+    sticky = prm[P_STICKY] != 0
+    st = 1 if sticky else 0
+    flush = prm[P_FLUSHOUT] != 0
+    G = F - fp if F > fp else 0
+    roff = G - F + fp
+    n_it = (M + TI - 1) // TI
+    n_jt = (N + TJ - 1) // TJ
+    for t in numba.prange(n_it * n_jt):
+        it = t // n_jt
+        jt = t - it * n_jt
+        i0 = it * TI
+        ti = min(M, i0 + TI) - i0
+        j0 = jt * TJ
+        nl = min(N, j0 + TJ) - j0         # outputs of the tile
+        nv = min(Np, j0 + TJ) - j0        # lanes computed (padding included)
+        neg = np.zeros((ti, nv), dtype=np.bool_)
+        mag = np.zeros((ti, nv), dtype=np.int64)
+        q = np.zeros((ti, nv), dtype=np.int64)
+        bad = np.zeros((ti, nv), dtype=np.bool_)
+        total = np.zeros((ti, nv))        # the fp32 accumulator (modes 1 and 2)
+        emx = np.empty(nv, dtype=np.int64)
+        S = np.empty(nv, dtype=np.int64)
+        for ii in range(ti):
+            for u in range(nl):
+                c = acc[i0 + ii, j0 + u]
+                bad[ii, u] = row_special[i0 + ii] != 0 or col_special[j0 + u] != 0 or c != c or math.isinf(c)
+                total[ii, u] = c
+                if accmode == 0 and not bad[ii, u]:
+                    c_sig, c_exp = decompose_one(c, mc, eminc, False)
+                    neg[ii, u] = c_sig < 0
+                    mag[ii, u] = -c_sig if c_sig < 0 else c_sig
+                    q[ii, u] = c_exp - mc
+        for b0 in range(0, nblocks, BC):
+            b1 = min(nblocks, b0 + BC)
+            for ii in range(ti):
+                if row_special[i0 + ii] != 0:
+                    continue
+                for blk in range(b0, b1):
+                    _lane_block(sa, ea, sb, eb, i0 + ii, j0, nv, blk * L, L, neg[ii], mag[ii], q[ii], emx, S,
+                                ezp, F, G, roff, sticky, st, eminc, pr, eminr, emaxr, mode, flush, bad[ii])
+                    if accmode != 0 and ((blk + 1) % nprom == 0 or blk + 1 == nblocks):
+                        for u in range(nv):
+                            v = math.ldexp(float(mag[ii, u]), q[ii, u])
+                            total[ii, u] = exact_add(total[ii, u], -v if neg[ii, u] else v, _FP32_ACC[0],
+                                                     _FP32_ACC[1], _FP32_ACC[2], 0, False)
+                            neg[ii, u] = False
+                            mag[ii, u] = 0
+        for ii in range(ti):
+            i = i0 + ii
+            for u in range(nl):
+                j = j0 + u
+                if bad[ii, u]:
+                    acc[i, j] = _accumulate(sa, ea, sb, eb, i, j, 0, nblocks, acc[i, j], 0.0, prm,
+                                            fast_eligible(prm))[0]
+                elif accmode != 0:
+                    acc[i, j] = total[ii, u]
+                else:
+                    v = math.ldexp(float(mag[ii, u]), q[ii, u])
+                    acc[i, j] = -v if neg[ii, u] else v
 
 
 @numba.njit(cache=True, parallel=True)
 def tfdpa_rows(sa, ea, sb, eb, acc, prm):
-    """Batched dot products: acc[r] <- chain of blocks over row r of A and of B^T."""
+    """Batched dot products: acc[r] <- chain of blocks over row r of A (``sa, ea``:
+    (n, Kp)) and column r of B (``sb, eb``: (Kp, n), indexed ``[k, r]``)."""
     n, K = sa.shape
     L = prm[P_L]
     fast = fast_eligible(prm)
@@ -473,6 +639,6 @@ def pack_tfdpa(params: dict, M: int, N: int, nthreads: int) -> np.ndarray:
 
 
 __all__ = [
-    "tfdpa_gemm", "tfdpa_step", "fma_gemm", "fma64", "fma32", "exact_add", "pack_tfdpa",
+    "tfdpa_gemm", "tfdpa_gemm_lanes", "tfdpa_step", "fma_gemm", "fma64", "fma32", "exact_add", "pack_tfdpa",
     "bit_length", "round_double",
 ]

@@ -155,8 +155,26 @@ def check_decompose_bits(b, man_bits, emin, flush, vmax_bits, has_nan, has_inf):
     return ok, (-s if neg else s), np.int64(e)
 
 
-_CHUNK_ROWS = 4096      # elements of one row of A per task
-_CHUNK_T = 64           # rows of B per task (a tile of B read down its columns)
+_CHUNK = 4096           # elements of x per task (a piece of one row, or whole rows)
+_CHUNK_T = 64           # rows of B per task when writing B^T (a tile read down its columns)
+
+
+@numba.njit(cache=True, inline="always")
+def _task_range(x, transposed, t):
+    """Rows ``i0 .. i1-1`` and columns ``k0 .. k1-1`` of ``x`` in task ``t`` (for
+    ``transposed``, rows ``k0 .. k1-1`` of x and all its columns ``i0 .. i1-1``)."""
+    R, C = x.shape
+    if transposed:
+        k0 = t * _CHUNK_T
+        return 0, C, k0, min(R, k0 + _CHUNK_T)
+    if C >= _CHUNK:
+        nch = (C + _CHUNK - 1) // _CHUNK
+        i0 = t // nch
+        k0 = (t - i0 * nch) * _CHUNK
+        return i0, i0 + 1, k0, min(C, k0 + _CHUNK)
+    rows = _CHUNK // max(C, 1)
+    i0 = t * rows
+    return i0, min(R, i0 + rows), 0, C
 
 
 @numba.njit(cache=True, inline="always")
@@ -164,7 +182,10 @@ def _n_tasks(x, transposed):
     R, C = x.shape
     if transposed:
         return (R + _CHUNK_T - 1) // _CHUNK_T
-    return R * ((C + _CHUNK_ROWS - 1) // _CHUNK_ROWS)
+    if C >= _CHUNK:
+        return R * ((C + _CHUNK - 1) // _CHUNK)
+    rows = _CHUNK // max(C, 1)
+    return (R + rows - 1) // rows
 
 
 @numba.njit(cache=True, inline="always")
@@ -189,23 +210,21 @@ def _decompose_bits_common(b, man_bits, emin, flush, vmax_bits):
 
 @numba.njit(cache=True, inline="always")
 def _decompose_task(x, sig, exp, transposed, t, man_bits, emin, flush, vmax_bits, has_nan, has_inf):
-    """Task ``t`` of :func:`decompose_checked` on one operand: returns the smallest
-    C-order index in ``x`` of a value it found not representable, or ``x.size``.
+    """Task ``t`` of :func:`decompose_checked` on one operand: returns ``(first,
+    slow)``, the smallest C-order index in ``x`` of a value it found not
+    representable (or ``x.size``), and whether the task left the common path.
 
     A branch-free pass covers the common values; a task that meets any other value
-    (or one that is not representable) is redone value by value."""
+    (NaN, Inf, a float64 subnormal, or one that is not representable) is redone
+    value by value."""
     R, C = x.shape
     best = np.int64(R) * np.int64(C)
-    if transposed:
-        k0 = t * _CHUNK_T
-        k1 = min(R, k0 + _CHUNK_T)
-        i0, i1 = 0, C
-    else:
-        nch = (C + _CHUNK_ROWS - 1) // _CHUNK_ROWS
-        i0 = t // nch
-        i1 = i0 + 1
-        k0 = (t - i0 * nch) * _CHUNK_ROWS
-        k1 = min(C, k0 + _CHUNK_ROWS)
+    i0, i1, k0, k1 = _task_range(x, transposed, t)
+    if not transposed and k1 == C:       # the padding columns of these rows
+        for i in range(i0, i1):
+            for k in range(C, sig.shape[1]):
+                sig[i, k] = 0
+                exp[i, k] = emin
     all_ok = True
     for i in range(i0, i1):
         for k in range(k0, k1):
@@ -216,7 +235,7 @@ def _decompose_task(x, sig, exp, transposed, t, man_bits, emin, flush, vmax_bits
             exp[i, uk] = e
             all_ok &= ok
     if all_ok:
-        return best
+        return best, False
     for i in range(i0, i1):
         for k in range(k0, k1):
             flat = np.int64(k) * C + i if transposed else np.int64(i) * C + k
@@ -226,46 +245,58 @@ def _decompose_task(x, sig, exp, transposed, t, man_bits, emin, flush, vmax_bits
             exp[i, k] = e
             if not ok:
                 best = min(best, flat)
-    return best
+    return best, True
 
 
 @numba.njit(cache=True, inline="always")
-def _pad_zeros(sig, exp, cols, emin):
-    for i in range(sig.shape[0]):
-        for k in range(cols, sig.shape[1]):
+def _pad_zeros(sig, exp, rows, cols, emin):
+    """Decomposed zeros ``(0, emin)`` outside the leading ``rows x cols`` block."""
+    if cols < sig.shape[1]:
+        for i in range(rows):
+            for k in range(cols, sig.shape[1]):
+                sig[i, k] = 0
+                exp[i, k] = emin
+    for i in range(rows, sig.shape[0]):
+        for k in range(sig.shape[1]):
             sig[i, k] = 0
             exp[i, k] = emin
 
 
 @numba.njit(cache=True, parallel=True)
-def decompose_checked(xa, sa, ea, xb, sb, eb, man_bits, emin, flush, vmax_bits, has_nan, has_inf):
+def decompose_checked(xa, sa, ea, xb, sb, eb, transpose_b, man_bits, emin, flush, vmax_bits, has_nan, has_inf):
     """Check and decompose both operands of a product in one parallel pass.
 
     ``xa`` (M, K) and ``xb`` (K, N) are float64 arrays given as their int64 bit
-    patterns; ``sa[i, k], ea[i, k]`` receive ``xa[i, k]`` and ``sb[j, k], eb[j, k]``
-    receive ``xb[k, j]`` (B read in its own layout and written as B^T, 64 rows of B
-    at a time so that both sides stay in cache).  Columns beyond K are the padding:
-    decomposed zeros ``(0, emin)``.  Returns, for A and for B, the C-order index of
-    the first value that is not representable, or -1 (see :func:`check_decompose_bits`).
+    patterns; ``sa[i, k], ea[i, k]`` receive ``xa[i, k]``; ``sb, eb`` receive B in
+    its own layout, ``sb[k, j]`` = ``xb[k, j]`` (Kp, N), or with ``transpose_b`` as
+    B^T, ``sb[j, k]`` (N, Kp; B read 64 rows at a time so that both sides stay in
+    cache).  Entries beyond K are the padding: decomposed zeros ``(0, emin)``.
+    Returns, for A and for B, the C-order index of the first value that is not
+    representable, or -1 (see :func:`check_decompose_bits`), and whether any value
+    left the common path (so whether A or B may hold Inf/NaN).
     """
     na = _n_tasks(xa, False)
-    nt = na + _n_tasks(xb, True)
+    nt = na + _n_tasks(xb, transpose_b)
     first = np.empty(nt, dtype=np.int64)
+    slow = np.zeros(nt, dtype=np.bool_)
     for t in numba.prange(nt):
         if t < na:
-            first[t] = _decompose_task(xa, sa, ea, False, t, man_bits, emin, flush, vmax_bits, has_nan, has_inf)
+            first[t], slow[t] = _decompose_task(xa, sa, ea, False, t, man_bits, emin, flush, vmax_bits, has_nan,
+                                                has_inf)
         else:
-            first[t] = _decompose_task(xb, sb, eb, True, t - na, man_bits, emin, flush, vmax_bits, has_nan,
-                                       has_inf)
-    _pad_zeros(sa, ea, xa.shape[1], emin)
-    _pad_zeros(sb, eb, xb.shape[0], emin)
+            first[t], slow[t] = _decompose_task(xb, sb, eb, transpose_b, t - na, man_bits, emin, flush, vmax_bits,
+                                                has_nan, has_inf)
+    if transpose_b:        # (the tasks padded the columns of A's and of B's rows)
+        _pad_zeros(sb, eb, xb.shape[1], xb.shape[0], emin)
+    else:
+        _pad_zeros(sb, eb, xb.shape[0], sb.shape[1], emin)
     bad_a = np.int64(xa.size)
     for t in range(na):
         bad_a = min(bad_a, first[t])
     bad_b = np.int64(xb.size)
     for t in range(na, nt):
         bad_b = min(bad_b, first[t])
-    return (-1 if bad_a == xa.size else bad_a), (-1 if bad_b == xb.size else bad_b)
+    return (-1 if bad_a == xa.size else bad_a), (-1 if bad_b == xb.size else bad_b), slow.any()
 
 
 @numba.njit(cache=True, inline="always")
@@ -289,57 +320,48 @@ def align_term(m, sh, sticky):
 
 @numba.njit(cache=True, inline="always")
 def round_int(S, scale, p, emin, emax, mode, flush_sub):
-    """Round the exact value ``S * 2**scale`` (S: int64) to a binary format with
-    precision ``p``, minimum normal exponent ``emin`` and maximum exponent ``emax``,
-    in integers: returns ``(neg, keep, q, inf)``, the result being
-    ``(-1)**neg * keep * 2**q`` (``keep`` < 2**(p+1)) or, when ``inf``, +-Inf.
+    """Round the exact value ``S * 2**scale`` (S: int64, ``|S| < 2**62``) to a binary
+    format with precision ``p``, minimum normal exponent ``emin`` and maximum exponent
+    ``emax``, in integers: returns ``(neg, keep, q, inf)``, the result being
+    ``(-1)**neg * keep * 2**q`` (``keep`` < 2**(p+1)) or, when ``inf``, +-Inf
+    (``keep`` is then 0).
 
     Modes: 0 RNE, 1 RZ, 2 RD, 3 RU.  Subnormal results are rounded at the fixed
     quantum ``2**(emin - p + 1)`` (or flushed to +0 with ``flush_sub``).  Results
     beyond the largest finite value become +-Inf in every mode, as NVIDIA's units do
     (MMA-Sim's conversions; Khattak-Mikaitis Section IV-B).  A zero sum is +0; a
     non-zero sum that rounds to zero keeps its sign (unless flushed).
+
+    Written without branches on the data (selects only, every shift amount clamped
+    to [0, 63]) so that the lane kernel's loop over outputs vectorises.
     """
-    if S == 0:
-        return False, np.int64(0), np.int64(0), False
     neg = S < 0
     m = -S if neg else S
     lead = bit_length(m) - 1 + scale
-    if flush_sub and lead < emin:
-        return False, np.int64(0), np.int64(0), False
     q = (lead if lead > emin else emin) - (p - 1)
-    sh = q - scale
-    if sh > 0:
-        if sh > 62:
-            keep = np.int64(0)
-            rem_nonzero = True
-            above_half = False
-            is_half = False
-        else:
-            keep = m >> sh
-            rem = m - (keep << sh)
-            half = np.int64(1) << (sh - 1)
-            rem_nonzero = rem != 0
-            above_half = rem > half
-            is_half = rem == half
-        if rem_nonzero:
-            if mode == 0:
-                if above_half or (is_half and (keep & 1) == 1):
-                    keep += 1
-            elif mode == 2:
-                if neg:
-                    keep += 1
-            elif mode == 3:
-                if not neg:
-                    keep += 1
+    sh = q - scale                       # bits to drop (> 0) or to append (< 0)
+    r = sh if sh > 0 else 0
+    r = r if r < 63 else 63
+    keep = m >> r
+    rem = m - (keep << r)
+    half = (np.int64(1) << (r - 1)) if r > 0 else np.int64(0)
+    if mode == 0:
+        up = (rem > half) | ((rem == half) & ((keep & 1) == 1))
+    elif mode == 2:
+        up = neg
+    elif mode == 3:
+        up = not neg
     else:
-        keep = m << (-sh)
+        up = False
+    up = up & (rem != 0)
+    left = -sh if sh < 0 else 0
+    keep = (keep + (1 if up else 0)) if sh > 0 else (m << left)
     top = bit_length(keep) - 1 + q
-    if flush_sub and top < emin:          # also keep == 0
-        return False, np.int64(0), np.int64(0), False
-    if keep != 0 and top > emax:
-        return neg, np.int64(0), np.int64(0), True
-    return neg, keep, q, False
+    inf = (keep != 0) & (top > emax)
+    flushed = flush_sub & ((lead < emin) | (top < emin))   # top < emin also when keep == 0
+    keep = np.int64(0) if (flushed | inf) else keep
+    neg = neg & (not flushed)
+    return neg, keep, np.int64(q), inf
 
 
 @numba.njit(cache=True, inline="always")

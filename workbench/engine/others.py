@@ -119,7 +119,6 @@ def run_scaled(model, A, BT, acc, scale_a, scale_b, accumulation):
     nan_a = np.isnan(ex_a)
     nan_b = np.isnan(ex_b)
     A, BT = _pad_k(A, BT, model.L)
-    pad = A.shape[1] - K
     fin = model.in_fmt
     sa, ea = decompose(A, fin.man_bits, fin.emin, model.flush_subnormals)
     sb, eb = decompose(BT, fin.man_bits, fin.emin, model.flush_subnormals)
@@ -132,13 +131,12 @@ def run_scaled(model, A, BT, acc, scale_a, scale_b, accumulation):
             sub_e = e[:, :K]
             sub_s[nmask] = 2
             sub_e[nmask] = 1 << 24
-    del pad
     params = _tfdpa_params(model)
     params[_k.P_ACCMODE] = {"chain": 0, "outside": 1}.get(accumulation, -1)
     if params[_k.P_ACCMODE] < 0:
         raise ValueError(f"accumulation={accumulation!r} is not available for scaled models")
     prm = _k.pack_tfdpa(params, M, N, numba.get_num_threads())
-    _k.tfdpa_gemm(sa, ea, sb, eb, acc, prm)
+    _k.tfdpa_gemm(sa, ea, sb.T, eb.T, acc, prm)
     return acc
 
 

@@ -123,7 +123,7 @@ def test_dots_fast_equals_gemm():
 
 
 def _scattered_specials(rng, A, B, C, fmt):
-    """One NaN in a row of A, +-Inf in two columns of B, an Inf in C, and the
+    """One NaN in a row of A, +-Inf (NaN) in two columns of B, an Inf in C, and the
     largest values only in row 3 of A and in a quarter of B's rows (row 3's outputs
     overflow where the formats allow): most outputs stay finite, next to lanes
     that must leave the lane kernel."""
@@ -134,25 +134,37 @@ def _scattered_specials(rng, A, B, C, fmt):
     B[rng.integers(B.shape[0], size=B.shape[0] // 4), :] = 1.5
     B[A[3] == vmax, :] = 4.0
     A[1, int(rng.integers(A.shape[1]))] = np.nan
-    B[int(rng.integers(B.shape[0])), 3] = np.inf
-    B[int(rng.integers(B.shape[0])), B.shape[1] - 2] = -np.inf
+    inf = np.inf if F.format(fmt).has_inf else np.nan     # fp8_e4m3 has no Inf
+    B[int(rng.integers(B.shape[0])), 3] = inf
+    B[int(rng.integers(B.shape[0])), B.shape[1] - 2] = -inf
     C[2, 5] = np.inf
 
 
-@pytest.mark.parametrize("mi", range(len(MODELS)))
+#: The lane kernel also computes interleaved groups and a late c (the scalar fast path does not).
+LANE_MODELS = MODELS + [
+    wb.preset("hopper", "fp8_e4m3", "fp32", instruction="mma.sync"),
+    wb.preset("blackwell", "fp8_e5m2", "fp16", instruction="mma.sync"),
+    wb.preset("ampere", "fp16", "fp32").with_params(c_position="late"),
+    wb.preset("ampere", "bf16", "fp32").with_params(c_position="late", late_rounding="rz"),
+    wb.preset("hopper", "fp16", "fp32").with_params(interleave=2, group_F=23),
+    wb.preset("hopper", "fp16", "fp16").with_params(interleave=4, c_position="late", late_rounding="ru"),
+]
+
+
+@pytest.mark.parametrize("mi", range(len(LANE_MODELS)))
 @pytest.mark.parametrize("vi", range(len(VARIANTS)))
 def test_lane_kernel_equals_general_path(mi, vi):
     """core.run on the lane kernel (N >= LANES_MIN_N: two lane tiles, 64 + 6 lanes;
     K over more than one chunk of prm[P_BC] blocks) equals the general path in every
     accumulation mode, with scattered Inf/NaN and, for the fp16-output model,
     overflowing chains."""
-    m = MODELS[mi].with_params(**VARIANTS[vi])
+    m = LANE_MODELS[mi].with_params(**VARIANTS[vi])
     assert core.lane_layout(m, 70)
     rng = np.random.default_rng(11 + 100 * mi + vi)
     nblocks = K.pack_tfdpa(core._tfdpa_params(m), 1, 1, 1)[K.P_BC] + 5
     for accumulation, pe in (("chain", None), ("outside", None), ("promote", 8 * m.L)):
         M, K_, N = 5, nblocks * m.L - 1, 70
-        spread = 3 if m.out_format == "fp16" else 14
+        spread = 3 if m.out_format == "fp16" or m.in_format.startswith("fp8") else 14
         A = _values(rng, (M, K_), m.in_format, False, spread)
         B = _values(rng, (K_, N), m.in_format, False, spread)
         C = _values(rng, (M, N), m.out_format, False, spread)

@@ -136,10 +136,11 @@ LANES_MIN_N = 4
 
 def lane_layout(model: Model, N: int) -> bool:
     """Whether products with this model and N columns run on the lane kernel
-    (:func:`workbench.engine.kernels.tfdpa_gemm_lanes`): T-FDPA models on the fast
-    path with at least :data:`LANES_MIN_N` columns."""
+    (:func:`workbench.engine.kernels.tfdpa_gemm_lanes`): T-FDPA models it computes
+    (:func:`~workbench.engine.kernels.lane_eligible`) with at least
+    :data:`LANES_MIN_N` columns."""
     return (model.kind == "t-fdpa" and N >= LANES_MIN_N
-            and bool(_k.fast_eligible(_k.pack_tfdpa(_tfdpa_params(model), 1, 1, 1))))
+            and bool(_k.lane_eligible(_k.pack_tfdpa(_tfdpa_params(model), 1, 1, 1))))
 
 
 def decompose_checked(A: np.ndarray, B: np.ndarray, fmt: _formats.FloatFormat, flush: bool,

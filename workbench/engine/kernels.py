@@ -1,16 +1,23 @@
 """The compiled GEMM kernels: parallel over output tiles, blocked over K.
 
-One kernel serves the whole T-FDPA family (Xie et al. 2025 Algorithm 7 and
+One arithmetic serves the whole T-FDPA family (Xie et al. 2025 Algorithm 7 and
 Khattak-Mikaitis' generic block FMA: sticky bit, c early/late, interleaved groups);
-the other elementary operations have their own small kernels below.  The T-FDPA
-kernel walks tiles of outputs (rows x columns) in parallel; inside a tile it walks K in
-chunks of a few hundred elements and, for each chunk, updates every output of the
+the other elementary operations have their own small kernels below.  Both T-FDPA
+kernels walk tiles of outputs (rows x columns) in parallel; inside a tile they walk K
+in chunks of a few hundred elements and, for each chunk, update every output of the
 tile, so a chunk of A and B is reused from cache across the tile (DESIGN.md: the
-untiled kernel fell to 5e7 MAC/s at 10 x 1,000,000 x 10).  Each output's chain runs
-in :func:`_chain`: an integer fast path (accumulator kept as sign, significand and
-scale; branch-free block maximum and alignment; ``lzcnt`` rounding) for the common
-models, the general :func:`tfdpa_step` for blocks holding Inf/NaN and for interleaved
-or c-late models.
+untiled kernel fell to 5e7 MAC/s at 10 x 1,000,000 x 10).
+
+* :func:`tfdpa_gemm_lanes` (models on the fast path, at least 4 columns): the
+  outputs of one row of a tile are computed side by side, every step of a block a
+  loop over up to 64 lanes that LLVM turns into vector instructions (B in its own
+  (K, N) layout, so a step's lanes are adjacent); outputs meeting Inf/NaN or
+  overflow are recomputed by the scalar path.
+* :func:`tfdpa_gemm` (every model): one output at a time, its chain in
+  :func:`_chain` - an integer fast path (accumulator kept as sign, significand and
+  scale; branch-free block maximum and alignment; ``lzcnt`` rounding) for the
+  common models, the general :func:`tfdpa_step` for blocks holding Inf/NaN and for
+  interleaved or c-late models.
 
 Parameters travel as one int64 array (``prm``, built by :func:`pack_tfdpa`) so that a
 single compiled specialisation serves every model.
@@ -30,6 +37,7 @@ from .ops import (
     NEG_BIG,
     SPECIAL,
     align_term,
+    add_round,
     bit_length,
     round_int,
     combine_special,
@@ -176,15 +184,20 @@ def tfdpa_step(sa, ea, sb, eb, i, j, k0, d, prm):
 
 
 @numba.njit(cache=True, inline="always")
+def lane_eligible(prm):
+    """Whether :func:`tfdpa_gemm_lanes` computes this model: the result format no
+    wider than the output format (so a block result is exactly the next block's
+    c) and aligned sums that cannot overflow int64 (F and the groups' F at most 50,
+    L at most 512, products of at most 24-bit significands)."""
+    return (prm[P_GENERAL] == 0 and prm[P_PRES] <= prm[P_MC] + 1 and prm[P_EMINRES] >= prm[P_EMINC]
+            and prm[P_F] <= 50 and prm[P_GF] <= 50 and prm[P_L] <= 512 and prm[P_FP] <= 2 * 24)
+
+
+@numba.njit(cache=True, inline="always")
 def fast_eligible(prm):
-    """Whether :func:`_chain` may take the integer fast path: one group, c early, the
-    result format no wider than the output format (so a block result is exactly
-    the next block's c), and aligned sums that cannot overflow int64."""
-    L = prm[P_L]
-    F = prm[P_F]
-    return (prm[P_GENERAL] == 0 and prm[P_NG] == 1 and prm[P_CLATE] == 0 and prm[P_PRES] <= prm[P_MC] + 1
-            and prm[P_EMINRES] >= prm[P_EMINC] and F <= 50 and L <= 512
-            and prm[P_FP] <= 2 * 24)
+    """Whether :func:`_chain` may take the integer fast path: :func:`lane_eligible`
+    with one group and c early."""
+    return lane_eligible(prm) and prm[P_NG] == 1 and prm[P_CLATE] == 0
 
 
 @numba.njit(cache=True, inline="always")
@@ -393,13 +406,18 @@ def tfdpa_gemm(sa, ea, sb, eb, acc, prm):
 
 
 @numba.njit(cache=True, inline="always")
-def _lane_block(sa, ea, sb, eb, i, j0, nl, k0, L, neg, mag, q, emx, S, ezp, F, G, roff, sticky, st,
+def _lane_block(sa, ea, sb, eb, i, j0, nl, k0, L, g, ng, neg, mag, q, emx, S, ezp, F, fp, sticky,
                 eminc, pr, eminr, emaxr, mode, flush, bad):
-    """One T-FDPA block (k0 .. k0+L-1) for outputs (i, j0 .. j0+nl-1) side by side:
-    the fast path of :func:`_chain` with the loop over outputs innermost, so that
-    every step is a vector operation over ``nl`` lanes of B's row ``k``.  The lane
-    state ``(neg, mag, q)`` (accumulator ``(-1)**neg * mag * 2**q``) is updated in
-    place; ``bad`` is set where the block overflowed to Inf."""
+    """One fused T-FDPA sum - a block (k0 .. k0+L-1), or its interleaved group ``g``
+    of ``ng`` (elements whose pair index is g modulo ng) - for outputs (i, j0 ..
+    j0+nl-1) side by side: the fast path of :func:`_chain` with the loop over
+    outputs innermost, so that every step is a vector operation over ``nl`` lanes
+    of B's row ``k``.  The lane state ``(neg, mag, q)`` (c on entry, the rounded
+    sum on exit, each ``(-1)**neg * mag * 2**q``) is updated in place; ``bad`` is
+    set where the sum overflowed to Inf."""
+    G = F - fp if F > fp else 0
+    roff = G - F + fp                 # right shift of a term = emax - e + roff >= 0
+    st = 1 if sticky else 0
     ul = np.uint64(nl)
     uj0 = np.uint64(j0)
     for u in range(ul):          # c's exponent (clamped at the output format's emin)
@@ -408,6 +426,8 @@ def _lane_block(sa, ea, sb, eb, i, j0, nl, k0, L, neg, mag, q, emx, S, ezp, F, G
         ce = ce if ce > eminc else eminc
         emx[u] = ce if m != 0 else ezp
     for kk in range(L):          # the largest product exponent (zero products: ezp)
+        if ng > 1 and ((kk >> 1) % ng) != g:
+            continue
         k = np.uint64(k0 + kk)
         a_zero = sa[i, k] == 0
         a_e = np.int64(ea[i, k])
@@ -427,6 +447,8 @@ def _lane_block(sa, ea, sb, eb, i, j0, nl, k0, L, neg, mag, q, emx, S, ezp, F, G
             t = (t << 1) | (1 if (m & ((np.int64(1) << r) - 1)) != 0 else 0)
         S[u] = -t if neg[u] else t
     for kk in range(L):          # every product, aligned (truncated magnitude) and summed
+        if ng > 1 and ((kk >> 1) % ng) != g:
+            continue
         k = np.uint64(k0 + kk)
         a_s = np.int64(sa[i, k])
         a_e = np.int64(ea[i, k])
@@ -450,9 +472,11 @@ def _lane_block(sa, ea, sb, eb, i, j0, nl, k0, L, neg, mag, q, emx, S, ezp, F, G
 
 @numba.njit(cache=True, parallel=True)
 def tfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, prm):
-    """:func:`tfdpa_gemm` for models on the fast path (:func:`fast_eligible`), with
-    up to prm[P_TJ] outputs of a row computed side by side (:func:`_lane_block`):
-    the same bits, several times faster.
+    """:func:`tfdpa_gemm` for the models of :func:`lane_eligible`, with up to
+    prm[P_TJ] outputs of a row computed side by side (:func:`_lane_block`): the same
+    bits, several times faster.  Interleaved groups are chained in order within a
+    block; with c late the block's groups start from 0 and c is added by
+    :func:`add_round` in the late rounding mode.
 
     ``sb, eb`` must be C-ordered (Kp, Np) (B's own layout), so that the lanes of one
     step are consecutive in memory; Np >= N columns, those beyond N zero padding up
@@ -472,7 +496,6 @@ def tfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, prm):
     BC = prm[P_BC]
     accmode = prm[P_ACCMODE]
     nprom = 1 if accmode == 1 else (prm[P_PROMOTE] if accmode == 2 else nblocks)
-    F = prm[P_F]
     fp = prm[P_FP]
     ezp = prm[P_EZ] if prm[P_USE_EZ] != 0 else NEG_BIG
     mode = prm[P_MODE]
@@ -482,10 +505,12 @@ def tfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, prm):
     mc = prm[P_MC]
     eminc = prm[P_EMINC]
     sticky = prm[P_STICKY] != 0
-    st = 1 if sticky else 0
     flush = prm[P_FLUSHOUT] != 0
-    G = F - fp if F > fp else 0
-    roff = G - F + fp
+    ng = prm[P_NG]
+    F = prm[P_F] if ng == 1 else prm[P_GF]
+    c_late = prm[P_CLATE] != 0
+    late_mode = prm[P_LATEMODE]
+    fast = fast_eligible(prm)
     n_it = (M + TI - 1) // TI
     n_jt = (N + TJ - 1) // TJ
     for t in numba.prange(n_it * n_jt):
@@ -503,6 +528,9 @@ def tfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, prm):
         total = np.zeros((ti, nv))        # the fp32 accumulator (modes 1 and 2)
         emx = np.empty(nv, dtype=np.int64)
         S = np.empty(nv, dtype=np.int64)
+        pneg = np.zeros(nv, dtype=np.bool_)   # the block's products alone (c late)
+        pmag = np.zeros(nv, dtype=np.int64)
+        pq = np.zeros(nv, dtype=np.int64)
         for ii in range(ti):
             for u in range(nl):
                 c = acc[i0 + ii, j0 + u]
@@ -518,9 +546,23 @@ def tfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, prm):
             for ii in range(ti):
                 if row_special[i0 + ii] != 0:
                     continue
+                rneg, rmag, rq, rbad = neg[ii], mag[ii], q[ii], bad[ii]
+                tneg, tmag, tq = (pneg, pmag, pq) if c_late else (rneg, rmag, rq)
                 for blk in range(b0, b1):
-                    _lane_block(sa, ea, sb, eb, i0 + ii, j0, nv, blk * L, L, neg[ii], mag[ii], q[ii], emx, S,
-                                ezp, F, G, roff, sticky, st, eminc, pr, eminr, emaxr, mode, flush, bad[ii])
+                    if c_late:
+                        tneg[:] = False
+                        tmag[:] = 0
+                    for g in range(ng):     # the groups chained in order (one group: the block)
+                        _lane_block(sa, ea, sb, eb, i0 + ii, j0, nv, blk * L, L, g, ng, tneg, tmag, tq, emx, S,
+                                    ezp, F, fp, sticky, eminc, pr, eminr, emaxr, mode, flush, rbad)
+                    if c_late:              # c added to the block's sum, rounded on its own
+                        for u in range(np.uint64(nv)):
+                            ng_, keep, qq, inf = add_round(tneg[u], tmag[u], tq[u], rneg[u], rmag[u], rq[u],
+                                                           pr, eminr, emaxr, late_mode, flush)
+                            rneg[u] = ng_
+                            rmag[u] = keep
+                            rq[u] = qq
+                            rbad[u] |= inf
                     if accmode != 0 and ((blk + 1) % nprom == 0 or blk + 1 == nblocks):
                         for u in range(nv):
                             v = math.ldexp(float(mag[ii, u]), q[ii, u])
@@ -533,8 +575,7 @@ def tfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, prm):
             for u in range(nl):
                 j = j0 + u
                 if bad[ii, u]:
-                    acc[i, j] = _accumulate(sa, ea, sb, eb, i, j, 0, nblocks, acc[i, j], 0.0, prm,
-                                            fast_eligible(prm))[0]
+                    acc[i, j] = _accumulate(sa, ea, sb, eb, i, j, 0, nblocks, acc[i, j], 0.0, prm, fast)[0]
                 elif accmode != 0:
                     acc[i, j] = total[ii, u]
                 else:

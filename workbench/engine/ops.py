@@ -365,6 +365,33 @@ def round_int(S, scale, p, emin, emax, mode, flush_sub):
 
 
 @numba.njit(cache=True, inline="always")
+def add_round(neg1, m1, q1, neg2, m2, q2, p, emin, emax, mode, flush_sub):
+    """``(-1)**neg1 * m1 * 2**q1 + (-1)**neg2 * m2 * 2**q2`` (magnitudes below 2**60)
+    correctly rounded by :func:`round_int` (same arguments and result): the
+    addend with the higher leading bit is placed with its top bit at bit 60, the
+    other aligned to it with its lost bits kept as a sticky half-unit (so that no
+    rounding boundary can separate the kept sum from the exact one).  Branch-free,
+    for the lane kernel's late addition of c (Khattak-Mikaitis Table II)."""
+    t1 = bit_length(m1) + q1 if m1 != 0 else np.int64(NEG_BIG)
+    t2 = bit_length(m2) + q2 if m2 != 0 else np.int64(NEG_BIG)
+    swap = t2 > t1
+    nb, mb, qb = (neg2, m2, q2) if swap else (neg1, m1, q1)
+    ns, ms, qs = (neg1, m1, q1) if swap else (neg2, m2, q2)
+    lb = 61 - bit_length(mb)
+    scale = qb - lb
+    sh = qs - scale
+    left = sh if sh > 0 else 0
+    left = left if left < 63 else 63
+    r = -sh if sh < 0 else 0
+    r = r if r < 63 else 63
+    t = (ms << left) >> r
+    small = (t << 1) | (1 if (ms & ((np.int64(1) << r) - 1)) != 0 else 0)
+    big = (mb << lb) << 1
+    S = (-big if nb else big) + (-small if ns else small)
+    return round_int(S, scale - 1, p, emin, emax, mode, flush_sub)
+
+
+@numba.njit(cache=True, inline="always")
 def round_fixed(S, scale, p, emin, emax, mode, flush_sub):
     """:func:`round_int` as a float64 (exact: every output format fits in binary64)."""
     neg, keep, q, inf = round_int(S, scale, p, emin, emax, mode, flush_sub)

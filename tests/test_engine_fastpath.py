@@ -175,3 +175,33 @@ def test_lane_kernel_equals_general_path(mi, vi):
         assert np.isfinite(got).mean() > 0.5
         if F.format(m.in_format).max ** 2 > F.format(m.out_format).max:
             assert not np.isfinite(got[3]).all()
+
+
+MX = [r for r in wb.catalogue.records() if r.kind == "st-fdpa"]
+
+
+@pytest.mark.parametrize("ri", range(len(MX)))
+def test_mx_lane_kernel_equals_scalar_kernel(ri, monkeypatch):
+    """ST-FDPA (MX) models run on the lane kernel too (B copied into its layout after
+    the scale exponents are added); the scalar kernel gives the same bits, with a
+    NaN scale and Inf/NaN elements scattered."""
+    r = MX[ri]
+    m = wb.preset(r.architecture, r.in_format, r.out_format, instruction=r.instruction, variant=r.variant)
+    assert core.lane_layout(m, 20)
+    rng = np.random.default_rng(40 + ri)
+    M, K_, N = 6, 8 * m.L + 5, 20
+    A = _values(rng, (M, K_), m.in_format, False, 2)
+    B = _values(rng, (K_, N), m.in_format, False, 2)
+    C = _values(rng, (M, N), m.out_format, False, 6)
+    nb = -(-K_ // m.k_block)
+    sa = 2.0 ** rng.integers(-20, 20, (M, nb)).astype(float)
+    sb = 2.0 ** rng.integers(-20, 20, (nb, N)).astype(float)
+    sa[2, 3] = np.nan
+    if F.format(m.in_format).has_nan:
+        B[7, 4] = np.nan
+    got = wb.gemm(A, B, C, model=m, scale_a=sa, scale_b=sb)
+    monkeypatch.setattr(core, "LANES_MIN_N", 10 ** 9)
+    assert not core.lane_layout(m, 20)
+    want = wb.gemm(A, B, C, model=m, scale_a=sa, scale_b=sb)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), m.describe()
+    assert np.isnan(got[2]).all() and np.isfinite(got).mean() > 0.5

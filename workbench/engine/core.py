@@ -136,10 +136,10 @@ LANES_MIN_N = 4
 
 def lane_layout(model: Model, N: int) -> bool:
     """Whether products with this model and N columns run on the lane kernel
-    (:func:`workbench.engine.kernels.tfdpa_gemm_lanes`): T-FDPA models it computes
+    (:func:`workbench.engine.kernels.tfdpa_gemm_lanes`): T-FDPA (and ST-FDPA) models it computes
     (:func:`~workbench.engine.kernels.lane_eligible`) with at least
     :data:`LANES_MIN_N` columns."""
-    return (model.kind == "t-fdpa" and N >= LANES_MIN_N
+    return (model.kind in ("t-fdpa", "st-fdpa") and N >= LANES_MIN_N
             and bool(_k.lane_eligible(_k.pack_tfdpa(_tfdpa_params(model), 1, 1, 1))))
 
 
@@ -285,17 +285,35 @@ def _dispatch(model: Model, ops: Operands, acc: np.ndarray, accumulation: str, p
     elif promote_every is not None:
         raise ValueError("promote_every is only used with accumulation='promote'")
     prm = _k.pack_tfdpa(params, M, N, numba.get_num_threads())
-    if ops.sb.flags.c_contiguous and lane_layout(model, N):
-        if ops.special:
-            row_special = (ops.ea >= _ops.SPECIAL).any(axis=1).astype(np.int8)
-            col_special = (ops.eb >= _ops.SPECIAL).any(axis=0).astype(np.int8)
-        else:
-            row_special = np.zeros(M, dtype=np.int8)
-            col_special = np.zeros(N, dtype=np.int8)
-        _k.tfdpa_gemm_lanes(ops.sa, ops.ea, ops.sb, ops.eb, row_special, col_special, acc, prm)
-    else:
-        _k.tfdpa_gemm(ops.sa, ops.ea, ops.sb, ops.eb, acc, prm)
+    run_tfdpa(model, ops.sa, ops.ea, ops.sb, ops.eb, acc, prm, ops.special)
     return acc
+
+
+def run_tfdpa(model: Model, sa: np.ndarray, ea: np.ndarray, sb: np.ndarray, eb: np.ndarray, acc: np.ndarray,
+              prm: np.ndarray, special: bool = True) -> None:
+    """The T-FDPA kernel for decomposed operands (``sa, ea`` (M, Kp); ``sb, eb``
+    (Kp, N) indexed ``[k, j]``, any layout) on ``acc`` (C on entry, D on exit): the
+    lane kernel when :func:`lane_layout` says so (B copied into its layout unless it
+    is there already), the scalar kernel otherwise.  ``special=False`` promises that
+    no operand is Inf/NaN."""
+    M, N = acc.shape
+    if not lane_layout(model, N):
+        _k.tfdpa_gemm(sa, ea, sb, eb, acc, prm)
+        return
+    if not sb.flags.c_contiguous or sb.shape[1] % _k.LANE_PAD:
+        Np = -(-N // _k.LANE_PAD) * _k.LANE_PAD
+        sbl = np.zeros((sb.shape[0], Np), dtype=sb.dtype)
+        ebl = np.full((sb.shape[0], Np), model.in_fmt.emin, dtype=eb.dtype)
+        sbl[:, :N] = sb
+        ebl[:, :N] = eb
+        sb, eb = sbl, ebl
+    if special:
+        row_special = (ea >= _ops.SPECIAL).any(axis=1).astype(np.int8)
+        col_special = (eb[:, :N] >= _ops.SPECIAL).any(axis=0).astype(np.int8)
+    else:
+        row_special = np.zeros(M, dtype=np.int8)
+        col_special = np.zeros(N, dtype=np.int8)
+    _k.tfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, prm)
 
 
 def dots(model: Model, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:

@@ -100,7 +100,7 @@ def run_other(model, A, BT, acc):
 def run_scaled(model, A, BT, acc, scale_a, scale_b, accumulation):
     """ST-FDPA: scale exponents added to the decomposed operands, then T-FDPA;
     GST-FDPA: :func:`workbench.engine.gst.run_gst`."""
-    from .core import _pad_k, _tfdpa_params, decompose
+    from .core import _pad_k, _tfdpa_params, decompose, run_tfdpa
 
     if scale_a is None or scale_b is None:
         raise ValueError("scaled models need scale_a and scale_b")
@@ -136,7 +136,7 @@ def run_scaled(model, A, BT, acc, scale_a, scale_b, accumulation):
     if params[_k.P_ACCMODE] < 0:
         raise ValueError(f"accumulation={accumulation!r} is not available for scaled models")
     prm = _k.pack_tfdpa(params, M, N, numba.get_num_threads())
-    _k.tfdpa_gemm(sa, ea, sb.T, eb.T, acc, prm)
+    run_tfdpa(model, sa, ea, sb.T, eb.T, acc, prm)
     return acc
 
 

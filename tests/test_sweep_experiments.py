@@ -1,6 +1,5 @@
 """The shipped experiments run through real presets (slow: select with -m slow)."""
 
-import sys
 import tomllib
 from pathlib import Path
 
@@ -17,18 +16,6 @@ MODEL_FILE = {("V100", None, None): "v100", ("A100", None, None): "a100", ("H100
               ("B200", None, "rn"): "b200rn"}
 
 
-def _multiword_algorithm() -> str:
-    try:
-        import algorithms
-
-        if "multiword" in algorithms.ALGORITHMS:
-            return "multiword"
-    except (ImportError, AttributeError):
-        pass
-    sys.path.insert(0, str(ROOT / "benchmarks"))  # the transcription of the paper's procedure
-    return "bench_sweep:multiword"
-
-
 def _none(v):
     return None if isinstance(v, float) else v
 
@@ -36,7 +23,6 @@ def _none(v):
 @pytest.mark.slow
 def test_fig7_small_sizes_reproduce_the_published_errors(tmp_path):
     raw = tomllib.loads((ROOT / "experiments" / "fig7_multiword.toml").read_text())
-    raw["defaults"]["algorithm"] = _multiword_algorithm()
     raw["defaults"]["k"] = [10, 112, 1274]
     df = sweep.run(raw, out=tmp_path, workers=2, progress=False)
     assert len(df) == 3 * 33 and df["error"].isna().all(), df["error"].dropna().head().tolist()

@@ -96,3 +96,12 @@ def test_custom_model_khattak_names():
     with pytest.raises(ValueError, match="rounding"):
         wb.custom_model("fp16", "fp32", L=8, F=24, rounding="nearest")
     assert set(m.params) >= {"kind", "L", "F", "rounding", "sticky", "c_position", "zero_exponent"}
+
+
+def test_describe_names_only_the_parameters_the_kind_uses():
+    fma = wb.custom_model("fp32", "fp32", kind="fma")
+    assert fma.describe() == "kind=fma, in_format=fp32, out_format=fp32, c_position=early"
+    late = fma.with_params(c_position="late", late_rounding="rz")
+    assert late.describe().endswith("c_position=late, late_rounding=rz")
+    tf = wb.preset("ampere", "fp16", "fp32").describe()
+    assert "L=8, F=24, rounding=rz" in tf and "late_rounding" not in tf

@@ -97,6 +97,12 @@ PARAM_NAMES = (
     "alignment_rounding", "k_block", "G", "scale_format", "flush_subnormals", "flush_output_subnormals",
 )
 _SCALED = ("st-fdpa", "gst-fdpa")
+#: Fields a kind's arithmetic never reads (left at their defaults; :meth:`Model.describe` omits them).
+_UNUSED_BY_KIND = {
+    "fma": ("L", "F", "rounding", "result_format", "sticky", "zero_exponent", "interleave", "group_F"),
+    "ftz-addmul": ("L", "F", "rounding", "result_format", "sticky", "c_position", "late_rounding",
+                   "zero_exponent", "interleave", "group_F"),
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -199,8 +205,12 @@ class Model:
         return replace(self, **changes)
 
     def describe(self) -> str:
-        p = self.params
-        keep = {k: v for k, v in p.items() if v not in (None, False) and not (k == "interleave" and v == 1)}
+        """``name=value`` of the parameters this kind uses (those left at None/False,
+        interleave 1 and the late rounding of an early c omitted)."""
+        unused = _UNUSED_BY_KIND.get(self.kind, ())
+        keep = {k: v for k, v in self.params.items()
+                if v not in (None, False) and k not in unused and not (k == "interleave" and v == 1)
+                and not (k == "late_rounding" and self.c_position != "late")}
         return ", ".join(f"{k}={v}" for k, v in keep.items())
 
 

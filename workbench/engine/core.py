@@ -112,9 +112,9 @@ class Operands(NamedTuple):
     (M, Kp) significands and exponents of A, ``sb, eb`` the (Kp, N) ones of B,
     indexed ``[k, j]`` (Kp = K zero-padded to a multiple of L).  B is stored in its
     own C-ordered layout when the lane kernel will read it (:func:`lane_layout`;
-    then with zero columns padding N to a multiple of 8),
-    otherwise as a C-ordered B^T of which ``sb, eb`` are the transposed views (so
-    that one output's walk down K is contiguous).  ``special``: whether A or B may
+    then with zero columns padding N to a multiple of 8), otherwise as a C-ordered
+    B^T of which ``sb, eb`` are the transposed views (so that one output's walk
+    down K is contiguous).  ``special``: whether A or B may
     hold Inf/NaN.  Other kinds carry float64 ``A`` (M, K) and ``BT`` (N, K) and
     ``sa = ea = sb = eb = None``."""
 
@@ -136,8 +136,8 @@ LANES_MIN_N = 4
 
 def lane_layout(model: Model, N: int) -> bool:
     """Whether products with this model and N columns run on the lane kernel
-    (:func:`workbench.engine.kernels.tfdpa_gemm_lanes`): T-FDPA (and ST-FDPA) models it computes
-    (:func:`~workbench.engine.kernels.lane_eligible`) with at least
+    (:func:`workbench.engine.kernels.tfdpa_gemm_lanes`): T-FDPA and ST-FDPA models
+    it computes (:func:`~workbench.engine.kernels.lane_eligible`) with at least
     :data:`LANES_MIN_N` columns."""
     return (model.kind in ("t-fdpa", "st-fdpa") and N >= LANES_MIN_N
             and bool(_k.lane_eligible(_k.pack_tfdpa(_tfdpa_params(model), 1, 1, 1))))
@@ -147,11 +147,12 @@ def decompose_checked(A: np.ndarray, B: np.ndarray, fmt: _formats.FloatFormat, f
                       k_padded: int, transpose_b: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
     """(sa, ea, sb, eb, special): int32 significands and exponents of A (M, K) and of
     B (K, N), K zero-padded to ``k_padded``, after checking that every value is
-    representable in ``fmt``; B is returned as (Kp, Np) arrays indexed ``[k, j]``,
-    C-ordered, zero columns padding N to Np, a multiple of
-    :data:`~workbench.engine.kernels.LANE_PAD` (the lane kernel's layout), or with
-    ``transpose_b`` as the transposed views of C-ordered (N, Kp) arrays.  ``special`` is False only when neither operand holds Inf/NaN.  For
-    signed formats with subnormals this is one compiled pass over both operands
+    representable in ``fmt``.  B is returned as (Kp, Np) arrays indexed ``[k, j]``:
+    C-ordered with zero columns padding N to Np, a multiple of
+    :data:`~workbench.engine.kernels.LANE_PAD` (the lane kernel's layout), or, with
+    ``transpose_b``, the transposed views of C-ordered (N, Kp) arrays.  ``special``
+    is False only when neither operand holds Inf/NaN.  For signed formats with
+    subnormals this is one compiled pass over both operands
     (:func:`ops.decompose_checked`), B read in its (K, N) layout.  The first value
     that is not representable (A before B, C order) raises the ValueError of
     :func:`workbench.formats.check_representable` (``A[i, j] = v is not

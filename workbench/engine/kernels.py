@@ -8,11 +8,12 @@ in chunks of a few hundred elements and, for each chunk, update every output of 
 tile, so a chunk of A and B is reused from cache across the tile (DESIGN.md: the
 untiled kernel fell to 5e7 MAC/s at 10 x 1,000,000 x 10).
 
-* :func:`tfdpa_gemm_lanes` (models on the fast path, at least 4 columns): the
-  outputs of one row of a tile are computed side by side, every step of a block a
-  loop over up to 64 lanes that LLVM turns into vector instructions (B in its own
-  (K, N) layout, so a step's lanes are adjacent); outputs meeting Inf/NaN or
-  overflow are recomputed by the scalar path.
+* :func:`tfdpa_gemm_lanes` (the models of :func:`lane_eligible` - every NVIDIA
+  T-FDPA and ST-FDPA preset, interleaved fp8 ``mma.sync`` and c-late ones included -
+  with at least 4 columns): the outputs of one row of a tile are computed side by
+  side, every step of a block a loop over up to 64 lanes that LLVM turns into
+  vector instructions (B in its own (K, N) layout, so a step's lanes are
+  adjacent); outputs meeting Inf/NaN or overflow are recomputed by the scalar path.
 * :func:`tfdpa_gemm` (every model): one output at a time, its chain in
   :func:`_chain` - an integer fast path (accumulator kept as sign, significand and
   scale; branch-free block maximum and alignment; ``lzcnt`` rounding) for the
@@ -337,9 +338,9 @@ def _chain(sa, ea, sb, eb, i, j, b0, b1, d, prm, fast):
     return -math.ldexp(float(mag), q) if neg else math.ldexp(float(mag), q)
 
 
-_FP32_ACC = (24, -126, 127)
+_FP32_ACC = (24, -126, 127)   # the fp32 accumulator of "outside"/"promote" (RNE, ordinary cores)
 #: The lane kernel computes whole groups of this many outputs (B's columns padded).
-LANE_PAD = 8   # the fp32 accumulator of "outside"/"promote" (RNE, ordinary cores)
+LANE_PAD = 8
 
 
 @numba.njit(cache=True)
@@ -463,8 +464,8 @@ def _lane_block(sa, ea, sb, eb, i, j0, nl, k0, L, g, ng, neg, mag, q, emx, S, ez
                 t = (t << 1) | (1 if (m & ((np.int64(1) << r) - 1)) != 0 else 0)
             S[u] += t if p >= 0 else -t
     for u in range(ul):          # rounded to the result format
-        ng, keep, qq, inf = round_int(S[u], emx[u] - F - st, pr, eminr, emaxr, mode, flush)
-        neg[u] = ng
+        neg_r, keep, qq, inf = round_int(S[u], emx[u] - F - st, pr, eminr, emaxr, mode, flush)
+        neg[u] = neg_r
         mag[u] = keep
         q[u] = qq
         bad[u] |= inf
@@ -557,9 +558,9 @@ def tfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, prm):
                                     ezp, F, fp, sticky, eminc, pr, eminr, emaxr, mode, flush, rbad)
                     if c_late:              # c added to the block's sum, rounded on its own
                         for u in range(np.uint64(nv)):
-                            ng_, keep, qq, inf = add_round(tneg[u], tmag[u], tq[u], rneg[u], rmag[u], rq[u],
-                                                           pr, eminr, emaxr, late_mode, flush)
-                            rneg[u] = ng_
+                            neg_r, keep, qq, inf = add_round(tneg[u], tmag[u], tq[u], rneg[u], rmag[u], rq[u],
+                                                             pr, eminr, emaxr, late_mode, flush)
+                            rneg[u] = neg_r
                             rmag[u] = keep
                             rq[u] = qq
                             rbad[u] |= inf

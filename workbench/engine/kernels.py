@@ -57,7 +57,7 @@ P_L, P_F, P_FP, P_EZ, P_USE_EZ, P_MODE, P_PRES, P_EMINRES, P_EMAXRES, P_MC, P_EM
 N_PRM = 23   # P_GENERAL = 1 forces the general per-block path (differential tests)
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _fused(sa, ea, sb, eb, i, j, k0, L, g, ng, fp, F, ez, use_ez, sticky,
            c_sig, c_exp, c_frac, has_c):
     """Truncated fused sum of the products of one block (or one interleaved group of

@@ -86,7 +86,7 @@ def decompose(x, sig, exp, man_bits, emin, flush):
             exp[i, k] = e
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def check_decompose_one(v, man_bits, emin, flush, vmax, has_nan, has_inf):
     """(representable?, significand, exponent) of one float64 value for a signed
     format with subnormals (``man_bits``, ``emin``, largest finite value ``vmax``):
@@ -118,7 +118,7 @@ _FRAC_MASK = (1 << 52) - 1
 _ABS_MASK = (1 << 63) - 1
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def check_decompose_bits(b, man_bits, emin, flush, vmax_bits, has_nan, has_inf):
     """:func:`check_decompose_one` of the float64 whose bit pattern is the int64 ``b``,
     in integer operations only (``vmax_bits``: the pattern of the largest finite
@@ -159,7 +159,7 @@ _CHUNK = 4096           # elements of x per task (a piece of one row, or whole r
 _CHUNK_T = 64           # rows of B per task when writing B^T (a tile read down its columns)
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _task_range(x, transposed, t):
     """Rows ``i0 .. i1-1`` and columns ``k0 .. k1-1`` of ``x`` in task ``t`` (for
     ``transposed``, rows ``k0 .. k1-1`` of x and all its columns ``i0 .. i1-1``)."""
@@ -177,7 +177,7 @@ def _task_range(x, transposed, t):
     return i0, min(R, i0 + rows), 0, C
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _n_tasks(x, transposed):
     R, C = x.shape
     if transposed:
@@ -208,7 +208,7 @@ def _decompose_bits_common(b, man_bits, emin, flush, vmax_bits):
     return (-s if b < 0 else s), (emin if sub else e), ok
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _decompose_task(x, sig, exp, transposed, t, man_bits, emin, flush, vmax_bits, has_nan, has_inf):
     """Task ``t`` of :func:`decompose_checked` on one operand: returns ``(first,
     slow)``, the smallest C-order index in ``x`` of a value it found not
@@ -248,7 +248,7 @@ def _decompose_task(x, sig, exp, transposed, t, man_bits, emin, flush, vmax_bits
     return best, True
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _pad_zeros(sig, exp, rows, cols, emin):
     """Decomposed zeros ``(0, emin)`` outside the leading ``rows x cols`` block."""
     if cols < sig.shape[1]:
@@ -391,7 +391,7 @@ def add_round(neg1, m1, q1, neg2, m2, q2, p, emin, emax, mode, flush_sub):
     return round_int(S, scale - 1, p, emin, emax, mode, flush_sub)
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def round_fixed(S, scale, p, emin, emax, mode, flush_sub):
     """:func:`round_int` as a float64 (exact: every output format fits in binary64)."""
     neg, keep, q, inf = round_int(S, scale, p, emin, emax, mode, flush_sub)
@@ -399,7 +399,7 @@ def round_fixed(S, scale, p, emin, emax, mode, flush_sub):
     return -r if neg else r
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def round_double(x, p, emin, emax, mode, flush_sub):
     """Round a float64 ``x`` (finite) to the format (p, emin, emax) in ``mode``."""
     if x == 0.0 or x != x or math.isinf(x):
@@ -411,13 +411,13 @@ def round_double(x, p, emin, emax, mode, flush_sub):
     return round_fixed(S, e - 53, p, emin, emax, mode, flush_sub)
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def decode_value(sig, exp, man_bits):
     """Float64 value of a decomposed finite operand."""
     return math.ldexp(float(sig), exp - man_bits)
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def special_product(s1, e1, s2, e2):
     """Code of the product of two decomposed operands of which one is Inf/NaN:
     1 = +Inf, 2 = -Inf, 3 = NaN."""
@@ -431,7 +431,7 @@ def special_product(s1, e1, s2, e2):
     return 2 if neg else 1
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def special_value(s):
     """Code of one decomposed value known to be Inf/NaN (the accumulator c), as
     :func:`special_product` codes products: 1 = +Inf, 2 = -Inf, 3 = NaN."""
@@ -440,7 +440,7 @@ def special_value(s):
     return 1 if s > 0 else 2
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def combine_special(code, pos, neg, nan):
     """Accumulate special codes into (pos_inf, neg_inf, nan) flags."""
     if code == 1:
@@ -452,7 +452,7 @@ def combine_special(code, pos, neg, nan):
     return pos, neg, nan
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def special_result(pos, neg, nan):
     """Result of a fused sum containing Inf/NaN terms (Xie Section 4.2)."""
     if nan or (pos and neg):

@@ -202,6 +202,17 @@ def fast_eligible(prm):
 
 
 @numba.njit(cache=True, inline="always")
+def _sum_params(prm):
+    """The fields of ``prm`` that the integer fast path of one fused sum and its
+    rounding read: ``(fp, ezp, sticky, mode, pr, eminr, emaxr, mc, eminc, flush)`` -
+    product fraction bits, the zero exponent (NEG_BIG when zeros take no part), the
+    sticky bit, the rounding mode and result format, the output format's fraction
+    bits and emin (c's decomposition), flushing of subnormal results."""
+    return (prm[P_FP], prm[P_EZ] if prm[P_USE_EZ] != 0 else NEG_BIG, prm[P_STICKY] != 0, prm[P_MODE],
+            prm[P_PRES], prm[P_EMINRES], prm[P_EMAXRES], prm[P_MC], prm[P_EMINC], prm[P_FLUSHOUT] != 0)
+
+
+@numba.njit(cache=True, inline="always")
 def _block_emax(sa, ea, sb, eb, i, j, k0, L, ezp, W):
     """(largest product exponent, largest raw exponent sum) of the block at k0 of row
     i of A and row j of B^T.
@@ -266,17 +277,8 @@ def _chain(sa, ea, sb, eb, i, j, b0, b1, d, prm, fast):
             d = tfdpa_step(sa, ea, sb, eb, i, j, blk * L, d, prm)
         return d
     F = prm[P_F]
-    fp = prm[P_FP]
-    ezp = prm[P_EZ] if prm[P_USE_EZ] != 0 else NEG_BIG
-    mode = prm[P_MODE]
-    pr = prm[P_PRES]
-    eminr = prm[P_EMINRES]
-    emaxr = prm[P_EMAXRES]
-    mc = prm[P_MC]
-    eminc = prm[P_EMINC]
-    sticky = prm[P_STICKY] != 0
+    fp, ezp, sticky, mode, pr, eminr, emaxr, mc, eminc, flush = _sum_params(prm)
     st = 1 if sticky else 0
-    flush = prm[P_FLUSHOUT] != 0
     G = F - fp if F > fp else 0
     roff = G - F + fp                 # right shift of a term = emax - e + roff >= 0
     special = d != d or math.isinf(d)
@@ -497,16 +499,7 @@ def tfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, prm):
     BC = prm[P_BC]
     accmode = prm[P_ACCMODE]
     nprom = 1 if accmode == 1 else (prm[P_PROMOTE] if accmode == 2 else nblocks)
-    fp = prm[P_FP]
-    ezp = prm[P_EZ] if prm[P_USE_EZ] != 0 else NEG_BIG
-    mode = prm[P_MODE]
-    pr = prm[P_PRES]
-    eminr = prm[P_EMINRES]
-    emaxr = prm[P_EMAXRES]
-    mc = prm[P_MC]
-    eminc = prm[P_EMINC]
-    sticky = prm[P_STICKY] != 0
-    flush = prm[P_FLUSHOUT] != 0
+    fp, ezp, sticky, mode, pr, eminr, emaxr, mc, eminc, flush = _sum_params(prm)
     ng = prm[P_NG]
     F = prm[P_F] if ng == 1 else prm[P_GF]
     c_late = prm[P_CLATE] != 0

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from .. import formats as _formats
-from ..engine.model import PARAM_NAMES, Model
+from ..engine.model import PARAM_NAMES, ROUNDINGS, Model
 from . import features as _f
 from .blackbox import BlackBox, as_black_box, from_model
 from .vectors import Cases, Ranges
@@ -49,6 +49,15 @@ OBSERVABLE_NOTES = {
     "F2": "TR-FDPA's second precision shows only through the final rounding of c + T with c much larger "
           "than T (ties for round-to-nearest, c = -2^E for RZ/RU); with RD it is not observable",
 }
+
+
+def _engine_rounding(rd: Any, fallback: str, notes: list[str]) -> str:
+    """The probed final rounding ``rd.mode`` when the engine models it (rne, rz, rd,
+    ru), else ``fallback`` with a note naming the mode and its table."""
+    if rd.mode in ROUNDINGS:
+        return rd.mode
+    notes.append(f"final rounding {rd.mode!r} (table {rd.table}) is not one the engine models; proposing {fallback}")
+    return fallback
 
 
 @dataclass
@@ -436,12 +445,7 @@ def infer(black_box: Any, in_format: str | None = None, out_format: str | None =
         rd = (_f.probe_rounding_c(bb, F, allow_sub) if is_narrow
               else _f.probe_rounding(bb, st, F, min(p_res, fout.p), c_early, allow_sub))
         feats["final rounding"] = f"{rd.mode} ({rd.layout})"
-        if rd.mode in ("rne", "rz", "rd", "ru"):
-            params["rounding"] = rd.mode
-        else:
-            params["rounding"] = "rz"
-            notes.append(f"final rounding {rd.mode!r} (table {rd.table}) is not one the engine models; "
-                         "proposing rz")
+        params["rounding"] = _engine_rounding(rd, "rz", notes)
         sk = None if is_narrow else _f.probe_sticky(bb, st, F, c_early, allow_sub)
         if sk is None:
             unobs["sticky"] = "no vector of this format puts terms just below the window next to U and -U"
@@ -534,11 +538,7 @@ def _exact_fdpa(bb: BlackBox, st: _f.Structure, allow_sub: bool, sub: _f.Subnorm
     p_res = pr.value if pr.value is not None else fout.p
     rd = _f.probe_rounding(bb, st, 4 * wide, min(p_res, fout.p), True, allow_sub)
     feats["final rounding"] = f"{rd.mode} ({rd.layout}), once, on the exact sum"
-    if rd.mode in ("rne", "rz", "rd", "ru"):
-        params["rounding"] = rd.mode
-    else:
-        params["rounding"] = "rne"
-        notes.append(f"final rounding {rd.mode!r} (table {rd.table}) is not one the engine models; proposing rne")
+    params["rounding"] = _engine_rounding(rd, "rne", notes)
     if not sub.inputs:
         params["flush_subnormals"] = True
     if sub.outputs_from_products is False or (not sub.c_passthrough and params.get("result_format") is None):
@@ -569,11 +569,7 @@ def _gst_fdpa(bb: BlackBox, st: _f.Structure, gr: _f.ExactGroups, allow_sub: boo
                         "U kept next to U and -U inside a group); GST-FDPA has no group precision")
     rd = _f.probe_rounding_c(bb, F, allow_sub)
     feats["final rounding"] = f"{rd.mode} ({rd.layout})"
-    if rd.mode in ("rne", "rz", "rd", "ru"):
-        params["rounding"] = rd.mode
-    else:
-        params["rounding"] = "rz"
-        notes.append(f"final rounding {rd.mode!r} (table {rd.table}) is not one the engine models; proposing rz")
+    params["rounding"] = _engine_rounding(rd, "rz", notes)
     unobs["result_format"] = "not probed for GST-FDPA (the fused sum is rounded to the output format)"
     if not sub.inputs:
         params["flush_subnormals"] = True

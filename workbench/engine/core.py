@@ -30,9 +30,10 @@ PARALLEL_MIN_WORK = 1 << 18
 #: The same when the machine is busy (one-minute load average at least the number of
 #: CPUs plus one, i.e. a runnable task per CPU besides the caller): a woken thread
 #: then often waits for a time slice, measured at 4-8 ms per region at load 3 on the
-#: 2-core development machine, longer than a serial 16x4096x16 product (~3 ms); from
-#: 64x1024x64 (~12 ms serial) two threads still win on the best runs.
-PARALLEL_MIN_WORK_BUSY = 1 << 21
+#: 2-core development machine.  With the lane kernel a serial 16x4096x16 product takes
+#: 1.2 ms and 64x1024x64 3.5 ms (2^22 multiply-adds), both below that wait; from 2^23
+#: (about 7 ms serial) a second thread can pay for its wake-up.
+PARALLEL_MIN_WORK_BUSY = 1 << 23
 _ACC_MODES = {"chain": 0, "outside": 1, "promote": 2}
 
 

@@ -586,7 +586,7 @@ def _amd_block(idx, a, b, d, m) -> Block:
     fp = 2 * fin.man_bits
     blk = Block(index=idx, c_in=d, F=m.F)
     cs, ce = _decomp(d, out)
-    spec, pos, neg, nan = _amd.scan_specials(sa, ea, sb, eb, 0, 0, 0, len(a), cs, ce, fp, q[_amd.Q_OVF])
+    spec, pos, neg, nan = _amd.scan_specials(sa, ea, sb.T, eb.T, 0, 0, 0, len(a), cs, ce, fp, q[_amd.Q_OVF])
     if spec:
         blk.result = float(_ops.special_result(pos, neg, nan))
         blk.special = "NaN" if nan or (pos and neg) else ("+Inf" if pos else "-Inf")
@@ -600,10 +600,10 @@ def _amd_block(idx, a, b, d, m) -> Block:
         exact = sum((t.value for t in blk.terms), Fraction(0)) + _val(cs, ce, out.man_bits)
         blk.stages.append(f"c = {d!r} and the products are added exactly (no alignment loss): {_p2(exact)}")
         blk.normalised = _norm(exact)
-        blk.result = float(_amd.efdpa_step(sa, ea, sb, eb, 0, 0, 0, float(d), q, limbs))
+        blk.result = float(_amd.efdpa_step(sa, ea, sb.T, eb.T, 0, 0, 0, float(d), q, limbs))
         blk.rounding = f"{m.rounding.upper()} to {m.res_fmt.name} (once)"
         return blk
-    T, emax, has_T, E, Tp, scp, c_used, S, G = _amd.tr_parts(sa, ea, sb, eb, 0, 0, 0, cs, ce, q)
+    T, emax, has_T, E, Tp, scp, c_used, S, G = _amd.tr_parts(sa, ea, sb.T, eb.T, 0, 0, 0, cs, ce, q)
     F, F2 = m.F, m.F2
     rd = m.alignment_rounding != "rz"  # "rz": the round-toward-zero twin of Xie Figure 3
     cut = "rounded down (toward -inf)" if rd else "truncated toward zero (RZ twin)"
@@ -632,7 +632,7 @@ def _amd_block(idx, a, b, d, m) -> Block:
     blk.stages.append(f"T' + c' = {_p2(total)}")
     blk.normalised = _norm(total)
     blk.rounding = f"{m.rounding.upper()} to {m.res_fmt.name}"
-    blk.result = float(_amd.trfdpa_step(sa, ea, sb, eb, 0, 0, 0, float(d), q))
+    blk.result = float(_amd.trfdpa_step(sa, ea, sb.T, eb.T, 0, 0, 0, float(d), q))
     return blk
 
 

@@ -51,6 +51,7 @@ from .ops import (
     combine_special,
     decompose_one,
     round_fixed,
+    round_int,
     special_product,
     special_result,
     special_value,
@@ -69,27 +70,29 @@ KIND_E, KIND_TR, KIND_GTR = 0, 1, 2
 # ------------------------------------------------------------------ helpers
 @numba.njit(cache=True, inline="always")
 def shift_floor(x, sh):
-    """floor(x * 2**sh) for an int64 ``x`` (two's complement: rounds toward -inf)."""
-    if sh >= 0:
-        return x << sh
-    r = -sh
-    if r > 62:
-        return np.int64(0) if x >= 0 else np.int64(-1)
-    return x >> r
+    """floor(x * 2**sh) for an int64 ``x`` (two's complement: rounds toward -inf);
+    left shifts are capped at 63 (callers keep them far below), right shifts by more
+    than 62 give 0 or -1.  Branch-free (the lane kernel vectorises it)."""
+    left = sh if sh > 0 else 0
+    left = left if left < 63 else 63
+    r = -sh if sh < 0 else 0
+    r = r if r < 63 else 63
+    return (x << left) >> r
 
 
 @numba.njit(cache=True, inline="always")
 def shift_align(x, sh, rz):
     """x * 2**sh cut to an integer: toward -inf (:func:`shift_floor`, the ``RD`` of
     Xie Algorithms 10-11) or, with ``rz``, toward zero (the RZ twin of Figure 3)."""
-    if not rz or x >= 0 or sh >= 0:
-        return shift_floor(x, sh)
-    return -shift_floor(-x, sh)
+    flip = rz and x < 0 and sh < 0
+    y = shift_floor(-x if flip else x, sh)
+    return -y if flip else y
 
 
 @numba.njit(cache=True)
 def scan_specials(sa, ea, sb, eb, i, j, k0, L, c_sig, c_exp, fp, ovf):
-    """Special outcome of one block: (special?, +inf, -inf, nan).
+    """Special outcome of one block of row i of A and column j of B (``sb, eb``
+    indexed ``[k, j]``): (special?, +inf, -inf, nan).
 
     NaN/Inf operands first (Xie Section 4.2); then, if ``ovf`` > 0, finite
     products with |value| >= 2**ovf overflow to infinities (TR-/GTR-FDPA)."""
@@ -100,10 +103,10 @@ def scan_specials(sa, ea, sb, eb, i, j, k0, L, c_sig, c_exp, fp, ovf):
     for jj in range(L):
         k = k0 + jj
         e1 = ea[i, k]
-        e2 = eb[j, k]
+        e2 = eb[k, j]
         if e1 >= SPECIAL or e2 >= SPECIAL:
             spec = True
-            pos, neg, nan = combine_special(special_product(sa[i, k], e1, sb[j, k], e2), pos, neg, nan)
+            pos, neg, nan = combine_special(special_product(sa[i, k], e1, sb[k, j], e2), pos, neg, nan)
     if c_exp >= SPECIAL:
         spec = True
         pos, neg, nan = combine_special(special_value(c_sig), pos, neg, nan)
@@ -111,11 +114,11 @@ def scan_specials(sa, ea, sb, eb, i, j, k0, L, c_sig, c_exp, fp, ovf):
         return spec, pos, neg, nan
     for jj in range(L):
         k = k0 + jj
-        p = np.int64(sa[i, k]) * np.int64(sb[j, k])
+        p = np.int64(sa[i, k]) * np.int64(sb[k, j])
         if p == 0:
             continue
         m = p if p > 0 else -p
-        if bit_length(m) - 1 + ea[i, k] + eb[j, k] - fp >= ovf:
+        if bit_length(m) - 1 + ea[i, k] + eb[k, j] - fp >= ovf:
             spec = True
             if p > 0:
                 pos = True
@@ -215,9 +218,9 @@ def efdpa_step(sa, ea, sb, eb, i, j, k0, d, q, limbs):
         limbs[t] = 0
     for jj in range(L):
         k = k0 + jj
-        p = np.int64(sa[i, k]) * np.int64(sb[j, k])
+        p = np.int64(sa[i, k]) * np.int64(sb[k, j])
         if p != 0:
-            _limb_add(limbs, p if p > 0 else -p, p < 0, ea[i, k] + eb[j, k] - fp - base)
+            _limb_add(limbs, p if p > 0 else -p, p < 0, ea[i, k] + eb[k, j] - fp - base)
     if c_sig != 0:
         m = np.int64(c_sig)
         _limb_add(limbs, m if m > 0 else -m, m < 0, c_exp - mc - base)
@@ -234,11 +237,11 @@ def group_sum(sa, ea, sb, eb, i, j, k0, L, start, step, fp, F, ez, use_ez):
     emax = NEG_BIG
     for jj in range(start, L, step):
         k = k0 + jj
-        if sa[i, k] == 0 or sb[j, k] == 0:
+        if sa[i, k] == 0 or sb[k, j] == 0:
             if use_ez and ez > emax:
                 emax = ez
             continue
-        e = ea[i, k] + eb[j, k]
+        e = ea[i, k] + eb[k, j]
         if e > emax:
             emax = e
     if emax == NEG_BIG:
@@ -247,10 +250,10 @@ def group_sum(sa, ea, sb, eb, i, j, k0, L, start, step, fp, F, ez, use_ez):
     base = F - fp - emax
     for jj in range(start, L, step):
         k = k0 + jj
-        p = np.int64(sa[i, k]) * np.int64(sb[j, k])
+        p = np.int64(sa[i, k]) * np.int64(sb[k, j])
         if p == 0:
             continue
-        t = align_term(p if p > 0 else -p, base + ea[i, k] + eb[j, k], False)
+        t = align_term(p if p > 0 else -p, base + ea[i, k] + eb[k, j], False)
         T += t if p > 0 else -t
     return T, emax, True
 
@@ -322,26 +325,179 @@ def trfdpa_step(sa, ea, sb, eb, i, j, k0, d, q):
 
 
 # ------------------------------------------------------------------ GEMMs
+@numba.njit(cache=True)
+def _amd_chain(sa, ea, sb, eb, i, j, d, q, limbs):
+    """Output (i, j): the chain of E-/TR-/GTR-FDPA blocks over K from c = d (Xie
+    Algorithm 5)."""
+    L = q[Q_L]
+    for blk in range(sa.shape[1] // L):
+        if q[Q_KIND] == KIND_E:
+            d = efdpa_step(sa, ea, sb, eb, i, j, blk * L, d, q, limbs)
+        else:
+            d = trfdpa_step(sa, ea, sb, eb, i, j, blk * L, d, q)
+    return d
+
+
 @numba.njit(cache=True, parallel=True)
 def amd_gemm(sa, ea, sb, eb, acc, q):
-    """Chain of E-/TR-/GTR-FDPA blocks over K for every output (Xie Algorithm 5),
-    parallel over outputs; ``acc`` holds C on entry and D on exit."""
-    M, K = sa.shape
-    N = sb.shape[0]
-    L = q[Q_L]
-    nb = K // L
-    kind = q[Q_KIND]
+    """:func:`_amd_chain` for every output, parallel over outputs; ``sb, eb``
+    indexed ``[k, j]``; ``acc`` holds C on entry and D on exit."""
+    M = sa.shape[0]
+    N = acc.shape[1]
     for t in numba.prange(M * N):
         i = t // N
         j = t - i * N
         limbs = np.zeros(max(1, q[Q_NLIMBS]), dtype=np.int64)
-        d = acc[i, j]
-        for blk in range(nb):
-            if kind == KIND_E:
-                d = efdpa_step(sa, ea, sb, eb, i, j, blk * L, d, q, limbs)
+        acc[i, j] = _amd_chain(sa, ea, sb, eb, i, j, acc[i, j], q, limbs)
+
+
+@numba.njit(cache=True, inline="always")
+def _lane_group(sa, ea, sb, eb, i, j0, nv, k0, L, start, step, ezp, F, fp, ovf, T, em, bad):
+    """Truncated fused sum of the products k0+start, k0+start+step, ... of a block
+    (:func:`group_sum`) for outputs (i, j0 .. j0+nv-1) side by side: ``T[u]``,
+    ``em[u]`` (NEG_BIG when the group has no term); ``bad[u]`` is set where a
+    product reaches 2**ovf (an infinity, left to the scalar path)."""
+    ul = np.uint64(nv)
+    uj0 = np.uint64(j0)
+    for u in range(ul):
+        em[u] = NEG_BIG
+        T[u] = 0
+    for jj in range(start, L, step):
+        k = np.uint64(k0 + jj)
+        a_zero = sa[i, k] == 0
+        a_e = np.int64(ea[i, k])
+        for u in range(ul):
+            v = ezp if (a_zero | (sb[k, uj0 + u] == 0)) else a_e + np.int64(eb[k, uj0 + u])
+            em[u] = max(em[u], v)
+    for jj in range(start, L, step):
+        k = np.uint64(k0 + jj)
+        a_s = np.int64(sa[i, k])
+        a_e = np.int64(ea[i, k])
+        for u in range(ul):
+            p = a_s * np.int64(sb[k, uj0 + u])
+            e = a_e + np.int64(eb[k, uj0 + u])
+            m = p if p >= 0 else -p
+            sh = F - fp - em[u] + e
+            left = sh if sh > 0 else 0
+            left = left if left < 63 else 63
+            r = -sh if sh < 0 else 0
+            r = r if r < 63 else 63
+            t = (m << left) >> r
+            T[u] += t if p >= 0 else -t
+            bad[u] |= (p != 0) & (bit_length(m) - 1 + e - fp >= ovf)
+
+
+@numba.njit(cache=True, parallel=True)
+def trfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, q, TI, TJ):
+    """TR-/GTR-FDPA chains for outputs (i, j0 .. j0+TJ-1) side by side: the stages
+    of :func:`tr_parts` as loops over lanes that LLVM vectorises, the same bits as
+    :func:`amd_gemm`.  ``sb, eb`` C-ordered (Kp, Np), Np >= N a multiple of 8 (zero
+    padding, computed and never written).  Outputs whose row of A or column of B
+    holds Inf/NaN, whose C is Inf/NaN, whose products reach the overflow threshold
+    or whose chain overflows are recomputed by :func:`_amd_chain`.  The result
+    format must fit in the output format (a block's result is exactly the next c)."""
+    M, Kp = sa.shape
+    N = acc.shape[1]
+    Np = sb.shape[1]
+    L = q[Q_L]
+    F = q[Q_F]
+    F2 = q[Q_F2]
+    fp = q[Q_FP]
+    mc = q[Q_MC]
+    eminc = q[Q_EMINC]
+    ez = q[Q_EZ]
+    use_ez = q[Q_USE_EZ] != 0
+    ezp = ez if use_ez else NEG_BIG
+    gtr = q[Q_KIND] == KIND_GTR
+    rz = q[Q_ARZ] != 0
+    ovf = q[Q_OVF]
+    mode = q[Q_MODE]
+    pr = q[Q_PRES]
+    eminr = q[Q_EMINRES]
+    emaxr = q[Q_EMAXRES]
+    flush = q[Q_FLUSHOUT] != 0
+    G = F2 if F2 > F else F
+    ngroups = 2 if gtr else 1
+    n_it = (M + TI - 1) // TI
+    n_jt = (N + TJ - 1) // TJ
+    for t in numba.prange(n_it * n_jt):
+        it = t // n_jt
+        jt = t - it * n_jt
+        i0 = it * TI
+        ti = min(M, i0 + TI) - i0
+        j0 = jt * TJ
+        nl = min(N, j0 + TJ) - j0
+        nv = min(Np, j0 + TJ) - j0
+        ul = np.uint64(nv)
+        neg = np.zeros(nv, dtype=np.bool_)
+        mag = np.zeros(nv, dtype=np.int64)
+        qq = np.zeros(nv, dtype=np.int64)
+        bad = np.zeros(nv, dtype=np.bool_)
+        T0 = np.empty(nv, dtype=np.int64)
+        E0 = np.empty(nv, dtype=np.int64)
+        T1 = np.zeros(nv, dtype=np.int64)
+        E1 = np.full(nv, NEG_BIG, dtype=np.int64)
+        for ii in range(ti):
+            i = i0 + ii
+            for u in range(nv):
+                neg[u] = False
+                mag[u] = 0
+                qq[u] = 0
+                bad[u] = False
+            for u in range(nl):
+                c = acc[i, j0 + u]
+                bad[u] = row_special[i] != 0 or col_special[j0 + u] != 0 or c != c or math.isinf(c)
+                if not bad[u]:
+                    c_sig, c_exp = decompose_one(c, mc, eminc, False)
+                    neg[u] = c_sig < 0
+                    mag[u] = -c_sig if c_sig < 0 else c_sig
+                    qq[u] = c_exp - mc
+            if row_special[i] != 0:
+                nblocks = 0
             else:
-                d = trfdpa_step(sa, ea, sb, eb, i, j, blk * L, d, q)
-        acc[i, j] = d
+                nblocks = Kp // L
+            for blk in range(nblocks):
+                _lane_group(sa, ea, sb, eb, i, j0, nv, blk * L, L, 0, ngroups, ezp, F, fp, ovf, T0, E0, bad)
+                if gtr:
+                    _lane_group(sa, ea, sb, eb, i, j0, nv, blk * L, L, 1, 2, ezp, F, fp, ovf, T1, E1, bad)
+                for u in range(ul):
+                    # c as the output format decomposes it (exponent clamped at emin)
+                    m = mag[u]
+                    top = bit_length(m) - 1 + qq[u]
+                    ce = top if top > eminc else eminc
+                    sh = qq[u] - (ce - mc)
+                    left = sh if sh > 0 else 0
+                    r = -sh if sh < 0 else 0
+                    c_mag = (m << left) >> r
+                    c_sig = -c_mag if neg[u] else c_mag
+                    ec = ce if m != 0 else ez
+                    has_c = (m != 0) | use_ez
+                    # the products' sum T at e_max (GTR: both groups rounded down to F bits at the larger)
+                    e0 = E0[u]
+                    e1 = E1[u]
+                    emax = e0 if e0 > e1 else e1
+                    has_T = emax != NEG_BIG
+                    Tsum = (shift_align(T0[u], e0 - emax, rz) if e0 != NEG_BIG else np.int64(0)) + \
+                        (shift_align(T1[u], e1 - emax, rz) if e1 != NEG_BIG else np.int64(0))
+                    E = emax if has_T else NEG_BIG
+                    E = ec if (has_c and ec > E) else E
+                    Tp = shift_align(Tsum, F2 - F + emax - E, rz) if has_T else np.int64(0)
+                    use_c = m != 0 and not (gtr and ec < E - F - 1)   # GTR drops a c far below E
+                    scp = shift_align(c_sig, F - mc + ec - E, rz) if use_c else np.int64(0)
+                    S = (Tp << (G - F2)) + (scp << (G - F))
+                    neg_r, keep, q_r, inf = round_int(S, E - G, pr, eminr, emaxr, mode, flush)
+                    neg[u] = neg_r
+                    mag[u] = keep
+                    qq[u] = q_r
+                    bad[u] |= inf
+            for u in range(nl):
+                j = j0 + u
+                if bad[u]:
+                    limbs = np.zeros(1, dtype=np.int64)
+                    acc[i, j] = _amd_chain(sa, ea, sb, eb, i, j, acc[i, j], q, limbs)
+                else:
+                    v = math.ldexp(float(mag[u]), qq[u])
+                    acc[i, j] = -v if neg[u] else v
 
 
 def amd_params(model) -> np.ndarray:
@@ -387,8 +543,15 @@ def amd_params(model) -> np.ndarray:
     return q
 
 
+#: Fewest columns for which :func:`trfdpa_gemm_lanes` serves TR-/GTR-FDPA products.
+LANES_MIN_N = 4
+_LANE_PAD = 8
+
+
 def run_amd(model, A, BT, acc):
-    """E-FDPA / TR-FDPA / GTR-FDPA over whole matrices (K zero-padded to L)."""
+    """E-FDPA / TR-FDPA / GTR-FDPA over whole matrices (K zero-padded to L): the lane
+    kernel for TR-/GTR-FDPA products with at least :data:`LANES_MIN_N` columns whose
+    result format fits the output format, :func:`amd_gemm` otherwise."""
     from .core import _pad_k, decompose
 
     q = amd_params(model)
@@ -396,9 +559,25 @@ def run_amd(model, A, BT, acc):
     fin = model.in_fmt
     sa, ea = decompose(A2, fin.man_bits, fin.emin, model.flush_subnormals)
     sb, eb = decompose(BT2, fin.man_bits, fin.emin, model.flush_subnormals)
-    amd_gemm(sa, ea, sb, eb, acc, q)
+    M, N = acc.shape
+    res, out = model.res_fmt, model.out_fmt
+    if (q[Q_KIND] == KIND_E or N < LANES_MIN_N or res.p > out.p or res.emin < out.emin):
+        amd_gemm(sa, ea, sb.T, eb.T, acc, q)
+        return acc
+    Np = -(-N // _LANE_PAD) * _LANE_PAD
+    sbl = np.zeros((sb.shape[1], Np), dtype=sb.dtype)
+    ebl = np.full((sb.shape[1], Np), fin.emin, dtype=eb.dtype)
+    sbl[:, :N] = sb.T
+    ebl[:, :N] = eb.T
+    row_special = (ea >= SPECIAL).any(axis=1).astype(np.int8)
+    col_special = (eb >= SPECIAL).any(axis=1).astype(np.int8)
+    TJ = min(64, Np)
+    n_jt = -(-N // TJ)
+    n_it = max(1, min(M, -(-numba.get_num_threads() // n_jt)))
+    TI = max(1, min(-(-M // n_it), 32))
+    trfdpa_gemm_lanes(sa, ea, sbl, ebl, row_special, col_special, acc, q, TI, TJ)
     return acc
 
 
-__all__ = ["run_amd", "amd_params", "amd_gemm", "efdpa_step", "trfdpa_step", "tr_parts", "group_sum",
+__all__ = ["run_amd", "amd_params", "amd_gemm", "trfdpa_gemm_lanes", "efdpa_step", "trfdpa_step", "tr_parts", "group_sum",
            "limb_round", "scan_specials", "shift_floor", "shift_align"]

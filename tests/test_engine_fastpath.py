@@ -200,7 +200,7 @@ def test_mx_lane_kernel_equals_scalar_kernel(ri, monkeypatch):
     if F.format(m.in_format).has_nan:
         B[7, 4] = np.nan
     got = wb.gemm(A, B, C, model=m, scale_a=sa, scale_b=sb)
-    monkeypatch.setattr(core, "LANES_MIN_N", 10 ** 9)
+    monkeypatch.setattr(K, "LANES_MIN_N", 10 ** 9)
     assert not core.lane_layout(m, 20)
     want = wb.gemm(A, B, C, model=m, scale_a=sa, scale_b=sb)
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), m.describe()
@@ -228,8 +228,6 @@ def test_amd_lane_kernel_equals_scalar_kernel(mi, monkeypatch):
     the scalar amd_gemm (checked against the Fraction reference and MMA-Sim's tables
     elsewhere) gives the same bits, with scattered Inf/NaN, rows of large values and a
     row of c far below the products (GTR-FDPA's special truncation)."""
-    from workbench.engine import fdpa_amd
-
     m = AMD_LANE_MODELS[mi]
     rng = np.random.default_rng(70 + mi)
     M, K_, N = 5, 40 * m.L + 3, 70
@@ -240,15 +238,15 @@ def test_amd_lane_kernel_equals_scalar_kernel(mi, monkeypatch):
     _scattered_specials(rng, A, B, C, m.in_format)
     C[4] = wb.round(C[4] * 2.0 ** -30, m.out_format)   # c far below the products: GTR-FDPA drops it
     got = wb.gemm(A, B, C, model=m)
-    monkeypatch.setattr(fdpa_amd, "LANES_MIN_N", 10 ** 9)
+    monkeypatch.setattr(K, "LANES_MIN_N", 10 ** 9)
     want = wb.gemm(A, B, C, model=m)
     assert np.array_equal(got.view(np.uint8), want.view(np.uint8)), m.describe()
     assert np.isfinite(got).mean() > 0.5
     # an exact block sum next to a tiny negative c: kept, RD/RZ would take one unit off
     ones_a, ones_b = np.ones((2, m.L)), np.ones((m.L, 8))
     tiny = np.full((2, 8), -max(2.0 ** -40, F.format(m.out_format).min_subnormal))
-    monkeypatch.setattr(fdpa_amd, "LANES_MIN_N", 4)
+    monkeypatch.setattr(K, "LANES_MIN_N", 4)
     got = wb.gemm(ones_a, ones_b, tiny, model=m)
-    monkeypatch.setattr(fdpa_amd, "LANES_MIN_N", 10 ** 9)
+    monkeypatch.setattr(K, "LANES_MIN_N", 10 ** 9)
     want = wb.gemm(ones_a, ones_b, tiny, model=m)
     assert np.array_equal(got.view(np.uint8), want.view(np.uint8)), m.describe()

@@ -131,16 +131,12 @@ class Operands(NamedTuple):
     special: bool = True
 
 
-#: Fewest columns of B for which the lane kernel beats the scalar one.
-LANES_MIN_N = 4
-
-
 def lane_layout(model: Model, N: int) -> bool:
     """Whether products with this model and N columns run on the lane kernel
     (:func:`workbench.engine.kernels.tfdpa_gemm_lanes`): T-FDPA and ST-FDPA models
     it computes (:func:`~workbench.engine.kernels.lane_eligible`) with at least
-    :data:`LANES_MIN_N` columns."""
-    return (model.kind in ("t-fdpa", "st-fdpa") and N >= LANES_MIN_N
+    :data:`~workbench.engine.kernels.LANES_MIN_N` columns."""
+    return (model.kind in ("t-fdpa", "st-fdpa") and N >= _k.LANES_MIN_N
             and bool(_k.lane_eligible(_k.pack_tfdpa(_tfdpa_params(model), 1, 1, 1))))
 
 
@@ -302,19 +298,7 @@ def run_tfdpa(model: Model, sa: np.ndarray, ea: np.ndarray, sb: np.ndarray, eb: 
     if not lane_layout(model, N):
         _k.tfdpa_gemm(sa, ea, sb, eb, acc, prm)
         return
-    if not sb.flags.c_contiguous or sb.shape[1] % _k.LANE_PAD:
-        Np = -(-N // _k.LANE_PAD) * _k.LANE_PAD
-        sbl = np.zeros((sb.shape[0], Np), dtype=sb.dtype)
-        ebl = np.full((sb.shape[0], Np), model.in_fmt.emin, dtype=eb.dtype)
-        sbl[:, :N] = sb
-        ebl[:, :N] = eb
-        sb, eb = sbl, ebl
-    if special:
-        row_special = (ea >= _ops.SPECIAL).any(axis=1).astype(np.int8)
-        col_special = (eb[:, :N] >= _ops.SPECIAL).any(axis=0).astype(np.int8)
-    else:
-        row_special = np.zeros(M, dtype=np.int8)
-        col_special = np.zeros(N, dtype=np.int8)
+    sb, eb, row_special, col_special = _k.lane_operands(sa, ea, sb, eb, N, model.in_fmt.emin, special)
     _k.tfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, prm)
 
 

@@ -43,6 +43,7 @@ import math
 import numba
 import numpy as np
 
+from .kernels import lane_tile, lane_value, lanes_from_c
 from .ops import (
     NEG_BIG,
     SPECIAL,
@@ -421,13 +422,7 @@ def trfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, q, TI, TJ):
     n_it = (M + TI - 1) // TI
     n_jt = (N + TJ - 1) // TJ
     for t in numba.prange(n_it * n_jt):
-        it = t // n_jt
-        jt = t - it * n_jt
-        i0 = it * TI
-        ti = min(M, i0 + TI) - i0
-        j0 = jt * TJ
-        nl = min(N, j0 + TJ) - j0
-        nv = min(Np, j0 + TJ) - j0
+        i0, ti, j0, nl, nv = lane_tile(t, n_jt, TI, TJ, M, N, Np)
         ul = np.uint64(nv)
         neg = np.zeros(nv, dtype=np.bool_)
         mag = np.zeros(nv, dtype=np.int64)
@@ -439,19 +434,7 @@ def trfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, q, TI, TJ):
         E1 = np.full(nv, NEG_BIG, dtype=np.int64)
         for ii in range(ti):
             i = i0 + ii
-            for u in range(nv):
-                neg[u] = False
-                mag[u] = 0
-                qq[u] = 0
-                bad[u] = False
-            for u in range(nl):
-                c = acc[i, j0 + u]
-                bad[u] = row_special[i] != 0 or col_special[j0 + u] != 0 or c != c or math.isinf(c)
-                if not bad[u]:
-                    c_sig, c_exp = decompose_one(c, mc, eminc, False)
-                    neg[u] = c_sig < 0
-                    mag[u] = -c_sig if c_sig < 0 else c_sig
-                    qq[u] = c_exp - mc
+            lanes_from_c(acc, i, j0, nl, row_special, col_special, mc, eminc, neg, mag, qq, bad)
             if row_special[i] != 0:
                 nblocks = 0
             else:
@@ -496,8 +479,7 @@ def trfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, q, TI, TJ):
                     limbs = np.zeros(1, dtype=np.int64)
                     acc[i, j] = _amd_chain(sa, ea, sb, eb, i, j, acc[i, j], q, limbs)
                 else:
-                    v = math.ldexp(float(mag[u]), qq[u])
-                    acc[i, j] = -v if neg[u] else v
+                    acc[i, j] = lane_value(neg[u], mag[u], qq[u])
 
 
 def amd_params(model) -> np.ndarray:
@@ -543,15 +525,12 @@ def amd_params(model) -> np.ndarray:
     return q
 
 
-#: Fewest columns for which :func:`trfdpa_gemm_lanes` serves TR-/GTR-FDPA products.
-LANES_MIN_N = 4
-_LANE_PAD = 8
-
-
 def run_amd(model, A, BT, acc):
     """E-FDPA / TR-FDPA / GTR-FDPA over whole matrices (K zero-padded to L): the lane
-    kernel for TR-/GTR-FDPA products with at least :data:`LANES_MIN_N` columns whose
-    result format fits the output format, :func:`amd_gemm` otherwise."""
+    kernel for TR-/GTR-FDPA products with at least
+    :data:`~workbench.engine.kernels.LANES_MIN_N` columns whose result format fits
+    the output format, :func:`amd_gemm` otherwise."""
+    from . import kernels as _k
     from .core import _pad_k, decompose
 
     q = amd_params(model)
@@ -561,21 +540,12 @@ def run_amd(model, A, BT, acc):
     sb, eb = decompose(BT2, fin.man_bits, fin.emin, model.flush_subnormals)
     M, N = acc.shape
     res, out = model.res_fmt, model.out_fmt
-    if (q[Q_KIND] == KIND_E or N < LANES_MIN_N or res.p > out.p or res.emin < out.emin):
+    if q[Q_KIND] == KIND_E or N < _k.LANES_MIN_N or res.p > out.p or res.emin < out.emin:
         amd_gemm(sa, ea, sb.T, eb.T, acc, q)
         return acc
-    Np = -(-N // _LANE_PAD) * _LANE_PAD
-    sbl = np.zeros((sb.shape[1], Np), dtype=sb.dtype)
-    ebl = np.full((sb.shape[1], Np), fin.emin, dtype=eb.dtype)
-    sbl[:, :N] = sb.T
-    ebl[:, :N] = eb.T
-    row_special = (ea >= SPECIAL).any(axis=1).astype(np.int8)
-    col_special = (eb >= SPECIAL).any(axis=1).astype(np.int8)
-    TJ = min(64, Np)
-    n_jt = -(-N // TJ)
-    n_it = max(1, min(M, -(-numba.get_num_threads() // n_jt)))
-    TI = max(1, min(-(-M // n_it), 32))
-    trfdpa_gemm_lanes(sa, ea, sbl, ebl, row_special, col_special, acc, q, TI, TJ)
+    sbl, ebl, row_special, col_special = _k.lane_operands(sa, ea, sb.T, eb.T, N, fin.emin)
+    TI, TJ = _k.output_tiles(M, N, numba.get_num_threads())
+    trfdpa_gemm_lanes(sa, ea, sbl, ebl, row_special, col_special, acc, q, TI, -(-TJ // _k.LANE_PAD) * _k.LANE_PAD)
     return acc
 
 

@@ -341,8 +341,10 @@ def _chain(sa, ea, sb, eb, i, j, b0, b1, d, prm, fast):
 
 
 _FP32_ACC = (24, -126, 127)   # the fp32 accumulator of "outside"/"promote" (RNE, ordinary cores)
-#: The lane kernel computes whole groups of this many outputs (B's columns padded).
+#: The lane kernels compute whole groups of this many outputs (B's columns padded).
 LANE_PAD = 8
+#: Fewest columns of B for which the lane kernels beat the one-output-at-a-time ones.
+LANES_MIN_N = 4
 
 
 @numba.njit(cache=True)
@@ -406,6 +408,41 @@ def tfdpa_gemm(sa, ea, sb, eb, acc, prm):
                 for j in range(j0, j1):
                     acc[i, j], part[i - i0, j - j0] = _accumulate(sa, ea, sb, eb, i, j, b0, b1, acc[i, j],
                                                                   part[i - i0, j - j0], prm, fast)
+
+
+@numba.njit(cache=True, inline="always")
+def lane_tile(t, n_jt, TI, TJ, M, N, Np):
+    """Tile ``t`` of a lane kernel: ``(i0, ti, j0, nl, nv)`` - first row and number of
+    rows, first column, outputs per row and lanes computed (padding included)."""
+    it = t // n_jt
+    i0 = it * TI
+    j0 = (t - it * n_jt) * TJ
+    return i0, min(M, i0 + TI) - i0, j0, min(N, j0 + TJ) - j0, min(Np, j0 + TJ) - j0
+
+
+@numba.njit(cache=True, inline="always")
+def lanes_from_c(acc, i, j0, nl, row_special, col_special, mc, eminc, neg, mag, q, bad):
+    """Lane state ``(neg, mag, q)`` of outputs (i, j0 .. j0+nl-1) from their C, as the
+    output format (``mc`` fraction bits, ``eminc``) decomposes it; ``bad`` where the
+    row of A, the column of B or C holds Inf/NaN (those lanes are left at 0)."""
+    for u in range(nl):
+        c = acc[i, j0 + u]
+        bad[u] = row_special[i] != 0 or col_special[j0 + u] != 0 or c != c or math.isinf(c)
+        neg[u] = False
+        mag[u] = 0
+        q[u] = 0
+        if not bad[u]:
+            c_sig, c_exp = decompose_one(c, mc, eminc, False)
+            neg[u] = c_sig < 0
+            mag[u] = -c_sig if c_sig < 0 else c_sig
+            q[u] = c_exp - mc
+
+
+@numba.njit(cache=True, inline="always")
+def lane_value(neg, mag, q):
+    """The float64 ``(-1)**neg * mag * 2**q`` of one lane's state."""
+    v = math.ldexp(float(mag), q)
+    return -v if neg else v
 
 
 @numba.njit(cache=True, inline="always")
@@ -508,13 +545,7 @@ def tfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, prm):
     n_it = (M + TI - 1) // TI
     n_jt = (N + TJ - 1) // TJ
     for t in numba.prange(n_it * n_jt):
-        it = t // n_jt
-        jt = t - it * n_jt
-        i0 = it * TI
-        ti = min(M, i0 + TI) - i0
-        j0 = jt * TJ
-        nl = min(N, j0 + TJ) - j0         # outputs of the tile
-        nv = min(Np, j0 + TJ) - j0        # lanes computed (padding included)
+        i0, ti, j0, nl, nv = lane_tile(t, n_jt, TI, TJ, M, N, Np)
         neg = np.zeros((ti, nv), dtype=np.bool_)
         mag = np.zeros((ti, nv), dtype=np.int64)
         q = np.zeros((ti, nv), dtype=np.int64)
@@ -526,15 +557,13 @@ def tfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, prm):
         pmag = np.zeros(nv, dtype=np.int64)
         pq = np.zeros(nv, dtype=np.int64)
         for ii in range(ti):
-            for u in range(nl):
-                c = acc[i0 + ii, j0 + u]
-                bad[ii, u] = row_special[i0 + ii] != 0 or col_special[j0 + u] != 0 or c != c or math.isinf(c)
-                total[ii, u] = c
-                if accmode == 0 and not bad[ii, u]:
-                    c_sig, c_exp = decompose_one(c, mc, eminc, False)
-                    neg[ii, u] = c_sig < 0
-                    mag[ii, u] = -c_sig if c_sig < 0 else c_sig
-                    q[ii, u] = c_exp - mc
+            lanes_from_c(acc, i0 + ii, j0, nl, row_special, col_special, mc, eminc, neg[ii], mag[ii], q[ii],
+                         bad[ii])
+            if accmode != 0:                  # partial chains start from 0, C waits in the fp32 total
+                for u in range(nl):
+                    total[ii, u] = acc[i0 + ii, j0 + u]
+                    neg[ii, u] = False
+                    mag[ii, u] = 0
         for b0 in range(0, nblocks, BC):
             b1 = min(nblocks, b0 + BC)
             for ii in range(ti):
@@ -559,9 +588,8 @@ def tfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, prm):
                             rbad[u] |= inf
                     if accmode != 0 and ((blk + 1) % nprom == 0 or blk + 1 == nblocks):
                         for u in range(nv):
-                            v = math.ldexp(float(mag[ii, u]), q[ii, u])
-                            total[ii, u] = exact_add(total[ii, u], -v if neg[ii, u] else v, _FP32_ACC[0],
-                                                     _FP32_ACC[1], _FP32_ACC[2], 0, False)
+                            total[ii, u] = exact_add(total[ii, u], lane_value(neg[ii, u], mag[ii, u], q[ii, u]),
+                                                     _FP32_ACC[0], _FP32_ACC[1], _FP32_ACC[2], 0, False)
                             neg[ii, u] = False
                             mag[ii, u] = 0
         for ii in range(ti):
@@ -573,8 +601,7 @@ def tfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, prm):
                 elif accmode != 0:
                     acc[i, j] = total[ii, u]
                 else:
-                    v = math.ldexp(float(mag[ii, u]), q[ii, u])
-                    acc[i, j] = -v if neg[ii, u] else v
+                    acc[i, j] = lane_value(neg[ii, u], mag[ii, u], q[ii, u])
 
 
 @numba.njit(cache=True, parallel=True)
@@ -657,23 +684,52 @@ def add_late(D, C, p, emin, emax, mode, flush):
         D[i, j] = exact_add(D[i, j], C[i, j], p, emin, emax, mode, flush)
 
 
+def output_tiles(M: int, N: int, nthreads: int) -> tuple[int, int]:
+    """(TI, TJ): tiles of at most 32 rows x 64 columns of outputs, enough of them to
+    give every thread one."""
+    TJ = max(1, min(N, 64))
+    n_jt = -(-N // TJ)
+    n_it = max(1, min(M, -(-nthreads // n_jt)))
+    return max(1, min(-(-M // n_it), 32)), TJ
+
+
 def pack_tfdpa(params: dict, M: int, N: int, nthreads: int) -> np.ndarray:
     """The int64 parameter vector of :func:`tfdpa_gemm` (tile sizes included)."""
     prm = np.zeros(N_PRM, dtype=np.int64)
     for k, v in params.items():
         prm[k] = int(v)
-    TJ = min(N, 64)
-    n_jt = -(-N // TJ)
-    n_it = max(1, min(M, -(-nthreads // n_jt)))
-    TI = -(-M // n_it)
-    TI = max(1, min(TI, 32))
-    prm[P_TI] = TI
-    prm[P_TJ] = TJ
+    prm[P_TI], prm[P_TJ] = output_tiles(M, N, nthreads)
     prm[P_BC] = max(1, 256 // max(1, int(params[P_L])))
     return prm
 
 
+def lane_operands(sa: np.ndarray, ea: np.ndarray, sb: np.ndarray, eb: np.ndarray, N: int, emin: int,
+                  special: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """B in the layout of the lane kernels, and the rows/columns that leave them.
+
+    ``sb, eb`` (Kp, N) indexed ``[k, j]`` in any layout are returned C-ordered with
+    zero columns (decomposed zeros, exponent ``emin``) up to a multiple of
+    :data:`LANE_PAD` (unchanged when they already are), with ``row_special`` (M,)
+    and ``col_special`` (N,), int8 flags of the rows of A and columns of B holding
+    Inf/NaN (all zero when ``special`` is False: the caller knows there are none)."""
+    if not sb.flags.c_contiguous or sb.shape[1] % LANE_PAD:
+        Np = -(-N // LANE_PAD) * LANE_PAD
+        sbl = np.zeros((sb.shape[0], Np), dtype=sb.dtype)
+        ebl = np.full((sb.shape[0], Np), emin, dtype=eb.dtype)
+        sbl[:, :N] = sb[:, :N]
+        ebl[:, :N] = eb[:, :N]
+        sb, eb = sbl, ebl
+    if special:
+        row_special = (ea >= SPECIAL).any(axis=1).astype(np.int8)
+        col_special = (eb[:, :N] >= SPECIAL).any(axis=0).astype(np.int8)
+    else:
+        row_special = np.zeros(sa.shape[0], dtype=np.int8)
+        col_special = np.zeros(N, dtype=np.int8)
+    return sb, eb, row_special, col_special
+
+
 __all__ = [
-    "tfdpa_gemm", "tfdpa_gemm_lanes", "tfdpa_step", "fma_gemm", "fma64", "fma32", "exact_add", "pack_tfdpa",
+    "tfdpa_gemm", "tfdpa_gemm_lanes", "tfdpa_step", "lane_operands", "output_tiles", "lane_tile", "lanes_from_c",
+    "lane_value", "fma_gemm", "fma64", "fma32", "exact_add", "pack_tfdpa",
     "bit_length", "round_double",
 ]

@@ -16,7 +16,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from workbench import formats as F
@@ -56,6 +56,7 @@ def _args(fmt: str, mode: str, flush: bool) -> tuple[int, ...]:
 @settings(max_examples=3000, deadline=None)
 @given(S=st.integers(-(2 ** 61), 2 ** 61) | st.integers(-(2 ** 30), 2 ** 30), scale=st.integers(-220, 140),
        fmt=st.sampled_from(FORMATS), mode=st.sampled_from(MODES), flush=st.booleans())
+@example(S=2047, scale=-25, fmt="fp16", mode="rne", flush=True)  # rounds up to the smallest normal: kept
 def test_round_int(S: int, scale: int, fmt: str, mode: str, flush: bool) -> None:
     got = _value(*ops.round_int(np.int64(S), np.int64(scale), *_args(fmt, mode, flush)))
     want = _want(Fraction(S) * Fraction(2) ** scale, fmt, mode, flush)
@@ -84,6 +85,7 @@ def _pairs(draw):
 
 @settings(max_examples=3000, deadline=None)
 @given(pair=_pairs(), mode=st.sampled_from(MODES), flush=st.booleans())
+@example(pair=("fp16", (False, 1024, -24), (True, 1, -25)), mode="rne", flush=True)  # found by hypothesis
 def test_add_round_and_exact_add(pair, mode: str, flush: bool) -> None:
     fmt, (n1, m1, q1), (n2, m2, q2) = pair
     x1 = Fraction(-m1 if n1 else m1) * Fraction(2) ** q1

@@ -327,7 +327,9 @@ def round_int(S, scale, p, emin, emax, mode, flush_sub):
     (``keep`` is then 0).
 
     Modes: 0 RNE, 1 RZ, 2 RD, 3 RU.  Subnormal results are rounded at the fixed
-    quantum ``2**(emin - p + 1)`` (or flushed to +0 with ``flush_sub``).  Results
+    quantum ``2**(emin - p + 1)``; with ``flush_sub`` a result that is still
+    subnormal after that rounding becomes +0 (a sum just below the smallest normal
+    that rounds up to it is kept, as MMA-Sim's FTZ of a rounded value).  Results
     beyond the largest finite value become +-Inf in every mode, as NVIDIA's units do
     (MMA-Sim's conversions; Khattak-Mikaitis Section IV-B).  A zero sum is +0; a
     non-zero sum that rounds to zero keeps its sign (unless flushed).
@@ -358,7 +360,7 @@ def round_int(S, scale, p, emin, emax, mode, flush_sub):
     keep = (keep + (1 if up else 0)) if sh > 0 else (m << left)
     top = bit_length(keep) - 1 + q
     inf = (keep != 0) & (top > emax)
-    flushed = flush_sub & ((lead < emin) | (top < emin))   # top < emin also when keep == 0
+    flushed = flush_sub & (top < emin)   # tininess after rounding; top < emin also when keep == 0
     keep = np.int64(0) if (flushed | inf) else keep
     neg = neg & (not flushed)
     return neg, keep, np.int64(q), inf

@@ -53,6 +53,7 @@ from .ops import (
     decompose_one,
     round_fixed,
     round_int,
+    shift_floor,
     special_product,
     special_result,
     special_value,
@@ -69,18 +70,6 @@ KIND_E, KIND_TR, KIND_GTR = 0, 1, 2
 
 
 # ------------------------------------------------------------------ helpers
-@numba.njit(cache=True, inline="always")
-def shift_floor(x, sh):
-    """floor(x * 2**sh) for an int64 ``x`` (two's complement: rounds toward -inf);
-    left shifts are capped at 63 (callers keep them far below), right shifts by more
-    than 62 give 0 or -1.  Branch-free (the lane kernel vectorises it)."""
-    left = sh if sh > 0 else 0
-    left = left if left < 63 else 63
-    r = -sh if sh < 0 else 0
-    r = r if r < 63 else 63
-    return (x << left) >> r
-
-
 @numba.njit(cache=True, inline="always")
 def shift_align(x, sh, rz):
     """x * 2**sh cut to an integer: toward -inf (:func:`shift_floor`, the ``RD`` of
@@ -378,12 +367,7 @@ def _lane_group(sa, ea, sb, eb, i, j0, nv, k0, L, start, step, ezp, F, fp, ovf, 
             p = a_s * np.int64(sb[k, uj0 + u])
             e = a_e + np.int64(eb[k, uj0 + u])
             m = p if p >= 0 else -p
-            sh = F - fp - em[u] + e
-            left = sh if sh > 0 else 0
-            left = left if left < 63 else 63
-            r = -sh if sh < 0 else 0
-            r = r if r < 63 else 63
-            t = (m << left) >> r
+            t = shift_floor(m, F - fp - em[u] + e)      # RZ_F of the magnitude
             T[u] += t if p >= 0 else -t
             bad[u] |= (p != 0) & (bit_length(m) - 1 + e - fp >= ovf)
 
@@ -448,10 +432,7 @@ def trfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, q, TI, TJ):
                     m = mag[u]
                     top = bit_length(m) - 1 + qq[u]
                     ce = top if top > eminc else eminc
-                    sh = qq[u] - (ce - mc)
-                    left = sh if sh > 0 else 0
-                    r = -sh if sh < 0 else 0
-                    c_mag = (m << left) >> r
+                    c_mag = shift_floor(m, qq[u] - (ce - mc))   # exact: the result fits the output format
                     c_sig = -c_mag if neg[u] else c_mag
                     ec = ce if m != 0 else ez
                     has_c = (m != 0) | use_ez

@@ -41,6 +41,7 @@ from .ops import (
     add_round,
     bit_length,
     round_int,
+    shift_lost,
     combine_special,
     decompose_one,
     round_double,
@@ -477,14 +478,9 @@ def _lane_block(sa, ea, sb, eb, i, j0, nl, k0, L, g, ng, neg, mag, q, emx, S, ez
             emx[u] = max(emx[u], v)
     for u in range(ul):          # c aligned to F fractional bits below the maximum
         m = mag[u]
-        sh = q[u] + F - emx[u]
-        r = -sh if sh < 0 else 0
-        r = r if r < 63 else 63
-        left = sh if sh > 0 else 0
-        left = left if left < 63 else 63
-        t = (m << left) >> r
+        t, lost = shift_lost(m, q[u] + F - emx[u])
         if sticky:
-            t = (t << 1) | (1 if (m & ((np.int64(1) << r) - 1)) != 0 else 0)
+            t = (t << 1) | (1 if lost else 0)
         S[u] = -t if neg[u] else t
     for kk in range(L):          # every product, aligned (truncated magnitude) and summed
         if ng > 1 and ((kk >> 1) % ng) != g:

@@ -319,6 +319,28 @@ def align_term(m, sh, sticky):
 
 
 @numba.njit(cache=True, inline="always")
+def shift_floor(x, sh):
+    """floor(x * 2**sh) for an int64 ``x`` (two's complement: rounds toward -inf);
+    left shifts are capped at 63 (callers keep them far below), right shifts by more
+    than 62 give 0 or -1.  Branch-free (the lane kernels vectorise it)."""
+    left = sh if sh > 0 else 0
+    left = left if left < 63 else 63
+    r = -sh if sh < 0 else 0
+    r = r if r < 63 else 63
+    return (x << left) >> r
+
+
+@numba.njit(cache=True, inline="always")
+def shift_lost(m, sh):
+    """``(floor(m * 2**sh), lost)`` for a magnitude ``m >= 0``: the shifted value
+    (:func:`shift_floor`, truncation) and whether a non-zero bit fell off - the
+    sticky bit of :func:`align_term`, branch-free."""
+    r = -sh if sh < 0 else 0
+    r = r if r < 63 else 63
+    return shift_floor(m, sh), (m & ((np.int64(1) << r) - 1)) != 0
+
+
+@numba.njit(cache=True, inline="always")
 def round_int(S, scale, p, emin, emax, mode, flush_sub):
     """Round the exact value ``S * 2**scale`` (S: int64, ``|S| < 2**62``) to a binary
     format with precision ``p``, minimum normal exponent ``emin`` and maximum exponent
@@ -381,13 +403,8 @@ def add_round(neg1, m1, q1, neg2, m2, q2, p, emin, emax, mode, flush_sub):
     ns, ms, qs = (neg1, m1, q1) if swap else (neg2, m2, q2)
     lb = 61 - bit_length(mb)
     scale = qb - lb
-    sh = qs - scale
-    left = sh if sh > 0 else 0
-    left = left if left < 63 else 63
-    r = -sh if sh < 0 else 0
-    r = r if r < 63 else 63
-    t = (ms << left) >> r
-    small = (t << 1) | (1 if (ms & ((np.int64(1) << r) - 1)) != 0 else 0)
+    t, lost = shift_lost(ms, qs - scale)
+    small = (t << 1) | (1 if lost else 0)
     big = (mb << lb) << 1
     S = (-big if nb else big) + (-small if ns else small)
     return round_int(S, scale - 1, p, emin, emax, mode, flush_sub)

@@ -349,7 +349,7 @@ def custom_model(in_format: str, out_format: str = "fp32", *, kind: str = "t-fdp
         rounding = frmode.lower()
     for name in params:
         if name not in PARAM_NAMES:
-            raise unknown_name("model parameter", name, PARAM_NAMES)
+            raise unknown_name("model parameter", name, (*PARAM_NAMES, "fma", "neab", "frmode"))
     kw: dict[str, Any] = {"kind": kind, "in_format": _fmt_name(in_format), "out_format": out.name}
     if L is not None:
         kw["L"] = L

@@ -364,10 +364,10 @@ def _check_dtypes(op: str, *tensors: torch.Tensor) -> None:
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{op}: expected tensors, got {type(t).__name__}")
         if t.dtype not in (torch.float32, torch.float64):
-            raise TypeError(f"{op}: tensor of dtype {t.dtype}; workbench.torch takes float32/float64 tensors (the "
+            raise ValueError(f"{op}: tensor of dtype {t.dtype}; workbench.torch takes float32/float64 tensors (the "
                             f"policy's units and quantisation decide the formats the unit sees)")
     if len({t.dtype for t in tensors}) > 1:
-        raise TypeError(f"{op}: operands of different dtypes {[t.dtype for t in tensors]}")
+        raise ValueError(f"{op}: operands of different dtypes {[t.dtype for t in tensors]}")
 
 
 def _matmul(session: _Session, a: torch.Tensor, b: torch.Tensor, op: str) -> torch.Tensor:

@@ -73,7 +73,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
                       "or pip install -e '.[torch]' after it") from exc
 
 from . import formats as _formats
-from .engine.core import ACCUMULATIONS
+from .engine import core as _core
 from .engine.model import Model
 from .matmul import gemm as _gemm
 
@@ -125,8 +125,8 @@ class Policy:
             raise TypeError("forward: a workbench preset or Model is required")
         if self.scaling not in SCALINGS:
             raise ValueError(f"scaling={self.scaling!r}: expected one of {SCALINGS}")
-        if self.accumulation not in ACCUMULATIONS:
-            raise ValueError(f"accumulation={self.accumulation!r}: expected one of {ACCUMULATIONS}")
+        if self.accumulation not in _core.ACCUMULATIONS:
+            raise ValueError(f"accumulation={self.accumulation!r}: expected one of {_core.ACCUMULATIONS}")
         if (self.accumulation == "promote") != (self.promote_every is not None):
             raise ValueError(f"promote_every={self.promote_every!r} goes with accumulation='promote' and only "
                              f"with it (accumulation={self.accumulation!r})")
@@ -261,14 +261,15 @@ class _Session:
         """x / 2**e quantised to (or checked in) ``fmt``; counts the quantisation's effects."""
         scaled = x if e is None else np.ldexp(x, -e)
         mode = self.policy.quantize
-        if mode is None:
-            try:
-                q = _formats.check_representable(scaled, fmt, what)
-            except ValueError as err:
-                raise ValueError(f"{err}; or name a quantisation in the policy: "
-                                 f"workbench.torch.Policy(..., quantize='rne')") from None
-        else:
-            q = _formats.round(scaled, fmt, mode, saturate=self.policy.scaling == "mx")
+        with _core.threads_for(x.size):
+            if mode is None:
+                try:
+                    q = _formats.check_representable(scaled, fmt, what)
+                except ValueError as err:
+                    raise ValueError(f"{err}; or name a quantisation in the policy: "
+                                     f"workbench.torch.Policy(..., quantize='rne')") from None
+            else:
+                q = _formats.round(scaled, fmt, mode, saturate=self.policy.scaling == "mx")
         finite = np.isfinite(scaled)
         counts[0] += int(np.count_nonzero(q != scaled) - np.count_nonzero(np.isnan(scaled)))
         counts[1] += int(np.count_nonzero((q == 0) & (scaled != 0)))
@@ -319,8 +320,8 @@ class _Session:
 
     def product(self, a: torch.Tensor, b: torch.Tensor, role: str, op: str) -> torch.Tensor:
         """Batched ``a @ b`` ((Bt, M, K) @ (Bt, K, N)) on the role's unit, recorded."""
-        An = a.detach().to(torch.float64).numpy()
-        Bn = b.detach().to(torch.float64).numpy()
+        An = a.detach().numpy().astype(np.float64)
+        Bn = b.detach().numpy().astype(np.float64)
         batch, M, K = An.shape
         N = Bn.shape[2]
         counts = [0, 0, 0, 0]
@@ -333,7 +334,7 @@ class _Session:
             op=op, role=role, unit=_unit_name(self.policy.unit(role)), batch=batch, m=M, k=K, n=N,
             elements=An.size + Bn.size, changed=counts[0], underflowed=counts[1], subnormal=counts[2],
             overflowed=counts[3], seconds=seconds))
-        return torch.from_numpy(out).to(a.dtype)
+        return torch.from_numpy(out.astype(np.float32 if a.dtype == torch.float32 else np.float64))
 
 
 class _SimulatedProduct(torch.autograd.Function):

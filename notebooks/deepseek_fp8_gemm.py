@@ -28,7 +28,7 @@
 # the median relative error, and each point is one `workbench.gemm` call.
 
 # %% tags=["parameters"]
-quick = True                  # quick: m = n = 32, K = 256, 1024, 4096, 16384. False: m = n = 64, K = 256 ... 16384
+quick = True                  # quick: 32 x K x 32 with K of 256, 1024, 4096, 16384. False: 64 x K x 64, K of 256 ... 16384
 out_dir = "figures"           # figures PNG+PDF and tables CSV+Markdown, relative to the repository root
 sweep_dir = "results/sweeps"  # unused here (no sweep file; see above); kept for workbench reproduce
 workers = 2                   # unused here (one process)

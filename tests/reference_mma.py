@@ -469,15 +469,25 @@ def ftz_addmul(a, b, c, *, P, in_format, flush_subnormals=True):
 
 # ------------------------------------------------------------------- TR-FDPA
 def _tr_special(a, b, c, in_format):
-    """Special values of TR/GTR-FDPA: products overflow to inf if >= 2**128 (Xie Sec. 4.2)."""
-    sp = _special(a, b, [c])
-    if sp is not None:
-        return sp
-    big = [to_fraction(x) * to_fraction(y) for x, y in zip(a, b)]
+    """Special values of TR/GTR-FDPA: products overflow to inf if >= 2**128 (Xie Sec. 4.2),
+    and those infinities meet the Inf/NaN operands and c as IEEE says (MMA-Sim 2.1.1
+    ``tr_fdpa`` multiplies the overflowed products by inf before any sum)."""
+    finite = [(x, y) for x, y in zip(a, b) if not (_is_nan(x) or _is_nan(y) or _is_inf(x) or _is_inf(y))]
+    big = [to_fraction(x) * to_fraction(y) for x, y in finite]
     big = [math.copysign(INF, p) for p in big if abs(p) >= Fraction(2) ** 128]
-    if big:
-        return NAN if len(set(big)) == 2 else big[0]
-    return None
+    return _special(a, b, [c] + big)
+
+
+def _gtr_drops_special_c(a, b, c, in_format, F) -> bool:
+    """MMA-Sim 2.1.1 ``gtr_fdpa``: an Inf/NaN c has exponent -1 there (``torch.frexp``
+    gives 0, ``frexp_and_normalize`` subtracts one), so the special truncation
+    ``s_c[e_c < e_max - F - 1] = 0`` drops it when the (finite) products reach
+    e_max >= F + 1 (e_max: the largest Exp(a_k) + Exp(b_k) of the nonzero products)."""
+    if not (_is_nan(c) or _is_inf(c)) or _special(a, b) is not None:
+        return False
+    es = [exp_sig(to_fraction(x), in_format)[1] + exp_sig(to_fraction(y), in_format)[1]
+          for x, y in zip(a, b) if x != 0 and y != 0]
+    return bool(es) and max(es) >= F + 1
 
 
 def tr_fdpa(a, b, c, *, F=24, F2=31, rounding="rne", in_format, out_format="fp32",
@@ -521,6 +531,8 @@ def gtr_fdpa(a, b, c, *, F=24, F2=31, rounding="rne", in_format, out_format="fp3
     ar = alignment_rounding
     if ar not in ("rd", "rz"):
         raise ValueError(ar)
+    if _gtr_drops_special_c(a, b, c, in_format, F):
+        c = 0.0
     sp = _tr_special(a, b, c, in_format)
     if sp is not None:
         return sp

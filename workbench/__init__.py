@@ -39,7 +39,7 @@ _LAZY_ATTRIBUTES: dict[str, str] = {
     "discriminate": "workbench.discrimination",
     "find_worse": "workbench.discrimination",
 }
-_LAZY_SUBMODULES = {"exact", "metrics", "bounds", "engine", "sweep", "probes", "cli"}
+_LAZY_SUBMODULES = {"exact", "metrics", "bounds", "engine", "sweep", "probes", "cli", "torch"}
 
 __all__ = [
     "ROUNDING_MODES",

@@ -68,7 +68,9 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
     -------
     numpy array of the output format's dtype (float16, float32 or float64) holding
     exactly the hardware's bits; NaN results carry NVIDIA's canonical encodings
-    (0x7FFFFFFF for fp32, 0x7FFF for fp16) as Xie et al. Section 4.2 report.
+    (0x7FFFFFFF for fp32, 0x7FFF for fp16) as Xie et al. Section 4.2 report, except
+    for the kinds that propagate NaN payloads (``model.propagates_nan``: FMA chain,
+    E-FDPA, FTZ-AddMul; rules in :mod:`workbench.engine.nans`).
     """
     if not isinstance(model, Model):
         raise TypeError(f"model must be a workbench Model/Preset (workbench.preset(...)), got {type(model).__name__}")
@@ -121,7 +123,7 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
     if dt is None:
         return D
     out = D.astype(dt)
-    if dt in _NAN_BITS:
+    if dt in _NAN_BITS and not model.propagates_nan:
         ut, bits = _NAN_BITS[dt]
         nan = np.isnan(out)
         if nan.any():

@@ -10,6 +10,7 @@ Sits at the top of the package: nothing else in ``workbench`` imports it.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 import tempfile
@@ -17,7 +18,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["NOTEBOOKS", "reproduce", "notebooks_dir", "kernel_environment", "KERNEL_NAME"]
+__all__ = ["NOTEBOOKS", "NEEDS", "reproduce", "notebooks_dir", "kernel_environment", "KERNEL_NAME"]
 
 #: name -> what it reproduces (in execution order; the cheap ones first)
 NOTEBOOKS: dict[str, str] = {
@@ -28,6 +29,13 @@ NOTEBOOKS: dict[str, str] = {
     "fig7_multiword": "Khattak & Mikaitis Figure 7: multi-word GEMM, 3x3 panels with the published data",
     "markidis_vs_ootomo": "Markidis vs Ootomo-Yokota over n and exponent ranges; Table 5-style input",
     "explore": "a custom unit vs presets, with its step-by-step trace",
+    "deepseek_fp8_gemm": "DeepSeek-V3's fp8 GEMM error vs K on Hopper wgmma, chained and promoted, and Blackwell",
+    "torch_training": "an MLP trained on digits with every GEMM on MI250X/A100/H100 units (workbench.torch)",
+}
+
+#: notebook -> modules it needs beyond the base install (skipped with a message when absent)
+NEEDS: dict[str, tuple[str, ...]] = {
+    "torch_training": ("torch", "sklearn"),
 }
 
 KERNEL_NAME = "workbench-python"
@@ -115,6 +123,11 @@ def reproduce(quick: bool = True, only: str | Sequence[str] | None = None, resul
         os.environ.update(env)
         try:
             for name in names:
+                absent = [m for m in NEEDS.get(name, ()) if importlib.util.find_spec(m) is None]
+                if absent:
+                    print(f"{name}: skipped: needs {', '.join(absent)} (pip install torch==2.13.0, then "
+                          f"pip install -e '.[torch]')", flush=True)
+                    continue
                 src = nb_dir / f"{name}.ipynb"
                 if not src.exists():
                     raise FileNotFoundError(f"{src} not found (run python notebooks/_build.py)")

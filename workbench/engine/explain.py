@@ -600,7 +600,9 @@ def _amd_block(idx, a, b, d, m) -> Block:
         exact = sum((t.value for t in blk.terms), Fraction(0)) + _val(cs, ce, out.man_bits)
         blk.stages.append(f"c = {d!r} and the products are added exactly (no alignment loss): {_p2(exact)}")
         blk.normalised = _norm(exact)
-        blk.result = float(_amd.efdpa_step(sa, ea, sb.T, eb.T, 0, 0, 0, float(d), q, limbs))
+        q[_amd.Q_K] = len(a)
+        blk.result = float(_amd.efdpa_step(np.asarray([a], float), np.asarray([b], float), sa, ea, sb.T, eb.T, 0, 0,
+                                           0, float(d), q, limbs))
         blk.rounding = f"{m.rounding.upper()} to {m.res_fmt.name} (once)"
         return blk
     T, emax, has_T, E, Tp, scp, c_used, S, G = _amd.tr_parts(sa, ea, sb.T, eb.T, 0, 0, 0, cs, ce, q)

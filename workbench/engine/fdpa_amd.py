@@ -44,6 +44,7 @@ import numba
 import numpy as np
 
 from .kernels import lane_tile, lane_value, lanes_from_c
+from .nans import efdpa_nan
 from .ops import (
     NEG_BIG,
     SPECIAL,
@@ -64,8 +65,8 @@ _LIMB_MASK = (1 << LIMB_BITS) - 1
 
 # indices into the int64 parameter vector of the AMD kernels
 (Q_KIND, Q_L, Q_F, Q_F2, Q_FP, Q_MC, Q_EMINC, Q_EZ, Q_USE_EZ, Q_MODE, Q_PRES, Q_EMINRES,
- Q_EMAXRES, Q_FLUSHOUT, Q_OVF, Q_BASE, Q_NLIMBS, Q_ARZ) = range(18)
-N_Q = 18
+ Q_EMAXRES, Q_FLUSHOUT, Q_OVF, Q_BASE, Q_NLIMBS, Q_ARZ, Q_K) = range(19)
+N_Q = 19
 KIND_E, KIND_TR, KIND_GTR = 0, 1, 2
 
 
@@ -85,7 +86,10 @@ def scan_specials(sa, ea, sb, eb, i, j, k0, L, c_sig, c_exp, fp, ovf):
     indexed ``[k, j]``): (special?, +inf, -inf, nan).
 
     NaN/Inf operands first (Xie Section 4.2); then, if ``ovf`` > 0, finite
-    products with |value| >= 2**ovf overflow to infinities (TR-/GTR-FDPA)."""
+    products with |value| >= 2**ovf overflow to infinities (TR-/GTR-FDPA), which
+    meet Inf operands and an Inf c as IEEE says: an overflowed +Inf product and a
+    -Inf c give NaN (MMA-Sim 2.1.1 ``tr_fdpa``: ``s[overflow] *= inf`` before the
+    sums, whatever else is special)."""
     pos = False
     neg = False
     nan = False
@@ -100,10 +104,12 @@ def scan_specials(sa, ea, sb, eb, i, j, k0, L, c_sig, c_exp, fp, ovf):
     if c_exp >= SPECIAL:
         spec = True
         pos, neg, nan = combine_special(special_value(c_sig), pos, neg, nan)
-    if spec or ovf <= 0:
+    if nan or ovf <= 0:
         return spec, pos, neg, nan
     for jj in range(L):
         k = k0 + jj
+        if ea[i, k] >= SPECIAL or eb[k, j] >= SPECIAL:
+            continue
         p = np.int64(sa[i, k]) * np.int64(sb[k, j])
         if p == 0:
             continue
@@ -194,14 +200,19 @@ def limb_round(limbs, base, p, emin, emax, mode, flush):
 
 
 @numba.njit(cache=True)
-def efdpa_step(sa, ea, sb, eb, i, j, k0, d, q, limbs):
-    """One E-FDPA (Xie Algorithm 6): rho(c + sum of the L exact products)."""
+def efdpa_step(A, BT, sa, ea, sb, eb, i, j, k0, d, q, limbs):
+    """One E-FDPA (Xie Algorithm 6): rho(c + sum of the L exact products).  A NaN
+    result carries the payload :func:`~workbench.engine.nans.efdpa_nan` selects from
+    the float64 operands ``A``, ``BT`` (the block's real products: those below
+    ``q[Q_K]``, as MMA-Sim sums a last block shorter than L)."""
     L = q[Q_L]
     fp = q[Q_FP]
     mc = q[Q_MC]
     c_sig, c_exp = decompose_one(d, mc, q[Q_EMINC], False)
     spec, pos, neg, nan = scan_specials(sa, ea, sb, eb, i, j, k0, L, c_sig, c_exp, fp, 0)
     if spec:
+        if nan:
+            return efdpa_nan(A, BT, i, j, k0, max(0, min(L, q[Q_K] - k0)), d)
         return special_result(pos, neg, nan)
     base = q[Q_BASE]
     for t in range(limbs.size):
@@ -306,6 +317,16 @@ def trfdpa_step(sa, ea, sb, eb, i, j, k0, d, q):
     """One TR-FDPA (Xie Algorithm 10) or GTR-FDPA (Algorithm 11) with c = d."""
     c_sig, c_exp = decompose_one(d, q[Q_MC], q[Q_EMINC], False)
     spec, pos, neg, nan = scan_specials(sa, ea, sb, eb, i, j, k0, q[Q_L], c_sig, c_exp, q[Q_FP], q[Q_OVF])
+    if spec and q[Q_KIND] == KIND_GTR and c_exp >= SPECIAL:
+        # MMA-Sim 2.1.1 gtr_fdpa: an Inf/NaN c gets exponent -1 (torch.frexp's 0, less
+        # one in frexp_and_normalize) and falls to the special truncation
+        # (``s_c[e_c < e_max - F - 1] = 0``) when finite products reach e_max >= F + 1;
+        # the block is then the products' sum alone.
+        spec_p, _, _, _ = scan_specials(sa, ea, sb, eb, i, j, k0, q[Q_L], 0, 0, q[Q_FP], q[Q_OVF])
+        if not spec_p:
+            T, emax, has_T, E, Tp, scp, c_used, S, G = tr_parts(sa, ea, sb, eb, i, j, k0, 0, 0, q)
+            if has_T and emax > q[Q_F]:
+                return round_fixed(S, E - G, q[Q_PRES], q[Q_EMINRES], q[Q_EMAXRES], q[Q_MODE], q[Q_FLUSHOUT] != 0)
     if spec:
         return special_result(pos, neg, nan)
     T, emax, has_T, E, Tp, scp, c_used, S, G = tr_parts(sa, ea, sb, eb, i, j, k0, c_sig, c_exp, q)
@@ -316,29 +337,30 @@ def trfdpa_step(sa, ea, sb, eb, i, j, k0, d, q):
 
 # ------------------------------------------------------------------ GEMMs
 @numba.njit(cache=True)
-def _amd_chain(sa, ea, sb, eb, i, j, d, q, limbs):
+def _amd_chain(A, BT, sa, ea, sb, eb, i, j, d, q, limbs):
     """Output (i, j): the chain of E-/TR-/GTR-FDPA blocks over K from c = d (Xie
     Algorithm 5)."""
     L = q[Q_L]
     for blk in range(sa.shape[1] // L):
         if q[Q_KIND] == KIND_E:
-            d = efdpa_step(sa, ea, sb, eb, i, j, blk * L, d, q, limbs)
+            d = efdpa_step(A, BT, sa, ea, sb, eb, i, j, blk * L, d, q, limbs)
         else:
             d = trfdpa_step(sa, ea, sb, eb, i, j, blk * L, d, q)
     return d
 
 
 @numba.njit(cache=True, parallel=True)
-def amd_gemm(sa, ea, sb, eb, acc, q):
+def amd_gemm(A, BT, sa, ea, sb, eb, acc, q):
     """:func:`_amd_chain` for every output, parallel over outputs; ``sb, eb``
-    indexed ``[k, j]``; ``acc`` holds C on entry and D on exit."""
+    indexed ``[k, j]``; ``acc`` holds C on entry and D on exit; ``A`` (M, Kp) and
+    ``BT`` (N, Kp) are the float64 operands (NaN payloads)."""
     M = sa.shape[0]
     N = acc.shape[1]
     for t in numba.prange(M * N):
         i = t // N
         j = t - i * N
         limbs = np.zeros(max(1, q[Q_NLIMBS]), dtype=np.int64)
-        acc[i, j] = _amd_chain(sa, ea, sb, eb, i, j, acc[i, j], q, limbs)
+        acc[i, j] = _amd_chain(A, BT, sa, ea, sb, eb, i, j, acc[i, j], q, limbs)
 
 
 @numba.njit(cache=True, inline="always")
@@ -373,7 +395,7 @@ def _lane_group(sa, ea, sb, eb, i, j0, nv, k0, L, start, step, ezp, F, fp, ovf, 
 
 
 @numba.njit(cache=True, parallel=True)
-def trfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, q, TI, TJ):
+def trfdpa_gemm_lanes(A, BT, sa, ea, sb, eb, row_special, col_special, acc, q, TI, TJ):
     """TR-/GTR-FDPA chains for outputs (i, j0 .. j0+TJ-1) side by side: the stages
     of :func:`tr_parts` as loops over lanes that LLVM vectorises, the same bits as
     :func:`amd_gemm`.  ``sb, eb`` C-ordered (Kp, Np), Np >= N a multiple of 8 (zero
@@ -458,7 +480,7 @@ def trfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, q, TI, TJ):
                 j = j0 + u
                 if bad[u]:
                     limbs = np.zeros(1, dtype=np.int64)
-                    acc[i, j] = _amd_chain(sa, ea, sb, eb, i, j, acc[i, j], q, limbs)
+                    acc[i, j] = _amd_chain(A, BT, sa, ea, sb, eb, i, j, acc[i, j], q, limbs)
                 else:
                     acc[i, j] = lane_value(neg[u], mag[u], qq[u])
 
@@ -515,6 +537,7 @@ def run_amd(model, A, BT, acc):
     from .core import _pad_k, decompose
 
     q = amd_params(model)
+    q[Q_K] = A.shape[1]
     A2, BT2 = _pad_k(np.asarray(A, dtype=np.float64), np.asarray(BT, dtype=np.float64), model.L)
     fin = model.in_fmt
     sa, ea = decompose(A2, fin.man_bits, fin.emin, model.flush_subnormals)
@@ -522,11 +545,11 @@ def run_amd(model, A, BT, acc):
     M, N = acc.shape
     res, out = model.res_fmt, model.out_fmt
     if q[Q_KIND] == KIND_E or N < _k.LANES_MIN_N or res.p > out.p or res.emin < out.emin:
-        amd_gemm(sa, ea, sb.T, eb.T, acc, q)
+        amd_gemm(A2, BT2, sa, ea, sb.T, eb.T, acc, q)
         return acc
     sbl, ebl, row_special, col_special = _k.lane_operands(sa, ea, sb.T, eb.T, N, fin.emin)
     TI, TJ = _k.output_tiles(M, N, numba.get_num_threads())
-    trfdpa_gemm_lanes(sa, ea, sbl, ebl, row_special, col_special, acc, q, TI, -(-TJ // _k.LANE_PAD) * _k.LANE_PAD)
+    trfdpa_gemm_lanes(A2, BT2, sa, ea, sbl, ebl, row_special, col_special, acc, q, TI, -(-TJ // _k.LANE_PAD) * _k.LANE_PAD)
     return acc
 
 

@@ -34,6 +34,7 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
 
+from .nans import fma_nan
 from .ops import (
     NEG_BIG,
     SPECIAL,
@@ -650,7 +651,9 @@ def fma32(a, b, c):
 
 @numba.njit(cache=True, parallel=True)
 def fma_gemm(A, BT, acc, single):
-    """Chain of FMAs over k for every output (Xie et al. Algorithm 4)."""
+    """Chain of FMAs over k for every output (Xie et al. Algorithm 4).  A NaN result
+    carries the NaN :func:`~workbench.engine.nans.fma_nan` picks (MMA-Sim's
+    ``std::fma``); NaN passes through the rest of the chain unchanged."""
     M, K = A.shape
     N = BT.shape[0]
     for t in numba.prange(M * N):
@@ -660,11 +663,17 @@ def fma_gemm(A, BT, acc, single):
         if single:
             d32 = np.float32(d)
             for k in range(K):
-                d32 = _fma32(np.float32(A[i, k]), np.float32(BT[j, k]), d32)
+                r = _fma32(np.float32(A[i, k]), np.float32(BT[j, k]), d32)
+                if r != r:
+                    r = np.float32(fma_nan(A[i, k], BT[j, k], float(d32)))
+                d32 = r
             acc[i, j] = float(d32)
         else:
             for k in range(K):
-                d = _fma64(A[i, k], BT[j, k], d)
+                r = _fma64(A[i, k], BT[j, k], d)
+                if r != r:
+                    r = fma_nan(A[i, k], BT[j, k], d)
+                d = r
             acc[i, j] = d
 
 

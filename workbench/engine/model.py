@@ -207,6 +207,15 @@ class Model:
         return {n: getattr(self, n) for n in PARAM_NAMES}
 
     @property
+    def propagates_nan(self) -> bool:
+        """True for the kinds whose NaN results carry an operand's payload or the x86
+        default NaN (FMA chain, E-FDPA, FTZ-AddMul: MMA-Sim 2.1.1 evaluates them with
+        ordinary float operations, :mod:`workbench.engine.nans`); False for the fused
+        kinds, which return the canonical NaN (Xie et al. 2025 Section 4.2;
+        ``ldexp_and_normalize`` in MMA-Sim, TR-/GTR-FDPA included)."""
+        return self.kind in ("fma", "e-fdpa", "ftz-addmul")
+
+    @property
     def in_fmt(self) -> _formats.FloatFormat:
         return _formats.format(self.in_format)
 

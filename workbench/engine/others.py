@@ -3,7 +3,7 @@
 * FTZ-AddMul (Xie et al. 2025 Algorithms 1-2, AMD CDNA2): products and sums in fp32
   with round-to-nearest-even, subnormal inputs flushed to +0, subnormal results
   flushed to zero with their sign; P consecutive products summed pairwise, then added
-  to the running c.
+  to the running c.  NaN payloads follow MMA-Sim 2.1.1 (:mod:`workbench.engine.nans`).
 * ST-FDPA (Xie Algorithm 8, MX formats): T-FDPA whose product exponents also carry
   the exponents of the two E8M0 block scales; implemented by adding the scales'
   exponents to the decomposed operands and running the T-FDPA kernel.
@@ -19,6 +19,7 @@ import numba
 import numpy as np
 
 from . import kernels as _k
+from .nans import nan_add, nan_mul
 
 _MIN_NORMAL32 = 2.0 ** -126
 
@@ -32,19 +33,28 @@ def _ftz(x, keep_sign):
 
 @numba.njit(cache=True, inline="always")
 def ftz_mul(x, y):
-    """FTZ-Mul: RNE-FP32(x * y), subnormal result flushed to zero keeping the sign."""
-    return _ftz(float(np.float32(x * y)), True)
+    """FTZ-Mul: RNE-FP32(x * y), subnormal result flushed to zero keeping the sign;
+    a NaN product is :func:`~workbench.engine.nans.nan_mul`'s (y's NaN wins)."""
+    p = x * y
+    if p != p:
+        p = nan_mul(x, y, True)
+    return _ftz(float(np.float32(p)), True)
 
 
 @numba.njit(cache=True, inline="always")
 def ftz_add(x, y):
     """FTZ-Add: RNE-FP32(x + y) of two fp32 values (float64 sum rounded once more is
-    correctly rounded: 53 >= 2*24 + 2), subnormal result flushed keeping the sign."""
-    return _ftz(float(np.float32(x + y)), True)
+    correctly rounded: 53 >= 2*24 + 2), subnormal result flushed keeping the sign;
+    a NaN sum is :func:`~workbench.engine.nans.nan_add`'s (y's NaN wins)."""
+    s = x + y
+    if s != s:
+        s = nan_add(x, y, True)
+    return _ftz(float(np.float32(s)), True)
 
 
 @numba.njit(cache=True, parallel=True)
 def ftz_addmul_gemm(A, BT, acc, P, in_min_normal):
+    """FTZ-AddMul chains (Xie Algorithms 1-2) for every output."""
     M, K = A.shape
     N = BT.shape[0]
     for t in numba.prange(M * N):

@@ -53,8 +53,6 @@ WORKING = ("fp32", "fp64")
 #: Residual precisions u_r: ``"exact"`` = the residual computed exactly and rounded once to
 #: fp64 (a stand-in for Carson & Higham's u_r = u^2).
 RESIDUALS = ("fp32", "fp64", "exact")
-#: Statuses of a refinement.
-STATUSES = ("converged", "diverged", "stagnated", "max_iterations")
 
 
 @dataclass(frozen=True)

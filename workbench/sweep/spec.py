@@ -61,7 +61,7 @@ TASK_KEYS: dict[str, str] = {
     "params": "table of keyword arguments for the algorithm",
     "m": "rows of A and C", "k": "inner dimension", "n": "columns of B and C",
     "seed": "seed of the input generator (non-negative integer)",
-    "input": "table: generator (workbench.inputs name or 'adversarial'), its parameters, round_to, c",
+    "input": "table: generator (workbench.inputs GENERATORS or PAIR_GENERATORS name), its parameters, round_to, c",
     "alpha": "scalar multiplying A B (default 1)", "beta": "scalar multiplying C (default 1)",
 }
 #: Grid-only key: a list of tables, each merged into the task (pairs values of several keys).

@@ -27,7 +27,7 @@
 # `experiments/solvers_ir.toml`.
 
 # %% tags=["parameters"]
-quick = True                  # systems of order 256, minutes on 2 cores. False: order 2048 (hours)
+quick = True                  # systems of order 256, minutes on 2 cores. False: order 2048 (about an hour)
 out_dir = "figures"           # figure PNG+PDF and tables CSV+Markdown, relative to the repository root
 sweep_dir = "results/sweeps"  # Parquet results of the sweep, resumable, relative to the repository root
 workers = 2                   # local worker processes of the sweep

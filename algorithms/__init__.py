@@ -13,18 +13,26 @@ Each algorithm is ``f(A, B, C=None, *, model, **params)`` returning a float64 ar
 ``ozaki``           Ozaki scheme (slices) and Ozaki scheme II (CRT) on the exact
                     INT8 unit :data:`INT8_UNIT`.
 
-``get(name)`` / ``available()`` / ``ALGORITHMS`` name them by string.  Input
+``get(name)`` / ``available()`` / ``ALGORITHMS`` name them by string.
+
+Linear solvers whose factorisation runs on a unit (:data:`SOLVERS` by name):
+``lu`` / ``cholesky`` (Haidar et al. 2018's blocked factorisations, trailing
+updates on the unit), ``lu_ir`` and ``gmres_ir`` (Carson & Higham 2017/2018
+iterative refinement), returning :class:`RefinementResult`.  Input
 generators of Ootomo & Yokota's exponent ranges are
 :func:`workbench.inputs.exponent_range` (``type="type1"``: exponents -15..14).
 """
 
-from ._registry import ALGORITHMS, available, get
+from ._registry import ALGORITHMS, SOLVERS, available, get
 from .bf16xn import bf16xn
 from .cutlass import cutlass_xtf32
+from .lu import Factorization, cholesky, lu
 from .markidis import markidis
 from .multiword import multiword
 from .ootomo_yokota import ootomo_yokota
 from .ozaki import INT8_UNIT, Int8Unit, ozaki
+from .refinement import RefinementResult, gmres_ir, lu_ir
 
 __all__ = ["ALGORITHMS", "INT8_UNIT", "Int8Unit", "available", "bf16xn", "cutlass_xtf32", "get", "markidis",
-           "multiword", "ootomo_yokota", "ozaki"]
+           "multiword", "ootomo_yokota", "ozaki",
+           "SOLVERS", "Factorization", "RefinementResult", "cholesky", "gmres_ir", "lu", "lu_ir"]

@@ -13,6 +13,7 @@ from .markidis import markidis
 from .multiword import multiword
 from .ootomo_yokota import ootomo_yokota
 from .ozaki import ozaki
+from .refinement import RefinementResult, gmres_ir, lu_ir
 
 #: name -> f(A, B, C=None, *, model, **params) -> float64 ndarray
 ALGORITHMS: Mapping[str, Callable[..., np.ndarray]] = MappingProxyType({
@@ -22,6 +23,12 @@ ALGORITHMS: Mapping[str, Callable[..., np.ndarray]] = MappingProxyType({
     "cutlass_xtf32": cutlass_xtf32,
     "bf16xn": bf16xn,
     "ozaki": ozaki,
+})
+
+#: Linear solvers by name: f(A, b, *, model, **params) -> RefinementResult.
+SOLVERS: Mapping[str, Callable[..., RefinementResult]] = MappingProxyType({
+    "lu_ir": lu_ir,
+    "gmres_ir": gmres_ir,
 })
 
 

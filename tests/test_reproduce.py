@@ -30,6 +30,7 @@ EXPECTED_FILES = {
                        "fig7_summary.md"],
     "markidis_vs_ootomo": ["markidis_vs_ootomo.png", "markidis_vs_ootomo.pdf", "markidis_vs_ootomo.csv"],
     "explore": ["explore.png", "explore.pdf", "explore.csv"],
+    "solvers_ir": ["solvers_ir.png", "solvers_ir.pdf", "solvers_ir.csv", "solvers_ir.md"],
 }
 
 # MMA-Sim (Xie et al. 2025) Table 4 as published: (architecture, input, output) -> (L_max, F, rho)

@@ -139,6 +139,9 @@ def test_bad_toml_file(tmp_path):
     ("cdna3_rounding_bias", 400, 200, 20),
     # 4 k x 3 seeds x 4 kinds of input, rounded to fp16 or bf16; 8 fp16 and 7 bf16 presets
     ("preset_discrepancy", 720, 96, 120),
+    # 13 kappa x 2 solvers x (7 fp16 + 6 bf16 presets + 2 idealised) + 3 kappa x 10 custom units;
+    # the custom units' kappa 5e3 is the 14th input
+    ("solvers_ir", 420, 14, 420),
 ])
 def test_shipped_experiments_expand(name, tasks, inputs_, quick):
     exp = sweep.parse(EXPERIMENTS / f"{name}.toml")
@@ -150,7 +153,8 @@ def test_shipped_experiments_expand(name, tasks, inputs_, quick):
 
 def test_every_shipped_experiment_is_tested():
     shipped = {Path(f).stem for f in glob.glob(str(EXPERIMENTS / "*.toml"))}
-    assert shipped == {"smoke", "fig7_multiword", "markidis_vs_ootomo", "cdna3_rounding_bias", "preset_discrepancy"}
+    assert shipped == {"smoke", "fig7_multiword", "markidis_vs_ootomo", "cdna3_rounding_bias", "preset_discrepancy",
+                       "solvers_ir"}
 
 
 def test_fig7_grid_matches_the_published_files():

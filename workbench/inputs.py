@@ -30,6 +30,12 @@ Pairs of operands whose products must relate to each other come from
 ``sum|a_l b_l| / |sum a_l b_l|``, Xie et al. 2025, Section 3.1.4, input type (2)) and
 :func:`matrices` builds the A, B (and C) of a GEMM from any generator.
 
+Test matrices for linear solvers (square, float64): :func:`randsvd` (prescribed
+2-norm condition number and singular-value distribution, Higham's modes),
+:func:`diagonally_dominant`, :func:`two_sided_scaling` (badly scaled rows and
+columns) and the pair generator :func:`linear_system` (A from randsvd, right-hand
+sides B) that sweeps use as ``input = {generator = "linear_system", kappa = ...}``.
+
 This module imports nothing above :mod:`workbench.formats`.
 """
 
@@ -227,6 +233,128 @@ def condition_numbers(A: np.ndarray, B: np.ndarray) -> np.ndarray:
         return num / den
 
 
+#: Singular-value distributions of :func:`randsvd` (Higham 2002, Section 28.3).
+RANDSVD_MODES: dict[int, str] = {
+    1: "one large: 1, 1/kappa, ..., 1/kappa",
+    2: "one small: 1, ..., 1, 1/kappa",
+    3: "geometric: kappa^(-(i-1)/(n-1))",
+    4: "arithmetic: 1 - (i-1)/(n-1) (1 - 1/kappa)",
+    5: "random with uniformly distributed logarithm in [1/kappa, 1] (ends pinned at 1 and 1/kappa)",
+}
+
+
+def _haar_orthogonal(n: int, rng: np.random.Generator) -> np.ndarray:
+    """A Haar-distributed random orthogonal matrix: Q of the QR factorisation of an
+    n x n Gaussian matrix with the signs of R's diagonal moved into Q (Stewart 1980;
+    Mezzadri 2007, Section 5)."""
+    Q, R = np.linalg.qr(rng.standard_normal((n, n)))
+    return Q * np.where(np.diag(R) < 0, -1.0, 1.0)
+
+
+def randsvd_singular_values(n: int, kappa: float, mode: int = 3, seed: Seed | np.random.Generator = 0) -> np.ndarray:
+    """The singular values sigma_1 >= ... >= sigma_n of :func:`randsvd` (sigma_1 = 1)."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n={n!r}: expected a positive integer")
+    if not (isinstance(kappa, (int, float, np.integer, np.floating)) and np.isfinite(kappa) and kappa >= 1):
+        raise ValueError(f"kappa={kappa!r}: expected a finite condition number >= 1")
+    if mode not in RANDSVD_MODES:
+        raise ValueError(f"mode={mode!r}: expected one of {sorted(RANDSVD_MODES)} ({RANDSVD_MODES})")
+    kappa = float(kappa)
+    i = np.arange(n, dtype=np.float64)
+    if n == 1:
+        return np.ones(1)
+    if mode == 1:
+        sigma = np.full(n, 1.0 / kappa)
+        sigma[0] = 1.0
+    elif mode == 2:
+        sigma = np.ones(n)
+        sigma[-1] = 1.0 / kappa
+    elif mode == 3:
+        sigma = kappa ** (-i / (n - 1))
+    elif mode == 4:
+        sigma = 1.0 - i / (n - 1) * (1.0 - 1.0 / kappa)
+    else:
+        inner = np.exp(-_rng(seed).uniform(0.0, np.log(kappa), size=n - 2))
+        sigma = np.concatenate([[1.0], np.sort(inner)[::-1], [1.0 / kappa]])
+    return sigma
+
+
+def randsvd(n: int, kappa: float, *, mode: int = 3, seed: Seed = 0) -> np.ndarray:
+    """An n x n float64 matrix U diag(sigma) V^T with 2-norm condition number kappa.
+
+    Higham's randsvd (N. J. Higham, *Accuracy and Stability of Numerical
+    Algorithms*, 2nd ed., SIAM 2002, Section 28.3; MATLAB ``gallery('randsvd', n,
+    kappa, mode)``): U and V are independent Haar-random orthogonal matrices and the
+    singular values follow ``mode`` (:data:`RANDSVD_MODES`; 3, geometric, is the
+    default as in MATLAB).  sigma_1 = 1, so ``||A||_2 = 1``.  Mode 5 draws the
+    inner n - 2 values and pins the ends at 1 and 1/kappa so that the condition
+    number is kappa exactly (MATLAB's mode 5 draws all n).  The product is formed
+    in float64, so the computed matrix's singular values differ from sigma by
+    about n u ||A||_2 (u = 2^-53): relatively, by n u kappa for the smallest.
+    """
+    rng = _rng(seed)
+    sigma = randsvd_singular_values(n, kappa, mode, rng)
+    U = _haar_orthogonal(n, rng)
+    V = _haar_orthogonal(n, rng)
+    return (U * sigma) @ V.T
+
+
+def diagonally_dominant(n: int, *, seed: Seed = 0, dominance: float = 2.0) -> np.ndarray:
+    """n x n N(0, 1) matrix whose diagonal is replaced by +-``dominance`` times the
+    row's off-diagonal absolute sum: strictly row diagonally dominant for
+    dominance > 1, so LU needs no pivoting and the growth factor is at most 2
+    (Higham 2002, Theorem 9.9, for column dominance of A^T)."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n={n!r}: expected a positive integer")
+    if not dominance > 1:
+        raise ValueError(f"dominance={dominance!r}: expected a number > 1")
+    rng = _rng(seed)
+    A = rng.standard_normal((n, n))
+    np.fill_diagonal(A, 0.0)
+    off = np.abs(A).sum(axis=1)
+    sign = rng.integers(0, 2, size=n) * 2 - 1
+    np.fill_diagonal(A, sign * dominance * np.where(off > 0, off, 1.0))
+    return A
+
+
+def two_sided_scaling(A: np.ndarray, *, decades: float, seed: Seed = 0) -> np.ndarray:
+    """``D_r A D_c`` with diagonal D_r, D_c of powers of two spread log-uniformly over
+    ``decades`` decades each (row and column scalings of arbitrary size): the
+    badly scaled systems that overflow or underflow when entries are rounded to
+    fp16 (Higham, Pranesh & Zounon, SIAM J. Sci. Comput. 41(4), 2019).  The
+    scalings are powers of two, so ``D_r A D_c`` is exact."""
+    A = np.asarray(A, dtype=np.float64)
+    if A.ndim != 2:
+        raise ValueError(f"A must be a 2-D array; got shape {A.shape}")
+    if not decades >= 0:
+        raise ValueError(f"decades={decades!r}: expected a non-negative number")
+    rng = _rng(seed)
+    half = decades * np.log2(10.0) / 2
+    r = np.round(rng.uniform(-half, half, size=A.shape[0]))
+    c = np.round(rng.uniform(-half, half, size=A.shape[1]))
+    return np.ldexp(np.ldexp(A, r.astype(np.int64)[:, None]), c.astype(np.int64)[None, :])
+
+
+def linear_system(m: int, k: int, n: int, seed: Seed, *, kappa: float, mode: int = 3,
+                  fmt: str | _formats.FloatFormat | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """A linear system as a sweep input pair: A = :func:`randsvd` (k, kappa, mode)
+    (m must equal k) and n right-hand sides B (k x n) with N(0, 1) entries, from
+    independent streams of ``seed``.  ``fmt`` rounds both (None: keep float64)."""
+    if m != k:
+        raise ValueError(f"linear_system: A is square, so m={m} must equal k={k}")
+    sa, sb = (seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)).spawn(2)
+    A = _finish(randsvd(k, kappa, mode=mode, seed=sa), fmt)
+    B = _finish(np.random.default_rng(sb).standard_normal((k, n)), fmt)
+    return A, B
+
+
+#: Generators of operand pairs: name -> f(m, k, n, seed, **params) -> (A, B).
+PAIR_GENERATORS: dict[str, Callable[..., tuple[np.ndarray, np.ndarray]]] = {
+    "adversarial": adversarial,
+    "linear_system": linear_system,
+}
+
+
 #: Element-wise generators: name -> f(shape, seed, **params).
 GENERATORS: dict[str, Callable[..., np.ndarray]] = {
     "normal": normal,
@@ -242,7 +370,7 @@ def matrices(generator: str, m: int, k: int, n: int, seed: Seed, *, c: Mapping[s
              **params: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """A (m x k), B (k x n) and optionally C (m x n) for a GEMM, from one seed.
 
-    ``generator`` is a name in :data:`GENERATORS` or ``"adversarial"``; ``params``
+    ``generator`` is a name in :data:`GENERATORS` or :data:`PAIR_GENERATORS`; ``params``
     go to it.  A, B and C use independent streams spawned from ``seed``
     (``SeedSequence(seed).spawn(3)``), so adding C does not change A and B.  ``c``,
     if given, is ``{"generator": name, **params}`` for C (any element-wise
@@ -253,15 +381,15 @@ def matrices(generator: str, m: int, k: int, n: int, seed: Seed, *, c: Mapping[s
             raise ValueError(f"{name}={v!r}: expected a positive integer")
     ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     sa, sb, sc = ss.spawn(3)
-    if generator == "adversarial":
-        A, B = adversarial(m, k, n, sa, **params)
+    if generator in PAIR_GENERATORS:
+        A, B = PAIR_GENERATORS[generator](m, k, n, sa, **params)
     elif generator in GENERATORS:
         gen = GENERATORS[generator]
         A = gen((m, k), sa, **params)
         B = gen((k, n), sb, **params)
     else:
         raise ValueError(f"generator={generator!r} is not known; expected one of "
-                         f"{sorted([*GENERATORS, 'adversarial'])}")
+                         f"{sorted([*GENERATORS, *PAIR_GENERATORS])}")
     C = None
     if c is not None:
         c = dict(c)

@@ -29,6 +29,7 @@ NOTEBOOKS: dict[str, str] = {
     "fig7_multiword": "Khattak & Mikaitis Figure 7: multi-word GEMM, 3x3 panels with the published data",
     "markidis_vs_ootomo": "Markidis vs Ootomo-Yokota over n and exponent ranges; Table 5-style input",
     "explore": "a custom unit vs presets, with its step-by-step trace",
+    "solvers_ir": "LU-IR and GMRES-IR with the LU on matrix-unit models, kappa 1e0..1e12 (issue 18)",
     "deepseek_fp8_gemm": "DeepSeek-V3's fp8 GEMM error vs K on Hopper wgmma, chained and promoted, and Blackwell",
     "torch_training": "an MLP trained on digits with every GEMM on MI250X/A100/H100 units (workbench.torch)",
 }

@@ -30,6 +30,9 @@ class Context:
     B: np.ndarray
     C: np.ndarray | None
     task: Mapping[str, Any]
+    #: What the algorithm returned, before it was turned into the array D (a solver's
+    #: result object carries its iterations and error histories).
+    result: Any = None
 
     def ref(self) -> np.ndarray:
         """The reference, or a ValueError if the experiment has ``reference = "none"``."""
@@ -136,6 +139,34 @@ def multiword_bound(ctx: Context) -> float:
     return 2 * u + n * U + 4 * n * n * fmin / theta + 4 * n * n * Fmin / theta ** 2
 
 
+def _solver_result(ctx: Context) -> Any:
+    res = ctx.result
+    if not all(hasattr(res, a) for a in ("iterations", "status", "forward_errors", "backward_errors")):
+        raise ValueError("this metric needs a linear-solver result (algorithm = 'algorithms.refinement:solve_system')")
+    return res
+
+
+def solver(ctx: Context) -> dict[str, Any]:
+    """Summary of an iterative-refinement solve (:func:`algorithms.lu_ir` / ``gmres_ir``):
+    corrections applied, total GMRES iterations, status, converged (1/0), and the final
+    and initial forward and backward errors (Carson & Higham 2018, Section 8)."""
+    res = _solver_result(ctx)
+    return {"iterations": int(res.iterations), "inner_iterations": int(sum(res.inner_iterations)),
+            "status": str(res.status), "converged": float(res.status == "converged"),
+            "forward_error": float(res.forward_errors[-1]), "backward_error": float(res.backward_errors[-1]),
+            "forward_error_0": float(res.forward_errors[0]), "backward_error_0": float(res.backward_errors[0])}
+
+
+def solver_forward_errors(ctx: Context) -> np.ndarray:
+    """Forward error ``||x_i - x*||_inf / ||x*||_inf`` of every iterate x_0, x_1, ..."""
+    return np.asarray(_solver_result(ctx).forward_errors, dtype=np.float64)
+
+
+def solver_backward_errors(ctx: Context) -> np.ndarray:
+    """Normwise backward error of every iterate x_0, x_1, ..."""
+    return np.asarray(_solver_result(ctx).backward_errors, dtype=np.float64)
+
+
 #: Built-in metrics.
 METRICS: dict[str, Callable[[Context], Any]] = {
     "normwise_inf": normwise_inf,
@@ -150,4 +181,7 @@ METRICS: dict[str, Callable[[Context], Any]] = {
     "nonfinite": nonfinite,
     "output_digest": output_digest,
     "multiword_bound": multiword_bound,
+    "solver": solver,
+    "solver_forward_errors": solver_forward_errors,
+    "solver_backward_errors": solver_backward_errors,
 }

@@ -61,7 +61,7 @@ TASK_KEYS: dict[str, str] = {
     "params": "table of keyword arguments for the algorithm",
     "m": "rows of A and C", "k": "inner dimension", "n": "columns of B and C",
     "seed": "seed of the input generator (non-negative integer)",
-    "input": "table: generator (workbench.inputs name or 'adversarial'), its parameters, round_to, c",
+    "input": "table: generator (workbench.inputs GENERATORS or PAIR_GENERATORS name), its parameters, round_to, c",
     "alpha": "scalar multiplying A B (default 1)", "beta": "scalar multiplying C (default 1)",
 }
 #: Grid-only key: a list of tables, each merged into the task (pairs values of several keys).
@@ -191,7 +191,7 @@ def _check_round_to(where: str, key: str, value: Any, allowed: tuple[str, ...]) 
 
 def _check_generator_params(where: str, prefix: str, gen: str, table: Mapping[str, Any],
                             reserved: tuple[str, ...]) -> None:
-    func = _inputs.adversarial if gen == "adversarial" else _inputs.GENERATORS[gen]
+    func = _inputs.PAIR_GENERATORS[gen] if gen in _inputs.PAIR_GENERATORS else _inputs.GENERATORS[gen]
     allowed = [p.name for p in inspect.signature(func).parameters.values() if p.kind is p.KEYWORD_ONLY]
     for key in table:
         if key not in reserved and key not in allowed:
@@ -241,7 +241,7 @@ def validate_task(spec: dict[str, Any], where: str) -> dict[str, Any]:
         raise ValueError(f"{where}: input={inp!r} must be a table with a 'generator' key")
     inp = dict(inp)
     gen = inp.get("generator")
-    known = sorted([*_inputs.GENERATORS, "adversarial"])
+    known = sorted([*_inputs.GENERATORS, *_inputs.PAIR_GENERATORS])
     if gen not in known:
         raise ValueError(f"{where}: input.generator={gen!r} is not known; expected one of {known}")
     _check_generator_params(where, "input", gen, inp, ("generator", "round_to", "c"))

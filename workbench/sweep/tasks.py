@@ -226,11 +226,12 @@ def run_task(payload: Mapping[str, Any], reference: tuple[bool, Any, float] | No
             kwargs["alpha"] = spec["alpha"]
         if spec["beta"] != 1.0:
             kwargs["beta"] = spec["beta"]
-        D = np.asarray(algorithm(A, B, C, model=model, **kwargs), dtype=np.float64)
+        result = algorithm(A, B, C, model=model, **kwargs)
+        D = np.asarray(result, dtype=np.float64)
         if D.shape != (spec["m"], spec["n"]):
             raise ValueError(f"algorithm {spec['algorithm']!r} returned shape {D.shape}, "
                              f"expected {(spec['m'], spec['n'])}")
-        ctx = Context(D=D, reference=ref, A=A, B=B, C=C, task=spec)
+        ctx = Context(D=D, reference=ref, A=A, B=B, C=C, task=spec, result=result)
         for name in payload["metrics"]:
             value = resolve_metric(name)(ctx)
             if isinstance(value, Mapping):

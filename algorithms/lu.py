@@ -1,0 +1,313 @@
+"""Blocked LU and Cholesky factorisations whose trailing updates run on a matrix unit.
+
+Haidar, Tomov, Dongarra & Higham, "Harnessing GPU tensor cores for fast FP16
+arithmetic to speed up mixed-precision iterative refinement solvers", SC18 (2018),
+Section IV, and Haidar et al., Proc. R. Soc. A 476 (2020), Section 3 ("FP16-TC"):
+the matrix is held in fp32; a right-looking blocked factorisation factors each
+panel in fp32 on ordinary cores, solves for the block row of U (TRSM) in fp32, and
+updates the trailing matrix with one GEMM whose operands (the panel's L21 and
+U12) are rounded to fp16 and whose products are accumulated by the tensor core
+into fp32 (``cublasGemmEx`` with alpha = -1, beta = 1).  Here that GEMM is
+:func:`workbench.gemm` on any unit model, so the factorisation can be put on the
+V100, H100, B200 or MI300X unit, or on a custom one.
+
+Every choice that changes bits is a keyword (defaults: the papers'):
+
+``precision``  (``"fp32"``) the IEEE format the matrix is stored in and in which the
+               panel, the TRSM and the idealised accumulation run, round to nearest
+               even, one rounding per operation, no FMA.  With a unit it must be the
+               unit's output format (the update's C and D live there).
+``update_c``   (``"epilogue"``) where the update's C = A22 lives: ``"epilogue"``:
+               the unit computes P = L21 U12 from a zero accumulator and A22 - P is
+               formed on ordinary cores in ``precision`` (the cuBLAS epilogue of
+               ``cublasGemmEx(alpha=-1, beta=1)`` as in Haidar et al.);
+               ``"accumulator"``: A22 is the accumulator input of the unit
+               (D = (-L21) U12 + A22, a kernel that keeps C in the unit).
+``block``      (128) panel width (LAPACK/MAGMA ``nb``).
+operands       L21 and U12 are rounded (RNE) to the unit's input format once per
+               update, when they are handed to the unit; the stored factors stay in
+               ``precision`` (Haidar et al. 2018, Section IV-B).  A rounded operand
+               that overflows raises ValueError (scale A first: Higham, Pranesh &
+               Zounon 2019).
+
+``model=None`` is idealised arithmetic: operands rounded to ``unit_format``
+(``"fp16"`` or ``"bf16"``), exact products, recursive summation in ``precision``
+with round to nearest even in K order - the "round-to-nearest everywhere" unit.
+``unit_format="fp16", precision="fp16"`` is the all-half LU of Carson & Higham
+(SIAM J. Sci. Comput. 40(2), 2018, u_f = half).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+
+import workbench
+from workbench.engine.model import Model
+
+__all__ = ["PRECISIONS", "UPDATE_C", "Factorization", "cholesky", "lu"]
+
+#: Formats the stored matrix, panel and TRSM may use (IEEE arithmetic, RNE).
+PRECISIONS = ("fp16", "bf16", "fp32", "fp64")
+#: Where the trailing update's C lives (see the module docstring).
+UPDATE_C = ("epilogue", "accumulator")
+_UNIT_FORMATS = ("fp16", "bf16")
+
+Rounder = Callable[[np.ndarray], np.ndarray]
+
+
+def rounder(precision: str) -> Rounder:
+    """Round-to-nearest-even into ``precision`` of float64 values, as an array function.
+
+    One float64 operation on two values of a format with p <= 26 bits followed by this
+    rounding is the correctly rounded operation in that format (double rounding is
+    innocuous when 53 >= 2p + 2: Figueroa, SIGNUM Newsl. 30(3), 1995), so the panel
+    arithmetic below is IEEE arithmetic in ``precision``.
+    """
+    if precision == "fp64":
+        return lambda x: x
+    if precision == "fp32":
+        return lambda x: x.astype(np.float32).astype(np.float64)
+    return lambda x: workbench.round(x, precision)
+
+
+@dataclass(frozen=True)
+class Factorization:
+    """Result of :func:`lu` (``P A = L U``) or :func:`cholesky` (``A = L L^T``, U = L^T).
+
+    ``L``, ``U``: float64 arrays holding values of ``precision``; ``perm``: row order
+    with ``A[perm] ~ L @ U`` (the identity for Cholesky).  ``solve`` applies
+    ``U^-1 L^-1 P`` to vectors in a stated precision.
+    """
+
+    L: np.ndarray
+    U: np.ndarray
+    perm: np.ndarray
+    unit_format: str
+    precision: str
+    block: int
+    update_c: str
+    model: Model | None
+    kind: str = "lu"
+
+    def __iter__(self):
+        """``L, U, perm = lu(A, ...)`` unpacks as the issue's (L, U, perm)."""
+        return iter((self.L, self.U, self.perm))
+
+    def solve(self, r: np.ndarray, precision: str = "fp64") -> np.ndarray:
+        """``U^-1 L^-1 r[perm]`` by forward and back substitution (BLAS trsv) in
+        ``precision`` (``"fp32"``: the factors and r in single, as MAGMA's
+        ``sgetrs`` in Haidar et al.; ``"fp64"``: the factors' values in double)."""
+        dt = {"fp32": np.float32, "fp64": np.float64}.get(precision)
+        if dt is None:
+            raise ValueError(f"precision={precision!r}: the triangular solves run in 'fp32' or 'fp64'")
+        rp = np.asarray(r, dtype=np.float64)[self.perm].astype(dt)
+        y = scipy.linalg.solve_triangular(self.L.astype(dt), rp, lower=True, unit_diagonal=self.kind == "lu",
+                                          check_finite=False)
+        z = scipy.linalg.solve_triangular(self.U.astype(dt), y, lower=False, check_finite=False)
+        return z.astype(np.float64)
+
+
+# ----------------------------------------------------------------- checks
+def _square(A: np.typing.ArrayLike) -> np.ndarray:
+    arr = np.asarray(A)
+    if arr.dtype.kind not in "fiu":
+        raise ValueError(f"A must hold real numbers; got dtype {arr.dtype}")
+    arr = arr.astype(np.float64)
+    if arr.ndim != 2 or arr.shape[0] != arr.shape[1] or arr.shape[0] == 0:
+        raise ValueError(f"A must be a non-empty square matrix; got shape {arr.shape}")
+    if not np.isfinite(arr).all():
+        raise ValueError("A contains NaN or Inf")
+    return arr
+
+
+def _settings(model: Model | None, unit_format: str | None, precision: str, update_c: str,
+              block: int, name: str) -> str:
+    """Validate the keywords; return the unit's input format."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"{name}: precision={precision!r}; expected one of {PRECISIONS}")
+    if update_c not in UPDATE_C:
+        raise ValueError(f"{name}: update_c={update_c!r}; expected one of {UPDATE_C}")
+    if isinstance(block, bool) or not isinstance(block, (int, np.integer)) or block < 1:
+        raise ValueError(f"{name}: block={block!r}; expected a positive integer")
+    if model is None:
+        fin = "fp16" if unit_format is None else unit_format
+        if fin not in _UNIT_FORMATS:
+            raise ValueError(f"{name}: unit_format={unit_format!r}; expected one of {_UNIT_FORMATS}")
+        return fin
+    if not isinstance(model, Model):
+        raise ValueError(f"{name}: model= must be None (idealised) or a unit from workbench.preset(...) / "
+                         f"workbench.custom_model(...); got {type(model).__name__}")
+    fin = workbench.format(model.in_format).name
+    fout = workbench.format(model.out_format).name
+    if unit_format is not None and unit_format != fin:
+        raise ValueError(f"{name}: unit_format={unit_format!r} but the model's input format is {fin!r}")
+    if fout != precision:
+        raise ValueError(f"{name}: the unit writes {fout} but precision={precision!r}; the update's C and D "
+                         f"live in the stored matrix, so choose precision={fout!r} or a unit with out_format "
+                         f"{precision!r}")
+    if model.scale_format is not None:
+        raise ValueError(f"{name}: block-scaled unit kinds ({model.kind}) are not supported")
+    return fin
+
+
+def _store(A: np.ndarray, precision: str) -> np.ndarray:
+    """A rounded to the storage precision (the first step of the algorithm)."""
+    with np.errstate(over="ignore"):
+        W = rounder(precision)(A).copy()
+    if not np.isfinite(W).all():
+        i, j = np.argwhere(~np.isfinite(W))[0]
+        raise ValueError(f"A[{i}, {j}] = {A[i, j]!r} overflows {precision}; scale A first")
+    return W
+
+
+def _to_unit(X: np.ndarray, fmt: str, what: str) -> np.ndarray:
+    """An update operand rounded (RNE) to the unit's input format; overflow is an error."""
+    Xh = workbench.round(X, fmt)
+    if not np.isfinite(Xh).all():
+        i, j = np.argwhere(~np.isfinite(Xh))[0]
+        raise ValueError(f"{what} entry {X[i, j]!r} overflows {fmt} when rounded for the unit; scale A first "
+                         "(Higham, Pranesh & Zounon, SIAM J. Sci. Comput. 41(4), 2019)")
+    return Xh
+
+
+# ----------------------------------------------------------------- the update
+def _idealised_update(C: np.ndarray, Lh: np.ndarray, Uh: np.ndarray, precision: str, update_c: str) -> np.ndarray:
+    """C - Lh @ Uh with exact products summed recursively in K order, RNE in ``precision``."""
+    if precision in ("fp32", "fp64"):
+        dt = np.float32 if precision == "fp32" else np.float64
+        Lc, Uc = Lh.astype(dt), Uh.astype(dt)  # products of fp16/bf16 values are exact in fp32
+        if update_c == "accumulator":
+            acc = C.astype(dt)
+            for l in range(Lc.shape[1]):
+                acc -= np.multiply.outer(Lc[:, l], Uc[l])
+            return acc.astype(np.float64)
+        acc = np.zeros(C.shape, dtype=dt)
+        for l in range(Lc.shape[1]):
+            acc += np.multiply.outer(Lc[:, l], Uc[l])
+        return (C.astype(dt) - acc).astype(np.float64)
+    rnd = rounder(precision)
+    acc = C.copy() if update_c == "accumulator" else np.zeros_like(C)
+    sign = -1.0 if update_c == "accumulator" else 1.0
+    for l in range(Lh.shape[1]):
+        acc = rnd(acc + sign * np.multiply.outer(Lh[:, l], Uh[l]))
+    return acc if update_c == "accumulator" else rnd(C - acc)
+
+
+def trailing_update(C: np.ndarray, L21: np.ndarray, U12: np.ndarray, *, model: Model | None, unit_format: str,
+                    precision: str, update_c: str) -> np.ndarray:
+    """``C - L21 @ U12`` as the factorisation's update computes it: operands rounded to
+    ``unit_format`` once, then one :func:`workbench.gemm` on the whole trailing block
+    (or the idealised recursive sum when ``model`` is None)."""
+    Lh = _to_unit(L21, unit_format, "L21")
+    Uh = _to_unit(U12, unit_format, "U12")
+    if model is None:
+        return _idealised_update(C, Lh, Uh, precision, update_c)
+    if update_c == "accumulator":
+        return workbench.gemm(-Lh, Uh, C, model=model).astype(np.float64)
+    # The epilogue of gemm(Lh, Uh, C, alpha=-1, beta=1) is fl(C - P) with P the unit's
+    # product from a zero accumulator; forming it here skips the re-check and re-rounding
+    # of C and the rounding of -P that gemm's general epilogue does (same bits: the test's
+    # per-tile reference calls gemm with alpha=-1, beta=1).
+    P = workbench.gemm(Lh, Uh, model=model).astype(np.float64)
+    return rounder(precision)(C - P)
+
+
+# ----------------------------------------------------------------- LU
+def _lu_panel(W: np.ndarray, perm: np.ndarray, k: int, e: int, rnd: Rounder) -> None:
+    """Unblocked right-looking LU with partial pivoting of columns k..e-1 (rows k..n-1),
+    in place; pivot rows are swapped across the whole matrix (LAPACK getf2 + laswp)."""
+    for j in range(k, e):
+        col = np.abs(W[j:, j])
+        p = j + int(np.argmax(col))
+        if W[p, j] == 0:
+            raise ValueError(f"A is singular in the stored precision: no non-zero pivot in column {j}")
+        if p != j:
+            W[[j, p]] = W[[p, j]]
+            perm[[j, p]] = perm[[p, j]]
+        W[j + 1:, j] = rnd(W[j + 1:, j] / W[j, j])
+        if j + 1 < e:
+            W[j + 1:, j + 1:e] = rnd(W[j + 1:, j + 1:e] - rnd(np.multiply.outer(W[j + 1:, j], W[j, j + 1:e])))
+
+
+def _unit_lower_trsm(W: np.ndarray, k: int, e: int, rnd: Rounder) -> None:
+    """U12 = L11^-1 A12 for rows k..e-1, columns e.. (forward substitution by rank-1 updates)."""
+    for i in range(k, e - 1):
+        W[i + 1:e, e:] = rnd(W[i + 1:e, e:] - rnd(np.multiply.outer(W[i + 1:e, i], W[i, e:])))
+
+
+def lu(A: np.typing.ArrayLike, *, model: Model | None, block: int = 128, precision: str = "fp32",
+       update_c: str = "epilogue", unit_format: str | None = None) -> Factorization:
+    """Right-looking blocked LU with partial pivoting, trailing updates on ``model``.
+
+    Haidar et al. (SC18, Section IV; Proc. R. Soc. A 2020, Section 3): A is rounded
+    to ``precision`` (fp32), each panel of ``block`` columns is factored in
+    ``precision`` with partial pivoting, the block row of U is formed by a unit
+    lower triangular solve in ``precision``, and the trailing matrix is updated by
+    one GEMM on the unit, ``A22 <- A22 - fl_in(L21) fl_in(U12)`` (``fl_in``: RNE to
+    the unit's input format).  See the module docstring for every keyword.
+
+    Returns a :class:`Factorization` (it unpacks as ``L, U, perm``), with
+    ``A[perm] ~ L @ U``.
+    """
+    fin = _settings(model, unit_format, precision, update_c, block, "lu")
+    W = _store(_square(A), precision)
+    n = W.shape[0]
+    rnd = rounder(precision)
+    perm = np.arange(n)
+    for k in range(0, n, block):
+        e = min(k + block, n)
+        _lu_panel(W, perm, k, e, rnd)
+        if e < n:
+            _unit_lower_trsm(W, k, e, rnd)
+            W[e:, e:] = trailing_update(W[e:, e:], W[e:, k:e], W[k:e, e:], model=model, unit_format=fin,
+                                        precision=precision, update_c=update_c)
+    L = np.tril(W, -1)
+    np.fill_diagonal(L, 1.0)
+    return Factorization(L=L, U=np.triu(W), perm=perm, unit_format=fin, precision=precision, block=int(block),
+                         update_c=update_c, model=model)
+
+
+# ----------------------------------------------------------------- Cholesky
+def _cholesky_panel(W: np.ndarray, k: int, e: int, rnd: Rounder) -> None:
+    """Unblocked right-looking Cholesky of the diagonal block k..e-1 and L21 = A21 L11^-T
+    (column by column: l_jj = sqrt(a_jj), l_ij = a_ij / l_jj, rank-1 update), in place
+    on the lower triangle."""
+    for j in range(k, e):
+        if not W[j, j] > 0:
+            raise ValueError(f"A is not positive definite in the stored precision: pivot {j} is {W[j, j]!r}")
+        W[j, j] = rnd(np.sqrt(W[j, j:j + 1]))[0]
+        W[j + 1:, j] = rnd(W[j + 1:, j] / W[j, j])
+        if j + 1 < e:
+            W[j + 1:, j + 1:e] = rnd(W[j + 1:, j + 1:e] - rnd(np.multiply.outer(W[j + 1:, j], W[j + 1:e, j])))
+
+
+def cholesky(A: np.typing.ArrayLike, *, model: Model | None, block: int = 128, precision: str = "fp32",
+             update_c: str = "epilogue", unit_format: str | None = None) -> Factorization:
+    """Right-looking blocked Cholesky ``A = L L^T`` with trailing updates on ``model``.
+
+    The same scheme as :func:`lu` (Haidar et al. 2020 use it for symmetric positive
+    definite systems, Section 3): the panel (diagonal block and the block column
+    below it) is factored in ``precision``, and the trailing matrix is updated by
+    one GEMM ``A22 <- A22 - fl_in(L21) fl_in(L21)^T`` on the unit over the whole
+    square block (both triangles; only the lower one is read later).  Only the
+    lower triangle of A is used.
+    """
+    fin = _settings(model, unit_format, precision, update_c, block, "cholesky")
+    A64 = _square(A)
+    W = _store(np.tril(A64) + np.tril(A64, -1).T, precision)
+    n = W.shape[0]
+    rnd = rounder(precision)
+    for k in range(0, n, block):
+        e = min(k + block, n)
+        _cholesky_panel(W, k, e, rnd)
+        if e < n:
+            L21 = W[e:, k:e]
+            W[e:, e:] = trailing_update(W[e:, e:], L21, L21.T, model=model, unit_format=fin, precision=precision,
+                                        update_c=update_c)
+    L = np.tril(W)
+    return Factorization(L=L, U=L.T.copy(), perm=np.arange(n), unit_format=fin, precision=precision,
+                         block=int(block), update_c=update_c, model=model, kind="cholesky")

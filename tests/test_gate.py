@@ -277,3 +277,48 @@ def test_model_parameters_are_typed(kw):
 def test_ieee_format_needs_a_fraction_bit():
     with pytest.raises(ValueError, match="NaN cannot be told from Inf"):
         workbench.FloatFormat.custom("e5m0", exp_bits=5, man_bits=0)
+
+
+# ----------------------------------------------------------------------- algorithms
+import algorithms  # noqa: E402
+
+SPLITTING = {
+    "markidis": lambda A, B, m: algorithms.markidis(A, B, model=m),
+    "ootomo_yokota": lambda A, B, m: algorithms.ootomo_yokota(A, B, model=m),
+    "multiword": lambda A, B, m: algorithms.multiword(A, B, model=m, words=3),
+}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(sorted(SPLITTING)), st.integers(0, 3), st.integers(0, 5), st.integers(0, 3),
+       st.integers(-40, 40), st.integers(0, 2**32 - 1))
+def test_splitting_algorithms_never_invent_nan_or_inf(name, M, K, N, e, seed):
+    rng = np.random.default_rng(seed)
+    A = np.ldexp(rng.standard_normal((M, K)), e).astype(np.float32).astype(np.float64)
+    B = rng.standard_normal((K, N)).astype(np.float32).astype(np.float64)
+    model = workbench.preset("A100", "fp16", "fp32")
+    try:
+        D = SPLITTING[name](A, B, model)
+    except ValueError as err:
+        # refused only because a word overflows fp16, and the message says where and the limit
+        assert name != "multiword" and np.abs(A).max() > 65504, err  # multiword scales its inputs first
+        assert "overflows fp16" in str(err) and "65504" in str(err)
+        return
+    assert D.shape == (M, N)
+    assert np.isfinite(D).all()
+    E = exact.gemm(A, B)
+    if -8 <= e <= 8:  # inside fp16's comfortable range the emulation is accurate to about fp32
+        assert metrics.normwise_error_inf(D, E, A, B) < 1e-5
+
+
+def test_markidis_refuses_fp32_data_beyond_fp16():
+    A = np.array([[1.0, 70000.0]])
+    with pytest.raises(ValueError, match=r"A\[0, 1\] = 70000.0: word 1 of its split.*overflows fp16.*65504"):
+        algorithms.markidis(A, np.ones((2, 1)), model=workbench.preset("V100", "fp16", "fp32"))
+
+
+@pytest.mark.parametrize("name", sorted(SPLITTING))
+def test_algorithms_with_k_zero_return_c(name):
+    model = workbench.preset("A100", "fp16", "fp32")
+    D = SPLITTING[name](np.zeros((2, 0)), np.zeros((0, 3)), model)
+    assert D.shape == (2, 3) and (D == 0).all()

@@ -17,6 +17,7 @@ import numpy as np
 
 import workbench
 from workbench.engine.model import Model
+from workbench.gate import real_matrix
 
 #: Term orders of a product chain (see :func:`chain`).
 ORDERS = ("sequential", "interleaved")
@@ -24,22 +25,11 @@ ORDERS = ("sequential", "interleaved")
 
 def as_matrices(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike | None,
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """A, B (and C) as finite float64 2-D arrays with matching shapes, else ValueError."""
-    out = []
-    for name, X in (("A", A), ("B", B), ("C", C)):
-        if X is None:
-            out.append(None)
-            continue
-        arr = np.asarray(X)
-        if arr.dtype.kind not in "fiu":
-            raise ValueError(f"{name} must hold real numbers (float32/float64 data); got dtype {arr.dtype}")
-        arr = arr.astype(np.float64)
-        if arr.ndim != 2:
-            raise ValueError(f"{name} must be a 2-D array; got shape {arr.shape}")
-        if not np.isfinite(arr).all():
-            raise ValueError(f"{name} contains NaN or Inf; the splitting algorithms need finite inputs")
-        out.append(arr)
-    A64, B64, C64 = out
+    """A, B (and C) as finite float64 2-D arrays with matching shapes (through
+    :func:`workbench.gate.real_matrix`: exact values only), else TypeError/ValueError."""
+    A64 = real_matrix(A, "A", finite=True)
+    B64 = real_matrix(B, "B", finite=True)
+    C64 = None if C is None else real_matrix(C, "C", finite=True)
     if A64.shape[1] != B64.shape[0]:
         raise ValueError(f"A is {A64.shape[0]}x{A64.shape[1]} and B is {B64.shape[0]}x{B64.shape[1]}: "
                          "the number of columns of A must equal the number of rows of B")
@@ -69,18 +59,35 @@ def to_fp32(X: np.ndarray) -> np.ndarray:
     return X.astype(np.float32).astype(np.float64)
 
 
-def split(X: np.ndarray, fmt: str, words: int, *, mode: str = "rne", scale: float = 1.0) -> list[np.ndarray]:
+def split(X: np.ndarray, fmt: str, words: int, *, mode: str = "rne", scale: float = 1.0,
+          name: str = "A") -> list[np.ndarray]:
     """``words`` words of ``fmt``: w_1 = fl(X), w_j = fl((X - sum_{i<j} w_i s^(i-1)) / s^(j-1)).
 
     ``s = 1 / scale`` (``scale = 2^11`` is Ootomo-Yokota's residual scaling, 1 is
     Markidis' unscaled residual); residuals are formed in float64, exactly for the
     formats used here (each word is a rounding of the current residual).
+
+    A word that would overflow ``fmt`` (|X| above its largest value, e.g. fp32 data
+    above 65504 split into fp16 words, or a scaled residual past the range when very
+    many words are asked for) is refused with a ValueError naming ``name``, the
+    entry, the word and the limit, instead of carrying Inf/NaN into the product.
     """
+    f = workbench.format(fmt)
     out = []
     r = X
     factor = 1.0
-    for _ in range(words):
-        w = workbench.round(r * factor, fmt, mode)
+    for j in range(words):
+        with np.errstate(over="ignore", invalid="ignore"):  # a zero residual stays zero at any scaling
+            w = workbench.round(np.where(r == 0, 0.0, r * factor), f, mode)
+        bad = ~np.isfinite(w)
+        if bad.any():
+            i = tuple(int(t) for t in np.argwhere(bad)[0])
+            raise ValueError(
+                f"{name}[{', '.join(map(str, i))}] = {float(X[i])!r}: word {j + 1} of its split, "
+                f"{float(r[i] * factor)!r}, overflows {f.name} (largest value {f.max!r}); the split "
+                f"needs |{name}| <= {f.max / (1 if j == 0 else factor):.6g}. Scale the data by a power of two "
+                "(the product scales by the same factor), or use a unit whose input format has a wider range "
+                "(bf16, tf32)")
         out.append(w)
         r = r - w / factor
         factor *= scale

@@ -57,8 +57,8 @@ def bf16xn(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLik
         raise ValueError(f"products={products!r}: expected 3, 6 or 9 (bf16x3, bf16x6, bf16x9)")
     if order not in ORDERS:
         raise ValueError(f"order={order!r}: expected one of {ORDERS}")
-    Aw = split(to_fp32(A64), "bf16", 3)
-    Bw = split(to_fp32(B64), "bf16", 3)
+    Aw = split(to_fp32(A64), "bf16", 3, name="A")
+    Bw = split(to_fp32(B64), "bf16", 3, name="B")
     idx = sorted(PRODUCT_SETS[products], key=lambda jk: (-(jk[0] + jk[1]), jk))
     pairs = [(Aw[j - 1], Bw[k - 1]) for j, k in idx]
     D = chain(model, pairs, None if C64 is None else to_fp32(C64), order=order)

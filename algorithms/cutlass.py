@@ -58,10 +58,10 @@ def cutlass_xtf32(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.A
     if order not in ORDERS:
         raise ValueError(f"order={order!r}: expected one of {ORDERS}")
     A32, B32 = to_fp32(A64), to_fp32(B64)
-    Ab = split(A32, "tf32", 1, mode=big_rounding)[0]
-    Bb = split(B32, "tf32", 1, mode=big_rounding)[0]
-    As = split(A32 - Ab, "tf32", 1, mode=small_rounding)[0]
-    Bs = split(B32 - Bb, "tf32", 1, mode=small_rounding)[0]
+    Ab = split(A32, "tf32", 1, mode=big_rounding, name="A")[0]
+    Bb = split(B32, "tf32", 1, mode=big_rounding, name="B")[0]
+    As = split(A32 - Ab, "tf32", 1, mode=small_rounding, name="A")[0]
+    Bs = split(B32 - Bb, "tf32", 1, mode=small_rounding, name="B")[0]
     pairs = [(As, Bb), (Ab, Bs), (Ab, Bb)]
     if products == 4:
         pairs.insert(0, (As, Bs))

@@ -64,8 +64,8 @@ def markidis(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayL
     if ordering not in ORDERINGS:
         raise ValueError(f"ordering={ordering!r}: expected one of {ORDERINGS}")
     fmt = model.in_format
-    A16, RA = split(A64, fmt, 2)
-    B16, RB = split(B64, fmt, 2)
+    A16, RA = split(A64, fmt, 2, name="A")
+    B16, RB = split(B64, fmt, 2, name="B")
     pairs = [(RA, B16), (A16, RB), (A16, B16)]
     if terms == 4:
         pairs.insert(0, (RA, RB))

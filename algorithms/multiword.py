@@ -54,7 +54,7 @@ SPLIT_ROUNDINGS = ("rne", "rz")
 
 def _scales(X: np.ndarray, theta: float, axis: int) -> np.ndarray:
     """Powers of two 2^floor(log2(theta / max|X|)) along ``axis`` (1 for all-zero lines)."""
-    mx = np.max(np.abs(X), axis=axis)
+    mx = np.max(np.abs(X), axis=axis, initial=0.0)
     e = np.zeros(mx.shape)
     nz = mx > 0
     e[nz] = np.floor(np.log2(theta / mx[nz]))
@@ -141,8 +141,8 @@ def multiword(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.Array
     else:
         Ls = np.ones(A64.shape[0])
         Ms = np.ones(B64.shape[1])
-    Aw = split(A64 * Ls[:, None], wf.name, p, mode=split_rounding, scale=1.0 / u)
-    Bw = split(B64 * Ms[None, :], wf.name, p, mode=split_rounding, scale=1.0 / u)
+    Aw = split(A64 * Ls[:, None], wf.name, p, mode=split_rounding, scale=1.0 / u, name="A")
+    Bw = split(B64 * Ms[None, :], wf.name, p, mode=split_rounding, scale=1.0 / u, name="B")
     idx = [(j, k) for j in range(1, p + 1) for k in range(1, p + 1) if products == "all" or j + k <= p + 1]
     if alpha_placement == "input":
         pairs = [(workbench.round(u ** (j + k - 2) * Aw[j - 1], unit_fmt, "rne"), Bw[k - 1]) for j, k in idx]

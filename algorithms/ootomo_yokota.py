@@ -85,8 +85,8 @@ def ootomo_yokota(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.A
                                  or hi_block % model.L):
         raise ValueError(f"hi_block={hi_block!r}: expected a positive multiple of the unit's block size "
                          f"L={model.L}, or None")
-    A_hi, RA = split(A64, fmt, 2, mode=mode, scale=scale)
-    B_hi, RB = split(B64, fmt, 2, mode=mode, scale=scale)
+    A_hi, RA = split(A64, fmt, 2, mode=mode, scale=scale, name="A")
+    B_hi, RB = split(B64, fmt, 2, mode=mode, scale=scale, name="B")
     C32 = np.zeros((A64.shape[0], B64.shape[1])) if C64 is None else C64.astype(np.float32).astype(np.float64)
     if accumulation == "rz":
         D_hi = workbench.gemm(A_hi, B_hi, C32, model=model)

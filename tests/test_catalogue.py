@@ -91,7 +91,7 @@ def test_custom_model_khattak_names():
     assert m2.sticky and m2.c_position == "late"
     with pytest.raises(ValueError, match="not both"):
         wb.custom_model("fp16", "fp32", L=8, fma=8)
-    with pytest.raises(ValueError, match="unknown model parameters"):
+    with pytest.raises(ValueError, match=r"unknown model parameter 'nfma' \(did you mean 'fma'"):
         wb.custom_model("fp16", "fp32", L=8, F=24, nfma=3)
     with pytest.raises(ValueError, match="rounding"):
         wb.custom_model("fp16", "fp32", L=8, F=24, rounding="nearest")

@@ -246,7 +246,7 @@ def test_shape_and_option_errors():
         exact.dot([1.0], [1.0], method="gmpy")
     with pytest.raises(TypeError, match="complex"):
         exact.dot([1j], [1.0])
-    with pytest.raises(ValueError, match="not exactly representable"):
+    with pytest.raises(ValueError, match="not exactly a float64"):
         exact.dot(np.array([2**60 + 1], dtype=np.int64), np.array([1], dtype=np.int64))
 
 

@@ -157,9 +157,17 @@ class ErrorSource:
     offset: int
 
     def bound(self, e_max: int = 0, e_result: int = 0) -> float:
-        """The bound for given exponents of the largest summand and the result."""
+        """The bound for given exponents of the largest summand and the result
+        (``inf`` where it exceeds float64's range, as it does for e_max near 1024
+        with a positive offset; exact otherwise, subnormal results included)."""
         e = {"e_max": e_max, "e_result": e_result, "absolute": 0}[self.reference]
-        return self.coefficient * 2.0 ** (e + self.offset)
+        for name, v in (("e_max", e_max), ("e_result", e_result)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise TypeError(f"{name}={v!r} ({type(v).__name__}): expected an int exponent")
+        try:
+            return math.ldexp(self.coefficient, int(e) + self.offset)
+        except OverflowError:
+            return math.inf
 
 
 _FDPA_MODELS = ("t-fdpa", "st-fdpa", "gst-fdpa", "tr-fdpa", "gtr-fdpa")

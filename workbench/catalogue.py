@@ -41,6 +41,7 @@ from typing import Any
 
 from . import formats as _formats
 from .engine.model import PARAM_NAMES, Model
+from .gate import unknown_name
 
 __all__ = ["Preset", "preset", "presets", "custom_model", "PresetTable", "ARCHITECTURES", "DEVICES"]
 
@@ -234,10 +235,8 @@ def _arch_of(device_or_arch: str) -> str:
         return key
     if key in DEVICES:
         return DEVICES[key]
-    raise ValueError(
-        f"unknown device or architecture {device_or_arch!r}; architectures: {', '.join(ARCHITECTURES)}; "
-        f"devices: {', '.join(d for ds in ARCHITECTURES.values() for d in ds)}"
-    )
+    devices = [d for ds in ARCHITECTURES.values() for d in ds]
+    raise unknown_name("device or architecture", device_or_arch, [*ARCHITECTURES, *devices])
 
 
 def _fmt_name(name: str) -> str:
@@ -272,7 +271,7 @@ def preset(device_or_arch: str, in_format: str, out_format: str = "fp32", instru
     if instruction is not None and variant is None and len(cands) > 1:
         cands = [r for r in cands if r.variant in (None, instruction)] or cands
     if not cands:
-        have = sorted({(r.in_format, r.out_format, r.instruction, r.variant) for r in _RECORDS
+        have = sorted({(r.in_format, r.out_format, r.instruction, r.variant or "") for r in _RECORDS
                        if r.architecture == arch})
         listing = "; ".join(f"{i}->{o} [{ins}{'/' + v if v else ''}]" for i, o, ins, v in have)
         raise ValueError(
@@ -348,9 +347,9 @@ def custom_model(in_format: str, out_format: str = "fp32", *, kind: str = "t-fdp
         if rounding is not None:
             raise ValueError("give rounding or frmode (its Khattak-Mikaitis name), not both")
         rounding = frmode.lower()
-    unknown = set(params) - set(PARAM_NAMES)
-    if unknown:
-        raise ValueError(f"unknown model parameters {sorted(unknown)}; expected names from {PARAM_NAMES}")
+    for name in params:
+        if name not in PARAM_NAMES:
+            raise unknown_name("model parameter", name, (*PARAM_NAMES, "fma", "neab", "frmode"))
     kw: dict[str, Any] = {"kind": kind, "in_format": _fmt_name(in_format), "out_format": out.name}
     if L is not None:
         kw["L"] = L

@@ -50,6 +50,8 @@ from typing import Any, Literal
 import numba
 import numpy as np
 
+from .gate import real_array
+
 __all__ = ["dot", "gemm", "exact_precision", "fraction_to_float64"]
 
 ReturnExact = Literal["fraction", "mpf"] | None
@@ -437,41 +439,16 @@ _PARALLEL_MIN_MACS = 1 << 21
 
 
 def _as_float64(x: Any, name: str) -> np.ndarray:
-    """Exact float64 copy of a real array; rejects complex, inexact ints, NaN, Inf."""
-    arr = np.asarray(x)
-    if arr.dtype == object:
-        try:
-            arr = arr.astype(np.float64)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"{name} must be a real numeric array; got objects that are not numbers ({exc})") from None
-    if np.iscomplexobj(arr):
-        raise TypeError(f"{name} must be real; got complex dtype {arr.dtype}")
-    if arr.dtype.kind not in "fiub":
-        raise TypeError(f"{name} must be a real numeric array; got dtype {arr.dtype}")
-    out = np.ascontiguousarray(arr, dtype=np.float64)
-    if arr.dtype.kind in "iu":
-        back = out.astype(arr.dtype)
-        bad = np.flatnonzero((back != arr).ravel() | (np.abs(out.ravel()) >= 2.0**63))
-        if bad.size:
-            idx = [int(i) for i in np.unravel_index(bad[0], arr.shape)] if arr.ndim else []
-            raise ValueError(
-                f"{name}{list(idx)} = {arr.ravel()[bad[0]]} is an integer not exactly representable "
-                "in float64; pass float64 data"
-            )
-    elif arr.dtype.kind == "f" and arr.dtype.itemsize > 8:
-        back = out.astype(arr.dtype)
-        bad = np.flatnonzero((back != arr).ravel() & np.isfinite(arr).ravel())
-        if bad.size:
-            raise ValueError(f"{name} holds values not exactly representable in float64 (first at flat index {bad[0]})")
-    if not np.isfinite(out).all():
-        finite = np.isfinite(out)
-        flat = int(np.flatnonzero(~finite.ravel())[0])
-        idx = [int(i) for i in np.unravel_index(flat, out.shape)] if out.ndim else []
-        raise ValueError(
-            f"{name}{idx} = {out.ravel()[flat]}: exact results do not exist for NaN or Inf inputs "
-            "(the workbench's exact references are defined for finite float64 data only)"
-        )
-    return out
+    """Exact, contiguous float64 copy of real finite data (:func:`workbench.gate.real_array`):
+    values that are not exactly float64 (Fractions, big ints, long doubles), NaN and Inf
+    are refused."""
+    try:
+        return np.ascontiguousarray(real_array(x, name, finite=True))
+    except ValueError as exc:
+        if "expected finite values" not in str(exc):
+            raise
+        raise ValueError(f"{exc}: exact results do not exist for NaN or Inf inputs (the workbench's "
+                         "exact references are defined for finite float64 data only)") from None
 
 
 def _as_scalar(x: Any, name: str) -> float:

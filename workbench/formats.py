@@ -37,6 +37,8 @@ from typing import Literal
 import numba
 import numpy as np
 
+from .gate import real_array, unknown_name
+
 __all__ = [
     "FloatFormat",
     "ROUNDING_MODES",
@@ -115,6 +117,11 @@ class FloatFormat:
             raise ValueError(f"man_bits={self.man_bits} is out of range; expected 0 to 52")
         if self.special == "ieee" and self.exp_bits < 2:
             raise ValueError("an IEEE-style format needs exp_bits >= 2 (one field value is Inf/NaN)")
+        if self.special == "ieee" and self.man_bits < 1:
+            raise ValueError(
+                f"an IEEE-style format needs man_bits >= 1 (got {self.man_bits}): with no fraction bit "
+                "NaN cannot be told from Inf; use special='fn' (NaN = all ones, no Inf) or 'none'"
+            )
         if not self.subnormals and self.man_bits != 0:
             raise ValueError(
                 "formats with fraction bits encode subnormals in the zero exponent field; "
@@ -343,10 +350,7 @@ def format(name: str | FloatFormat) -> FloatFormat:  # noqa: A001 - public API n
     try:
         return _REGISTRY[key]
     except KeyError:
-        raise ValueError(
-            f"unknown format {name!r}; known formats: {', '.join(_REGISTRY)} "
-            f"(aliases: {', '.join(sorted(_ALIASES))})"
-        ) from None
+        raise unknown_name("format", name, [*_REGISTRY, *sorted(_ALIASES)]) from None
 
 
 def list_formats() -> list[FloatFormat]:
@@ -543,7 +547,7 @@ def round(  # noqa: A001 - public API name
     fmt: str | FloatFormat,
     mode: str = "rne",
     *,
-    rng: np.random.Generator | None = None,
+    rng: np.random.Generator | int | None = None,
     subnormals: bool = True,
     saturate: bool = False,
 ) -> np.ndarray:
@@ -560,7 +564,8 @@ def round(  # noqa: A001 - public API name
         One of :data:`ROUNDING_MODES`: ``rne`` (default), ``rna``, ``rnz``, ``rz``,
         ``rd``, ``ru``, ``ra``, ``ro``, ``sr``.
     rng:
-        numpy Generator for ``mode="sr"`` (required there, rejected otherwise).
+        numpy Generator (or an int seed for ``numpy.random.default_rng``) for
+        ``mode="sr"`` (required there, rejected otherwise).
     subnormals:
         If False, values below the smallest normal are rounded within
         ``{0, 2**emin}`` in the same mode, as CPFloat does for formats without
@@ -585,13 +590,17 @@ def round(  # noqa: A001 - public API name
     """
     fmt = format(fmt)
     if mode not in _MODE_CODE:
-        raise ValueError(f"unknown rounding mode {mode!r}; expected one of {', '.join(ROUNDING_MODES)}")
-    arr = _as_float64(x, "x")
+        raise unknown_name("rounding mode", mode, ROUNDING_MODES)
+    arr = real_array(x, "x")
     flat = np.ascontiguousarray(arr).reshape(-1)
     _check_domain(flat, fmt, saturate)
     if mode == "sr":
         if rng is None:
-            raise ValueError("mode='sr' needs rng=numpy.random.Generator for its random numbers")
+            raise ValueError("mode='sr' needs rng=numpy.random.Generator (or an int seed) for its random numbers")
+        if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
+            rng = np.random.default_rng(int(rng))
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError(f"rng={rng!r} ({type(rng).__name__}); expected a numpy.random.Generator or an int seed")
         rand = rng.random(flat.size)
     else:
         if rng is not None:
@@ -610,32 +619,6 @@ def round(  # noqa: A001 - public API name
         not fmt.has_zero, not fmt.has_negative_zero, rand,
     )
     return out.reshape(arr.shape)
-
-
-def _as_float64(x: np.typing.ArrayLike, name: str) -> np.ndarray:
-    arr = np.asarray(x)
-    if arr.dtype == np.float64:
-        return arr
-    if arr.dtype.kind in "iu":
-        out = arr.astype(np.float64)
-        bad = out.astype(arr.dtype) != arr if arr.size else np.zeros(0, bool)
-        if np.any(bad):
-            i = _first(bad)
-            raise ValueError(
-                f"{name}[{_index_str(i, arr.shape)}] = {int(arr.reshape(-1)[i])} is not exactly a float64; "
-                "round it explicitly before passing it"
-            )
-        return out
-    if arr.dtype.kind in "fb":
-        return arr.astype(np.float64)  # float16/32/longdouble->64: exact for 16/32
-    if arr.dtype.kind == "O":
-        try:
-            return _as_float64(np.array(arr.tolist(), dtype=None), name)
-        except (TypeError, ValueError):
-            pass
-    if arr.dtype.kind not in "fiub" and ("float" in str(arr.dtype) or "bfloat" in str(arr.dtype)):
-        return arr.astype(np.float64)  # ml_dtypes scalars widen exactly
-    raise TypeError(f"{name} has dtype {arr.dtype}; expected real numbers (float or int arrays)")
 
 
 def _first(mask: np.ndarray) -> int:
@@ -678,7 +661,7 @@ def is_representable(x: np.typing.ArrayLike, fmt: str | FloatFormat) -> np.ndarr
     as zero in every format that has a zero (formats without -0 store it as +0).
     """
     fmt = format(fmt)
-    arr = _as_float64(x, "x")
+    arr = real_array(x, "x")
     flat = arr.reshape(-1)
     ok = np.isfinite(flat)
     if not fmt.signed:
@@ -707,7 +690,7 @@ def check_representable(x: np.typing.ArrayLike, fmt: str | FloatFormat, name: st
     value, the format, and the nearest representable values around it.
     """
     fmt = format(fmt)
-    arr = _as_float64(x, name)
+    arr = real_array(x, name)
     ok = is_representable(arr, fmt)
     if not ok.all():
         raise not_representable_error(arr, _first(~ok), fmt, name)

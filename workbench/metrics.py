@@ -2,20 +2,27 @@
 
 Every function names its formula; ``C_hat`` is the computed result, ``C`` the
 reference (ideally :func:`workbench.exact.gemm`), ``A`` and ``B`` the factors.
-Differences ``C_hat - C`` are formed in float64 (relative error at most 2^-53 per
-entry, negligible against the errors measured here).  Matrix norms follow Higham,
+Every quantity is computed over the whole float64 range, from subnormals to
+``1.8e308``: differences, sums, squares and products are formed on values scaled
+by powers of two (exact) and carried as ``(mantissa, exponent)`` pairs, so nothing
+overflows or underflows before the final ratio (Higham 2002, Sec. 27.8 on
+scaling norms; LAPACK's ``dnrm2`` does the same for the 2-norm).  Each difference
+``C_hat - C`` has a relative error of at most 2^-53, negligible against the errors
+measured here.  Matrix norms follow Higham,
 *Accuracy and Stability of Numerical Algorithms* (2002), Sec. 6.2: ``||X||_inf`` is
 the largest absolute row sum, ``||X||_F`` the Frobenius norm.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .formats import FloatFormat
+from .gate import real_array
 from .formats import format as _get_format
 
 __all__ = [
@@ -29,22 +36,73 @@ __all__ = [
 
 
 def _real(x: Any, name: str, ndim: tuple[int, ...] | None = None) -> np.ndarray:
-    arr = np.asarray(x)
-    if arr.dtype == object or np.iscomplexobj(arr) or arr.dtype.kind not in "fiub":
-        raise TypeError(f"{name} must be a real numeric array; got dtype {arr.dtype}")
-    arr = arr.astype(np.float64)
-    if ndim is not None and arr.ndim not in ndim:
-        raise ValueError(f"{name} must have {' or '.join(map(str, ndim))} dimensions; got shape {arr.shape}")
-    return arr
+    return real_array(x, name, ndim=ndim)
+
+
+# Extended-range arithmetic on nonnegative values carried as (m, e), value = m * 2**e,
+# with m in [0.5, 1) or m == 0 (then e is _ZERO_EXP, below every real exponent).
+_ZERO_EXP = -(1 << 20)
+_EXP_CLIP = 1 << 21  # exponent differences beyond any float64 ratio, safe for ldexp
+
+
+def _ldexp(m: np.ndarray, e: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore", under="ignore"):  # Inf / 0 where the value is out of range
+        return np.ldexp(m, np.clip(e, -_EXP_CLIP, _EXP_CLIP).astype(np.int64))
+
+
+def _split(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """|x| as (m, e); Inf and NaN keep m = |x| (they propagate through the ratios)."""
+    m, e = np.frexp(np.abs(x))
+    e = e.astype(np.int64)
+    return m, np.where(m == 0, _ZERO_EXP, e)
+
+
+def _abs_diff(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """|a - b| as (m, e), formed on a and b scaled by the power of two of the larger
+    (exact), so that neither 1e308 - (-1e308) overflows nor 2e-300 - 1e-300 loses bits."""
+    big = np.maximum(np.abs(a), np.abs(b))
+    _, k = np.frexp(np.where(np.isfinite(big) & (big > 0), big, 1.0))
+    k = k.astype(np.int64)
+    m, e = _split(_ldexp(a, -k) - _ldexp(b, -k))
+    return m, np.where(m == 0, _ZERO_EXP, e + k)
+
+
+def _sum(m: np.ndarray, e: np.ndarray, axis: int | None = None, power: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """sum of (m * 2**e)**power along ``axis`` as (m, e) of that sum."""
+    top = np.max(e, axis=axis, keepdims=True) if e.size else np.zeros((1,) * e.ndim, np.int64)
+    total = np.sum(_ldexp(m, e - top) ** power, axis=axis, keepdims=True)
+    sm, se = _split(total)
+    se = np.where(sm == 0, _ZERO_EXP, se + power * top)
+    if axis is None:
+        return sm.reshape(()), se.reshape(())
+    return np.squeeze(sm, axis), np.squeeze(se, axis)
+
+
+def _add(m1: np.ndarray, e1: np.ndarray, m2: np.ndarray, e2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    top = np.maximum(e1, e2)
+    sm, se = _split(_ldexp(m1, e1 - top) + _ldexp(m2, e2 - top))
+    return sm, np.where(sm == 0, _ZERO_EXP, se + top)
+
+
+def _ratio(mn: np.ndarray, en: np.ndarray, md: np.ndarray, ed: np.ndarray) -> np.ndarray:
+    """(mn 2^en) / (md 2^ed) as float64 (Inf/0 only where the ratio itself is out of
+    range); a zero denominator gives 0 for a zero numerator and Inf otherwise."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = _ldexp(mn / np.where(md == 0, 1.0, md), en - ed)
+    return np.where(md == 0, np.where(mn == 0, 0.0, np.inf), r)
+
+
+def _max(m: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The largest of a 1-D array of (m, e) values (NaN wins, as in numpy)."""
+    if np.isnan(m).any():
+        return np.asarray(np.nan), np.asarray(0)
+    i = int(np.lexsort((m, np.where(m == 0, _ZERO_EXP, e)))[-1])
+    return m[i], e[i]
 
 
 def _same_shape(a: np.ndarray, b: np.ndarray, na: str, nb: str) -> None:
     if a.shape != b.shape:
         raise ValueError(f"{na}.shape={a.shape} and {nb}.shape={b.shape} differ")
-
-
-def _as_matrix(x: np.ndarray) -> np.ndarray:
-    return x.reshape(1, -1) if x.ndim == 1 else x.reshape(1, 1) if x.ndim == 0 else x
 
 
 def _check_product_shapes(C: np.ndarray, A: np.ndarray, B: np.ndarray) -> None:
@@ -56,9 +114,11 @@ def _check_product_shapes(C: np.ndarray, A: np.ndarray, B: np.ndarray) -> None:
         raise ValueError(f"C.shape={C.shape} does not match A @ B, which has shape {(A.shape[0], B.shape[1])}")
 
 
-def _inf_norm(X: np.ndarray) -> float:
-    X = _as_matrix(X)
-    return float(np.abs(X).sum(axis=1).max()) if X.size else 0.0
+def _inf_norm(m: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Largest absolute row sum of a matrix given as (m, e), as (m, e)."""
+    if m.size == 0:
+        return np.asarray(0.0), np.asarray(_ZERO_EXP)
+    return _max(*_sum(m, e, axis=1))
 
 
 def normwise_error_inf(C_hat: Any, C: Any, A: Any, B: Any) -> float:
@@ -74,11 +134,11 @@ def normwise_error_inf(C_hat: Any, C: Any, A: Any, B: Any) -> float:
     A, B = _real(A, "A", (2,)), _real(B, "B", (2,))
     _same_shape(C_hat, C, "C_hat", "C")
     _check_product_shapes(C, A, B)
-    num = _inf_norm(C_hat - C)
-    den = _inf_norm(A) * _inf_norm(B)
-    if den == 0.0:
-        return 0.0 if num == 0.0 else float("inf")
-    return num / den
+    mn, en = _inf_norm(*_abs_diff(C_hat, C))
+    ma, ea = _inf_norm(*_split(A))
+    mb, eb = _inf_norm(*_split(B))
+    md, ed = _split(ma * mb)
+    return float(_ratio(mn, en, md, ed + ea + eb))
 
 
 def relative_frobenius_error(C_hat: Any, C: Any) -> float:
@@ -88,11 +148,9 @@ def relative_frobenius_error(C_hat: Any, C: Any) -> float:
     """
     C_hat, C = _real(C_hat, "C_hat"), _real(C, "C")
     _same_shape(C_hat, C, "C_hat", "C")
-    num = float(np.linalg.norm((C_hat - C).ravel()))
-    den = float(np.linalg.norm(C.ravel()))
-    if den == 0.0:
-        return 0.0 if num == 0.0 else float("inf")
-    return num / den
+    mn, en = _sum(*_abs_diff(C_hat.ravel(), C.ravel()), power=2)
+    md, ed = _sum(*_split(C.ravel()), power=2)
+    return float(np.sqrt(_ratio(mn, en, md, ed)))
 
 
 def componentwise_error(C_hat: Any, C: Any, A: Any, B: Any, addend: Any = None) -> float:
@@ -108,13 +166,16 @@ def componentwise_error(C_hat: Any, C: Any, A: Any, B: Any, addend: Any = None) 
     A, B = _real(A, "A", (2,)), _real(B, "B", (2,))
     _same_shape(C_hat, C, "C_hat", "C")
     _check_product_shapes(C, A, B)
-    den = np.abs(A) @ np.abs(B)
+    # |A||B| with the rows of A and the columns of B scaled by powers of two (exact)
+    _, ka = _split(np.max(np.abs(A), axis=1, initial=0.0))
+    _, kb = _split(np.max(np.abs(B), axis=0, initial=0.0))
+    ka, kb = np.where(ka == _ZERO_EXP, 0, ka), np.where(kb == _ZERO_EXP, 0, kb)
+    md, ed = _split(np.abs(_ldexp(A, -ka[:, None])) @ np.abs(_ldexp(B, -kb[None, :])))
+    ed = np.where(md == 0, _ZERO_EXP, ed + ka[:, None] + kb[None, :])
     if addend is not None:
-        add = _real(addend, "addend", (0, 2))
-        den = den + np.abs(add)
-    num = np.abs(C_hat - C)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.where(num > 0, np.inf, 0.0))
+        add = np.broadcast_to(_real(addend, "addend", (0, 2)), C.shape)
+        md, ed = _add(md, ed, *_split(add))
+    ratio = _ratio(*_abs_diff(C_hat, C), md, ed)
     return float(ratio.max()) if ratio.size else 0.0
 
 
@@ -141,7 +202,8 @@ def ulp_error(x_hat: Any, x: Any, fmt: str | FloatFormat) -> np.ndarray:
     _same_shape(x_hat, x, "x_hat", "x")
     if not np.isfinite(x).all():
         raise ValueError("x (the reference) must be finite: an ulp of NaN or Inf does not exist")
-    return np.abs(x_hat - x) / _ulp(x, f)
+    mn, en = _abs_diff(x_hat, x)
+    return _ratio(mn, en, *_split(_ulp(x, f)))
 
 
 @dataclass(frozen=True)
@@ -174,7 +236,6 @@ def signed_error_stats(C_hat: Any, C: Any, scale: Any = None) -> SignedErrorStat
     """
     C_hat, C = _real(C_hat, "C_hat"), _real(C, "C")
     _same_shape(C_hat, C, "C_hat", "C")
-    diff = C_hat - C
     if scale is None:
         s = np.ones_like(C)
     elif isinstance(scale, str) and scale == "relative":
@@ -187,15 +248,17 @@ def signed_error_stats(C_hat: Any, C: Any, scale: Any = None) -> SignedErrorStat
         if (s < 0).any():
             raise ValueError("scale must be nonnegative")
     keep = s > 0
-    d = diff[keep] / s[keep]
+    d = np.where(C_hat[keep] < C[keep], -1.0, 1.0) * _ratio(*_abs_diff(C_hat[keep], C[keep]), *_split(s[keep]))
     if d.size == 0:
         raise ValueError("no entries with a nonzero scale: the statistics are undefined")
+    max_abs = float(np.abs(d).max())
+    unit = max_abs if math.isfinite(max_abs) and max_abs > 0 else 1.0  # mean and std without overflow
     return SignedErrorStats(
         count=int(d.size),
-        mean=float(d.mean()),
+        mean=float((d / unit).mean()) * unit,
         median=float(np.median(d)),
-        std=float(d.std()),
-        max_abs=float(np.abs(d).max()),
+        std=float((d / unit).std()) * unit,
+        max_abs=max_abs,
         frac_positive=float((d > 0).mean()),
         frac_negative=float((d < 0).mean()),
         frac_zero=float((d == 0).mean()),

@@ -18,6 +18,7 @@ import numba
 import numpy as np
 
 from .. import formats as _formats
+from ..gate import real_array
 from . import kernels as _k
 from . import ops as _ops
 from . import others as _others
@@ -154,8 +155,8 @@ def decompose_checked(A: np.ndarray, B: np.ndarray, fmt: _formats.FloatFormat, f
     that is not representable (A before B, C order) raises the ValueError of
     :func:`workbench.formats.check_representable` (``A[i, j] = v is not
     representable in ...``)."""
-    A = _formats._as_float64(A, "A")
-    B = _formats._as_float64(B, "B")
+    A = real_array(A, "A")
+    B = real_array(B, "B")
     (M, K), N = A.shape, B.shape[1]
     if B.shape[0] != K or k_padded < K:
         raise ValueError(f"A {A.shape} and B {B.shape} do not make a product padded to K={k_padded}")

@@ -693,7 +693,7 @@ def output_tiles(M: int, N: int, nthreads: int) -> tuple[int, int]:
     """(TI, TJ): tiles of at most 32 rows x 64 columns of outputs, enough of them to
     give every thread one."""
     TJ = max(1, min(N, 64))
-    n_jt = -(-N // TJ)
+    n_jt = max(1, -(-N // TJ))  # an empty product (N = 0) still gets one (empty) tile
     n_it = max(1, min(M, -(-nthreads // n_jt)))
     return max(1, min(-(-M // n_it), 32)), TJ
 

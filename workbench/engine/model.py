@@ -83,7 +83,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
+import numpy as np
+
 from .. import formats as _formats
+from ..gate import unknown_name
 
 KINDS = ("t-fdpa", "fma", "e-fdpa", "ftz-addmul", "tr-fdpa", "gtr-fdpa", "st-fdpa", "gst-fdpa")
 ROUNDINGS = ("rne", "rz", "rd", "ru")
@@ -97,6 +100,7 @@ PARAM_NAMES = (
     "alignment_rounding", "k_block", "G", "scale_format", "flush_subnormals", "flush_output_subnormals",
 )
 _SCALED = ("st-fdpa", "gst-fdpa")
+_INT_FIELDS = ("L", "F", "zero_exponent", "interleave", "group_F", "P", "F2", "k_block", "G")
 #: Fields a kind's arithmetic never reads (left at their defaults; :meth:`Model.describe` omits them).
 _UNUSED_BY_KIND = {
     "fma": ("L", "F", "rounding", "result_format", "sticky", "zero_exponent", "interleave", "group_F"),
@@ -132,8 +136,9 @@ class Model:
     flush_output_subnormals: bool = False
 
     def __post_init__(self) -> None:
+        self._check_types()
         if self.kind not in KINDS:
-            raise ValueError(f"kind={self.kind!r} is not an elementary operation; expected one of {KINDS}")
+            raise unknown_name("kind", self.kind, KINDS, extra=" (the elementary operations of Xie et al.)")
         for name in ("in_format", "out_format"):
             _formats.format(getattr(self, name))  # raises on unknown names
         out = _formats.format(self.out_format)
@@ -148,7 +153,7 @@ class Model:
                 raise ValueError(f"F={self.F!r}: expected 0 <= F <= 56 fractional bits")
         for name in ("rounding", "late_rounding"):
             if getattr(self, name) not in ROUNDINGS:
-                raise ValueError(f"{name}={getattr(self, name)!r}: expected one of {ROUNDINGS}")
+                raise unknown_name(f"{name} mode", getattr(self, name), ROUNDINGS)
         if self.c_position not in ("early", "late"):
             raise ValueError(f"c_position={self.c_position!r}: expected 'early' or 'late'")
         if self.interleave < 1 or self.L % (2 * self.interleave if self.interleave > 1 else 1):
@@ -176,6 +181,24 @@ class Model:
                 raise ValueError(f"G={self.G!r} must divide k_block={self.k_block}")
         if self.kind in ("fma",) and _formats.format(self.in_format).name != out.name:
             raise ValueError("kind='fma' computes in one format: in_format must equal out_format")
+
+    def _check_types(self) -> None:
+        """Integer fields take ints (numpy ints are converted; bool is refused: ``L=True``
+        is a mistake, not a block of one), flags take bools, names take strings."""
+        for f in fields(Model):
+            v = getattr(self, f.name)
+            if v is None and "None" in str(f.type):
+                continue
+            if f.name in _INT_FIELDS:
+                if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+                    raise TypeError(f"{f.name}={v!r} ({type(v).__name__}): expected an int")
+                object.__setattr__(self, f.name, int(v))
+            elif f.type == "bool":
+                if not isinstance(v, (bool, np.bool_)):
+                    raise TypeError(f"{f.name}={v!r} ({type(v).__name__}): expected True or False")
+                object.__setattr__(self, f.name, bool(v))
+            elif not isinstance(v, str):
+                raise TypeError(f"{f.name}={v!r} ({type(v).__name__}): expected a str")
 
     # ---------------------------------------------------------------- helpers
     @property

@@ -197,21 +197,22 @@ class Explorer:
                                                 description="differ from", style=style, layout=lay), "discriminate")
         self.budget = discriminate_budget
         self.status = css(w.HTML(), "status")
-        self.plot = css(w.Image(format="png", layout=w.Layout(width="620px")), "plot")
+        self.plot = css(w.Image(format="png", layout=w.Layout(width="640px")), "plot")
         self.trace = css(w.HTML(), "trace")
         self.discrimination = css(w.HTML(), "discrimination")
         self.sheet = css(w.HTML(), "sheet")
-        tabs = w.Tab(children=[self.trace, self.discrimination, self.sheet])
-        for i, title in enumerate(["(b) trace of one dot product", "(c) simplest differing input",
-                                   "(d) feature sheet"]):
+        panel = w.Layout(height="250px", overflow="auto", width="640px")
+        tabs = w.Tab(children=[w.Box([self.trace], layout=panel), w.Box([self.discrimination], layout=panel),
+                               w.Box([self.sheet], layout=panel)])
+        for i, title in enumerate(["(b) trace", "(c) differing input", "(d) features"]):
             tabs.set_title(i, title)
         self._custom_controls = [self.kind, self.in_format, self.out_format, self.L, self.F, self.neab, self.rounding,
                                  self.c_position]
         controls = w.VBox([self.source, self.preset, *self._custom_controls,
                            w.HTML("<b>inputs and comparison</b>"), self.generator, self.k_range, self.seed,
                            self.compare_with, self.discriminate_with])
-        self.widget = w.VBox([w.HBox([controls, w.VBox([self.status, w.HTML("<b>(a) error vs K</b>"), self.plot])]),
-                              tabs])
+        self.widget = w.HBox([controls, w.VBox([self.status, self.plot, tabs])])
+        self.widget.add_class("wb-explorer")
         #: seconds each panel took in the last update ("a", "b", "c", "d", "total")
         self.timings: dict[str, float] = {}
         #: the last error (a ValueError of an impossible unit), or None
@@ -282,7 +283,7 @@ class Explorer:
 
         res = self.curves() if curves is None else curves
         unit = self.model()
-        fig = Figure(figsize=(6.4, 4.0), dpi=100)
+        fig = Figure(figsize=(6.4, 3.9), dpi=100)
         ax = fig.subplots()
         for i, (label, sub) in enumerate(res.groupby("unit", sort=False)):
             y = sub["normwise_inf"].to_numpy()
@@ -296,7 +297,7 @@ class Explorer:
         ax.loglog(b["k"], b["bound"], "k:", lw=1.5, label="a-priori bound of this unit")
         ax.set_xlabel("K (inner dimension)")
         ax.set_ylabel(r"$\|D - AB\|_\infty / (\|A\|_\infty \|B\|_\infty)$")
-        ax.set_title(f"{self.generator.value} inputs in {unit.in_format}, {self._m} x K x {self._n}, "
+        ax.set_title(f"(a) error vs K: {self.generator.value} inputs in {unit.in_format}, {self._m} x K x {self._n}, "
                      f"{unit.out_format} output, seed {self.seed.value}", fontsize=9)
         ax.grid(True, which="major", alpha=0.3)
         ax.legend(fontsize=7, loc="best")

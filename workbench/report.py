@@ -72,8 +72,8 @@ def parameter_list(name: str, value: Any, element: Callable[[Any], Any] = int) -
     """A list parameter of a notebook as a list of ``element``; None stays None.
 
     Accepts a list or tuple (the notebook's default, ``papermill -y "ks: [16, 256]"``)
-    or the string ``papermill -p ks "[16, 256]"`` passes (a Python/JSON list literal or
-    comma-separated items).  Raises ValueError naming the parameter and the bad value.
+    or what ``papermill -p`` passes: the string ``"[16, 256]"`` (a Python/JSON list literal),
+    ``"16,256"`` (comma-separated items) or one number (``-p ks 16``).  Raises ValueError naming the parameter and the bad value.
     """
     if value is None:
         return None
@@ -84,9 +84,9 @@ def parameter_list(name: str, value: Any, element: Callable[[Any], Any] = int) -
             items = ast.literal_eval(text) if text.startswith(("[", "(")) else [s.strip() for s in text.split(",")]
         except (ValueError, SyntaxError) as exc:
             raise ValueError(f"{name}={value!r}: expected a list such as [16, 256] ({exc})") from None
-        if isinstance(items, (str, int, float)):
-            items = [items]
-    if not isinstance(items, (list, tuple)) or not items:
+    if not isinstance(items, (list, tuple)):  # one value: papermill -p ks 16 passes the int 16
+        items = [items]
+    if not items:
         raise ValueError(f"{name}={value!r}: expected a non-empty list")
     out = []
     for x in items:

@@ -94,8 +94,10 @@ for r in catalogue.records():
     a, b, c = eq10(max(16, r.L))
     if r.kind in ("st-fdpa", "gst-fdpa"):
         row["note"] = "block-scaled instruction: -2^13 not representable in the element format"
-    elif not (wb.is_representable(a, r.in_format).all() and wb.is_representable(c, r.out_format).all()):
-        row["note"] = f"input of Eq. (10) not representable in {r.in_format}"
+    elif not wb.is_representable(a, r.in_format).all():
+        row["note"] = f"input of Eq. (10) not representable: a0 = -2^13 in {r.in_format}"
+    elif not wb.is_representable(c, r.out_format).all():
+        row["note"] = f"input of Eq. (10) not representable: c = 2^23 in {r.out_format}"
     else:
         row["d00"] = float(wb.gemm(a, b, c, model=r)[0, 0])
     row["agrees"] = None if published is None or row["d00"] is None else row["d00"] == published

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from . import bounds, catalogue, exact, inputs, metrics
-from .engine import Model
+from .engine import ROUNDINGS, Model
 from .formats import round as round_to
 from .report import feature_row
 
@@ -47,7 +47,6 @@ DEVICES = ("V100", "T4", "A100", "L40S", "H100", "B200", "MI100", "MI250X", "MI3
 CUSTOM_KINDS = ("t-fdpa", "e-fdpa", "fma")
 IN_FORMATS = ("fp16", "bf16", "tf32", "fp8_e4m3", "fp8_e5m2", "fp32")
 OUT_FORMATS = ("fp32", "fp16")
-ROUNDINGS = ("rz", "rne", "rna", "rd", "ru")
 #: the inner dimensions of the K range slider
 K_CHOICES = tuple(2**i for i in range(2, 15))
 _FUSED = ("t-fdpa", "tr-fdpa", "gtr-fdpa")

@@ -141,7 +141,7 @@ def test_notebooks_have_a_parameters_cell_and_no_outputs():
     for name in NOTEBOOKS:
         nb = nbformat.read(notebooks_dir() / f"{name}.ipynb", as_version=4)
         tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
-        assert len(tagged) == 1 and "quick = True" in tagged[0].source, name
+        assert len(tagged) == 1 and "quick: bool = True" in tagged[0].source, name
         assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), name
 
 

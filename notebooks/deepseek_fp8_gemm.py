@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -28,35 +30,30 @@
 # the median relative error, and each point is one `workbench.gemm` call.
 
 # %% tags=["parameters"]
-quick = True                  # quick: 32 x K x 32 with K of 256, 1024, 4096, 16384. False: 64 x K x 64, K of 256 ... 16384
-out_dir = "figures"           # figures PNG+PDF and tables CSV+Markdown, relative to the repository root
-sweep_dir = "results/sweeps"  # unused here (no sweep file; see above); kept for workbench reproduce
-workers = 2                   # unused here (one process)
-seed = 0
+quick: bool = True  # quick: 32 x K x 32 with K of 256, 1024, 4096, 16384. False: 64 x K x 64, K of 256 ... 16384
+out_dir: str = "figures"  # figures PNG+PDF and tables CSV+Markdown, relative to the repository root
+sweep_dir: str = "results/sweeps"  # unused here (no sweep file; see above); kept for workbench reproduce
+workers: int = 2  # unused here (one process)
+seed: int = 0
 
 # %%
-from pathlib import Path
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
 import workbench
+from workbench.report import Report
 import workbench.exact
 import workbench.inputs as inputs
 
-OUT = Path(out_dir)
-OUT.mkdir(parents=True, exist_ok=True)
+rep = Report(out_dir, sweep_dir, quick=quick, workers=workers)
 
 
 def save(fig, df: pd.DataFrame, name: str, title: str) -> None:
-    """Figure as PNG+PDF, table as CSV+Markdown, into OUT."""
-    fig.savefig(OUT / f"{name}.png", dpi=110, bbox_inches="tight", metadata={"Software": None})
-    fig.savefig(OUT / f"{name}.pdf", bbox_inches="tight", metadata={"CreationDate": None, "Producer": None})
-    df.to_csv(OUT / f"{name}.csv", index=False)
-    rows = [" | ".join(f"{v:.3g}" if isinstance(v, float) else str(v) for v in r) for r in df.itertuples(index=False)]
-    md = [f"{title}\n", "| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)] + [f"| {r} |" for r in rows]
-    (OUT / f"{name}.md").write_text("\n".join(md) + "\n")
+    """Figure (if any) as PNG+PDF, table as CSV+Markdown (workbench.report)."""
+    if fig is not None:
+        rep.save_fig(fig, name)
+    rep.save_table(df, name, title)
 
 
 m = n = 32 if quick else 64

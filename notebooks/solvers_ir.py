@@ -6,6 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -27,32 +28,23 @@
 # `experiments/solvers_ir.toml`.
 
 # %% tags=["parameters"]
-quick = True                  # systems of order 256, minutes on 2 cores. False: order 2048 (hours)
-out_dir = "figures"           # figure PNG+PDF and tables CSV+Markdown, relative to the repository root
-sweep_dir = "results/sweeps"  # Parquet results of the sweep, resumable, relative to the repository root
-workers = 2                   # local worker processes of the sweep
+quick: bool = True  # systems of order 256, minutes on 2 cores. False: order 2048 (hours)
+out_dir: str = "figures"  # figure PNG+PDF and tables CSV+Markdown, relative to the repository root
+sweep_dir: str = "results/sweeps"  # Parquet results of the sweep, resumable, relative to the repository root
+workers: int = 2  # local worker processes of the sweep
 
 # %%
 import json
-import tomllib
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 from matplotlib.ticker import NullFormatter
 import numpy as np
 import pandas as pd
 
-import workbench.sweep as sweep
-from workbench.reproduce import notebooks_dir
+from workbench.report import Report
 
-ROOT = notebooks_dir().parent
-resolve = lambda p: Path(p) if Path(p).is_absolute() else ROOT / p  # noqa: E731
-OUT = resolve(out_dir)
-OUT.mkdir(parents=True, exist_ok=True)
-with open(ROOT / "experiments" / "solvers_ir.toml", "rb") as f:
-    spec = tomllib.load(f)
-df = sweep.run(spec, out=resolve(sweep_dir) / ("solvers_ir" + ("-quick" if quick else "")), workers=workers,
-               quick=quick, progress=False, retry_errors=True)
+rep = Report(out_dir, sweep_dir, quick=quick, workers=workers)
+df = rep.run_sweep("solvers_ir")
 errors = df[df["error"].notna()]
 assert errors.empty, errors[["preset", "in_format", "error"]].head()
 n = int(df["m"].iloc[0])
@@ -75,19 +67,8 @@ cols = {"unit": "unit", "format": "format", "solver_name": "solver", "kappa": "k
         "solver.iterations": "steps", "solver.inner_iterations": "gmres its", "solver.status": "status",
         "solver.forward_error_0": "fe(x0)", "solver.forward_error": "fe(final)"}
 table = units[list(cols)].rename(columns=cols).sort_values(["solver", "format", "unit", "kappa"])
-table.to_csv(OUT / "solvers_ir.csv", index=False)
-
-
-def cell(v):
-    return f"{v:.1e}" if isinstance(v, float) and not float(v).is_integer() else str(v)
-
-
+rep.save_table(table, "solvers_ir", f"LU-IR and GMRES-IR, LU on matrix units, randsvd mode 3, n = {n}")
 pick = table[table["kappa"].isin([1e2, 1e4, 1e6, 1e10])]
-lines = ["| " + " | ".join(pick.columns) + " |", "|" + "---|" * len(pick.columns)]
-lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in pick.itertuples(index=False)]
-(OUT / "solvers_ir.md").write_text(f"LU-IR and GMRES-IR, LU on matrix units, randsvd mode 3, n = {n} "
-                                   "(kappa 1e2, 1e4, 1e6, 1e10; all kappa in solvers_ir.csv)\n\n"
-                                   + "\n".join(lines) + "\n")
 pick.head(12)
 
 # %%
@@ -143,8 +124,7 @@ for r, (metric, title) in enumerate([("solver.iterations", "LU-IR steps"),
     ax.legend(fontsize=7)
 fig.suptitle(f"Iterative refinement with the LU on matrix-unit models (randsvd mode 3, n = {n}, block 64)")
 fig.tight_layout()
-fig.savefig(OUT / "solvers_ir.png", dpi=110, metadata={"Software": None})
-fig.savefig(OUT / "solvers_ir.pdf", metadata={"CreationDate": None, "Creator": None, "Producer": None})
+rep.save_fig(fig, "solvers_ir")
 
 # %% [markdown]
 # **What the figure shows.**  Top row: iterations of converged solves; bottom row: final

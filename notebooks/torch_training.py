@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -27,16 +29,14 @@
 # MI250X reads as zero, is plotted).
 
 # %% tags=["parameters"]
-quick = True                  # quick: hidden width 64, 8 epochs (a minute on 2 cores); False: width 256, 40 epochs
-out_dir = "figures"           # figures PNG+PDF and tables CSV+Markdown, relative to the repository root
-sweep_dir = "results/sweeps"  # unused here (training runs are not GEMM sweep tasks)
-workers = 2                   # unused here (one process)
-seed = 0
+quick: bool = True  # quick: hidden width 64, 8 epochs (a minute on 2 cores); False: width 256, 40 epochs
+out_dir: str = "figures"  # figures PNG+PDF and tables CSV+Markdown, relative to the repository root
+sweep_dir: str = "results/sweeps"  # unused here (training runs are not GEMM sweep tasks)
+workers: int = 2  # unused here (one process)
+seed: int = 0
 
 # %%
 import time
-from pathlib import Path
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -45,22 +45,18 @@ from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 
 import workbench
+from workbench.report import Report
 import workbench.torch as wt
 
-OUT = Path(out_dir)
-OUT.mkdir(parents=True, exist_ok=True)
+rep = Report(out_dir, sweep_dir, quick=quick, workers=workers)
 torch.set_num_threads(1)  # PyTorch's threads only contend with the engine's on these small products
 
 
 def save(fig, df: pd.DataFrame, name: str, title: str) -> None:
-    """Figure (if any) as PNG+PDF, table as CSV+Markdown, into OUT."""
+    """Figure (if any) as PNG+PDF, table as CSV+Markdown (workbench.report)."""
     if fig is not None:
-        fig.savefig(OUT / f"{name}.png", dpi=110, bbox_inches="tight", metadata={"Software": None})
-        fig.savefig(OUT / f"{name}.pdf", bbox_inches="tight", metadata={"CreationDate": None, "Producer": None})
-    df.to_csv(OUT / f"{name}.csv", index=False)
-    rows = [" | ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in r) for r in df.itertuples(index=False)]
-    md = [f"{title}\n", "| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)] + [f"| {r} |" for r in rows]
-    (OUT / f"{name}.md").write_text("\n".join(md) + "\n")
+        rep.save_fig(fig, name)
+    rep.save_table(df, name, title)
 
 
 epochs = 8 if quick else 40

@@ -237,10 +237,13 @@ def _execute(exp: _spec.Experiment, pending: list[_spec.Task], executor: Any, ou
             bar.set_postfix_str(f"{state['errors']} errors", refresh=False)
         bar.update(1)
 
-    def compiling() -> None:
-        state["phase"] = "compiling"
-        bar.set_description_str(f"{exp.name}: {_warmup.COMPILING}")
-        _store.save_progress(out, exp.name, state["phase"], state["finished"], total)
+    show = _warmup.show_compiling(bar, f"{exp.name}: ")
+
+    def compiling(count: int, name: str) -> None:
+        show(count, name)
+        if state["phase"] != "compiling":
+            state["phase"] = "compiling"
+            _store.save_progress(out, exp.name, state["phase"], state["finished"], total)
 
     _store.save_progress(out, exp.name, state["phase"], 0, total)
     references: dict[str, Any] = {}
@@ -251,7 +254,8 @@ def _execute(exp: _spec.Experiment, pending: list[_spec.Task], executor: Any, ou
                 for t in first:
                     record(_warmup.run_here(exp, t, references))
             state["phase"] = "running"
-            bar.set_description_str(exp.name)
+            bar.set_description_str(exp.name, refresh=False)
+            bar.set_postfix_str(f"{state['errors']} errors" if state["errors"] else "")
             ran = {t.hash for t in first}
             pending = [t for t in pending if t.hash not in ran]
         _submit_all(exp, pending, executor, references, record)

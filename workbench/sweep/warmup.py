@@ -34,10 +34,11 @@ _KERNEL_KEYS = ("algorithm", "params", "preset", "instruction", "variant", "mode
 class CompileWatch:
     """Context manager counting numba compilations (not cache loads) while it is open.
 
-    ``on_compile`` (optional) is called once, at the start of the first compilation.
+    ``on_compile(count, name)`` (optional) is called as each compilation starts, with the
+    number started so far and the compiled function's name (nested ones included).
     """
 
-    def __init__(self, on_compile: Callable[[], None] | None = None) -> None:
+    def __init__(self, on_compile: Callable[[int, str], None] | None = None) -> None:
         self.compiled = 0
         self._on_compile = on_compile
         self._listener: Any = None
@@ -50,8 +51,9 @@ class CompileWatch:
         class _Listener(event.Listener):
             def on_start(self, ev: Any) -> None:
                 watch.compiled += 1
-                if watch.compiled == 1 and watch._on_compile is not None:
-                    watch._on_compile()
+                if watch._on_compile is not None:
+                    name = getattr(getattr(ev.data.get("dispatcher"), "py_func", None), "__name__", "?")
+                    watch._on_compile(watch.compiled, name)
 
             def on_end(self, ev: Any) -> None:
                 pass
@@ -64,6 +66,15 @@ class CompileWatch:
         from numba.core import event
 
         event.unregister("numba:compile", self._listener)
+
+
+def show_compiling(bar: Any, prefix: str = "") -> Callable[[int, str], None]:
+    """An ``on_compile`` callback for :class:`CompileWatch` that describes ``bar`` as
+    :data:`COMPILING` and names the kernel being compiled."""
+    def on_compile(count: int, name: str) -> None:
+        bar.set_description_str(prefix + COMPILING, refresh=False)
+        bar.set_postfix_str(f"{count} compiled, now {name}")
+    return on_compile
 
 
 def kernel_group(task: _spec.Task) -> str:
@@ -114,11 +125,12 @@ def compile_experiments(experiments: Sequence[str | Path | dict], *, quick: bool
     bar = tqdm(total=len(todo), desc="loading kernels", disable=not progress, file=sys.stderr, delay=2.0,
                unit="task", dynamic_ncols=True)
     references: dict[str, Any] = {}
-    with CompileWatch(on_compile=lambda: bar.set_description_str(COMPILING)) as watch:
+    with CompileWatch(on_compile=show_compiling(bar)) as watch:
         try:
             for exp, task in todo:
                 run_here(exp, task, references)
                 bar.update(1)
+            bar.set_postfix_str(f"{watch.compiled} compiled" if watch.compiled else "")
         finally:
             bar.close()
     return time.perf_counter() - t0, watch.compiled

@@ -4,6 +4,7 @@ tests/paper_cases.py and below, not computed by the code under test)."""
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 from pathlib import Path
 
@@ -154,3 +155,18 @@ def test_cli_arguments_and_unknown_notebook():
         p.parse_args(["--quick", "--full"])
     with pytest.raises(ValueError, match="unknown notebook 'fig8'"):
         reproduce(only="fig8")
+
+
+def test_quick_runs_default_to_an_ignored_folder():
+    from workbench.reproduce import default_figures_dir
+
+    assert default_figures_dir(True) == Path("figures") / "quick" and default_figures_dir(False) == Path("figures")
+    root = notebooks_dir().parent
+    try:
+        ignored = subprocess.run(["git", "check-ignore", "-q", "figures/quick/fig7_multiword.png"], cwd=root)
+        kept = subprocess.run(["git", "check-ignore", "-q", "figures/fig7_multiword.png"], cwd=root)
+    except FileNotFoundError:
+        pytest.skip("git is not installed")
+    if kept.returncode == 128:
+        pytest.skip("not a git checkout")
+    assert ignored.returncode == 0 and kept.returncode == 1

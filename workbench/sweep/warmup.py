@@ -16,6 +16,7 @@ anything (``workbench reproduce`` calls it before it starts the notebooks), and
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -107,30 +108,101 @@ def run_here(exp: _spec.Experiment, task: _spec.Task, references: dict[str, Any]
     return _tasks.run_task(payload(exp, task), references.get(task.input_hash))
 
 
-def compile_experiments(experiments: Sequence[str | Path | dict], *, quick: bool = True,
-                        progress: bool = True) -> tuple[float, int]:
-    """Compile (or load from the cache) every kernel the experiments' tasks call, by running
-    the cheapest task of each kernel group in this process; nothing is stored.
+#: Kinds whose kernels (:mod:`workbench.engine.fdpa_amd`, FTZ-AddMul) share nothing heavy with the
+#: T-FDPA ones: :func:`compile_experiments` compiles the two families in two processes at once.
+_AMD_KINDS = ("e-fdpa", "tr-fdpa", "gtr-fdpa", "ftz-addmul")
 
-    Returns (seconds, number of numba compilations).  With ``progress`` a bar on stderr
-    counts the tasks, described as :data:`COMPILING` once numba starts compiling
-    (a warm cache only loads, in seconds, and shows nothing)."""
+
+def _family(task: _spec.Task) -> int:
+    model = _tasks.build_model(task.spec)
+    return 1 if model is not None and model.kind in _AMD_KINDS else 0
+
+
+def _run_family(todo: list[tuple[_spec.Experiment, _spec.Task]], queue: Any) -> None:
+    """Body of a compiling process: run ``todo`` here, reporting each compilation and task on ``queue``."""
+    references: dict[str, Any] = {}
+    with CompileWatch(on_compile=lambda count, name: queue.put(("compile", name))) as watch:
+        for exp, task in todo:
+            run_here(exp, task, references)
+            queue.put(("task", None))
+    queue.put(("done", watch.compiled))
+
+
+def compile_experiments(experiments: Sequence[str | Path | dict], *, quick: bool = True,
+                        progress: bool = True, parallel: bool = True) -> tuple[float, int]:
+    """Compile (or load from the cache) every kernel the experiments' tasks call, by running
+    the cheapest task of each kernel group; nothing is stored.
+
+    The T-FDPA family (NVIDIA units) runs in this process.  With ``parallel`` on a
+    machine with two CPUs or more, the moment numba starts compiling here the AMD family
+    (E-/TR-/GTR-FDPA, FTZ-AddMul: kernels that share nothing heavy with T-FDPA's) starts
+    compiling in a spawned process beside it (numba compiles on one thread); with a warm
+    cache nothing is spawned.  Returns (seconds, number of numba compilations).  With
+    ``progress`` a bar on stderr counts the tasks, described as :data:`COMPILING` while
+    numba compiles (a warm cache only loads, in a second or two, and shows nothing)."""
+    import multiprocessing
+    import queue as _queue
+
     from tqdm.auto import tqdm
 
     todo = []
     for e in experiments:
         exp = _spec.parse(e, quick=quick)
         todo += [(exp, t) for t in first_tasks(exp.tasks)]
+    here = [(exp, t) for exp, t in todo if _family(t) == 0]
+    other = [(exp, t) for exp, t in todo if _family(t) == 1]
     t0 = time.perf_counter()
     bar = tqdm(total=len(todo), desc="loading kernels", disable=not progress, file=sys.stderr, delay=2.0,
                unit="task", dynamic_ncols=True)
+    show = show_compiling(bar)
+    state: dict[str, Any] = {"compiled": 0, "worker": None, "running": 0}
+    messages: Any = None
+
+    def drain(block: bool) -> None:
+        while state["running"]:
+            try:
+                kind, value = messages.get(timeout=0.5) if block else messages.get_nowait()
+            except _queue.Empty:
+                if not block:
+                    return
+                if not state["worker"].is_alive():   # died without reporting: its tasks compile later
+                    state["running"] = 0
+                continue
+            if kind == "compile":
+                state["compiled"] += 1
+                show(state["compiled"], value)
+            elif kind == "task":
+                bar.update(1)
+            else:
+                state["running"] = 0
+
+    def on_compile(count: int, name: str) -> None:
+        nonlocal messages
+        state["compiled"] += 1
+        show(state["compiled"], name)
+        if state["worker"] is None and other and parallel and (os.cpu_count() or 1) >= 2:
+            ctx = multiprocessing.get_context("spawn")
+            messages = ctx.Queue()
+            state["worker"] = ctx.Process(target=_run_family, args=(other, messages), daemon=True)
+            state["worker"].start()
+            state["running"] = 1
+
     references: dict[str, Any] = {}
-    with CompileWatch(on_compile=show_compiling(bar)) as watch:
-        try:
-            for exp, task in todo:
+    try:
+        with CompileWatch(on_compile=on_compile):
+            for exp, task in here:
                 run_here(exp, task, references)
                 bar.update(1)
-            bar.set_postfix_str(f"{watch.compiled} compiled" if watch.compiled else "")
-        finally:
-            bar.close()
-    return time.perf_counter() - t0, watch.compiled
+                if state["running"]:
+                    drain(block=False)
+            if state["worker"] is None:      # nothing compiled here: the cache is warm (or no T-FDPA tasks)
+                for exp, task in other:
+                    run_here(exp, task, references)
+                    bar.update(1)
+        if state["worker"] is not None:
+            drain(block=True)
+            state["worker"].join()
+        bar.set_postfix_str(f"{state['compiled']} compiled" if state["compiled"] else "")
+    finally:
+        bar.close()
+    return time.perf_counter() - t0, state["compiled"]

@@ -331,3 +331,19 @@ def test_legacy_metadata_file_is_renamed_on_resume(tmp_path):
     df = sweep.run(EXPERIMENTS / "smoke.toml", out=out, workers=1, progress=False, quick=True)
     assert not (out / "experiment.json").exists() and len(pd.read_parquet(out)) == len(df) == 9
     assert json.loads((out / "_progress.json").read_text())["total"] == 0   # nothing was left to run
+
+
+def test_first_tasks_are_the_cheapest_of_each_kernel_group():
+    from workbench.sweep import warmup
+
+    exp = sweep.parse(EXPERIMENTS / "preset_discrepancy.toml", quick=True)
+    first = warmup.first_tasks(exp.tasks)
+    groups: dict = {}
+    for t in exp.tasks:   # same preset and formats (algorithm "gemm" everywhere): same kernels
+        groups.setdefault((t.spec["preset"], t.spec["in_format"], t.spec["out_format"]), []).append(t)
+    assert len(first) == len(groups) == 15   # 8 fp16 + 7 bf16 presets
+    for t in first:
+        mates = groups[(t.spec["preset"], t.spec["in_format"], t.spec["out_format"])]
+        assert t.spec["m"] * t.spec["k"] * t.spec["n"] == min(u.spec["m"] * u.spec["k"] * u.spec["n"] for u in mates)
+    tour = sweep.parse(warmup.KERNEL_TOUR)
+    assert len(warmup.first_tasks(tour.tasks)) == len(tour.tasks) == 5

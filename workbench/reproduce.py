@@ -182,9 +182,9 @@ def reproduce(quick: bool = True, only: str | Sequence[str] | None = None, resul
     nb_dir = notebooks_dir()
     experiments = [nb_dir.parent / "experiments" / f"{e}.toml" for n in names for e in EXPERIMENTS.get(n, ())]
     if experiments:
-        from .sweep.warmup import compile_experiments
+        from .sweep.warmup import KERNEL_TOUR, compile_experiments
 
-        seconds, compiled = compile_experiments(experiments, quick=quick, progress=log)
+        seconds, compiled = compile_experiments([*experiments, KERNEL_TOUR], quick=quick, progress=log)
         if log and compiled:
             print(f"compiled {compiled} kernels in {seconds:.0f} s (cached for the next runs)", file=sys.stderr,
                   flush=True)

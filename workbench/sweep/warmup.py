@@ -108,6 +108,17 @@ def run_here(exp: _spec.Experiment, task: _spec.Task, references: dict[str, Any]
     return _tasks.run_task(payload(exp, task), references.get(task.input_hash))
 
 
+#: An experiment touring the kernels that single products call (1 x K x 1: the scalar T-FDPA
+#: kernel, FMA chains, E-FDPA, FTZ-AddMul, the narrow AMD path), which sweeps of wide products
+#: never reach; ``workbench reproduce`` compiles it with the notebooks' experiments.
+KERNEL_TOUR: dict[str, Any] = {
+    "name": "kernel_tour", "reference": "exact", "metrics": ["exact_match"],
+    "defaults": {"algorithm": "gemm", "out_format": "fp32", "m": 1, "k": 64, "n": 1, "seed": 0,
+                 "input": {"generator": "normal"}},
+    "grid": [{"in_format": "fp16", "preset": ["V100", "MI100", "MI250X", "MI300X"]},
+             {"in_format": "fp64", "out_format": "fp64", "preset": "A100"}],
+}
+
 #: Kinds whose kernels (:mod:`workbench.engine.fdpa_amd`, FTZ-AddMul) share nothing heavy with the
 #: T-FDPA ones: :func:`compile_experiments` compiles the two families in two processes at once.
 _AMD_KINDS = ("e-fdpa", "tr-fdpa", "gtr-fdpa", "ftz-addmul")

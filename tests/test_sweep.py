@@ -3,6 +3,7 @@
 import argparse
 import glob
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -347,3 +348,12 @@ def test_first_tasks_are_the_cheapest_of_each_kernel_group():
         assert t.spec["m"] * t.spec["k"] * t.spec["n"] == min(u.spec["m"] * u.spec["k"] * u.spec["n"] for u in mates)
     tour = sweep.parse(warmup.KERNEL_TOUR)
     assert len(warmup.first_tasks(tour.tasks)) == len(tour.tasks) == 5
+
+
+def test_progress_bar_count_and_percentage_agree(tmp_path, capsys):
+    sweep.run(EXPERIMENTS / "smoke.toml", out=tmp_path, workers=1, progress=True, quick=True)
+    states = [s for s in capsys.readouterr().err.replace("\r", "\n").splitlines() if "task" in s]
+    counts = [re.search(r"(\d+)%\|.*\| (\d+)/(\d+)", s) for s in states]
+    counts = [(int(m[1]), int(m[2]), int(m[3])) for m in counts if m]
+    assert counts and counts[-1] == (100, 9, 9)
+    assert all(pct == round(100 * done / total) for pct, done, total in counts), counts

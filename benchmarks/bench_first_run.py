@@ -5,8 +5,9 @@
 Each repetition points ``NUMBA_CACHE_DIR`` at a new empty folder (as on a fresh clone,
 where no kernel is compiled yet) and times, in fresh processes:
 
-* first compile: compiling every kernel the quick sweeps of ``workbench reproduce`` call
-  (:func:`workbench.sweep.warmup.compile_experiments` on the four experiment files);
+* first compile: what ``workbench reproduce --quick`` compiles before its first notebook
+  (:func:`workbench.sweep.warmup.compile_experiments` on the four experiment files and
+  :data:`~workbench.sweep.warmup.KERNEL_TOUR`);
 * (a) cold: ``workbench reproduce --quick`` (README command (a) after ``pip install``);
 * (a) warm: the same again with the now filled cache but empty results and figure
   folders (every sweep recomputed, nothing compiled).
@@ -29,9 +30,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPERIMENTS = ("preset_discrepancy", "fig7_multiword", "markidis_vs_ootomo", "cdna3_rounding_bias")
-COMPILE = ("from workbench.sweep.warmup import compile_experiments; "
-           f"s, n = compile_experiments([{', '.join(repr(str(ROOT / 'experiments' / (e + '.toml'))) for e in EXPERIMENTS)}], "
-           "quick=True, progress=False); print(n, 'compilations')")
+COMPILE = ("from workbench.sweep.warmup import KERNEL_TOUR, compile_experiments; "
+           f"s, n = compile_experiments([{', '.join(repr(str(ROOT / 'experiments' / (e + '.toml'))) for e in EXPERIMENTS)}, "
+           "KERNEL_TOUR], quick=True, progress=False); print(n, 'compilations')")
 
 
 def _timed(cmd: list[str], env: dict[str, str]) -> float:

@@ -33,7 +33,8 @@ _KERNEL_KEYS = ("algorithm", "params", "preset", "instruction", "variant", "mode
 
 
 class CompileWatch:
-    """Context manager counting numba compilations (not cache loads) while it is open.
+    """Context manager counting numba compilations (not cache loads) of functions outside
+    numba itself (numba's own overloads compiled along the way are not counted) while it is open.
 
     ``on_compile(count, name)`` (optional) is called as each compilation starts, with the
     number started so far and the compiled function's name (nested ones included).
@@ -51,10 +52,12 @@ class CompileWatch:
 
         class _Listener(event.Listener):
             def on_start(self, ev: Any) -> None:
+                func = getattr(ev.data.get("dispatcher"), "py_func", None)
+                if getattr(func, "__module__", "").startswith("numba."):
+                    return
                 watch.compiled += 1
                 if watch._on_compile is not None:
-                    name = getattr(getattr(ev.data.get("dispatcher"), "py_func", None), "__name__", "?")
-                    watch._on_compile(watch.compiled, name)
+                    watch._on_compile(watch.compiled, getattr(func, "__name__", "?"))
 
             def on_end(self, ev: Any) -> None:
                 pass

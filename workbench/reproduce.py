@@ -127,8 +127,8 @@ class _SweepProgress(threading.Thread):
             desc = f"{self.label}: sweep {folder.name}{phase}"
             bar = self._bars.get(folder.name)
             if bar is None:
-                bar = self._bars[folder.name] = tqdm(total=rec["total"], desc=desc, unit="task", file=sys.stderr,
-                                                     dynamic_ncols=True, leave=True)
+                bar = self._bars[folder.name] = tqdm(total=rec["total"], initial=rec["done"], desc=desc, unit="task",
+                                                     file=sys.stderr, dynamic_ncols=True, leave=True)
             if bar.disable:       # closed: that sweep is done
                 continue
             bar.set_description_str(desc, refresh=False)

@@ -2,6 +2,8 @@
 
 import argparse
 import glob
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -228,7 +230,13 @@ def test_process_pool_gives_the_same_table(tmp_path):
     serial = sweep.run(sweep_helpers.experiment(), out=tmp_path / "a", workers=1, progress=False)
     pool = sweep.run(sweep_helpers.experiment(), out=tmp_path / "b", workers=2, progress=False)
     pd.testing.assert_frame_equal(_comparable(serial), _comparable(pool))
-    assert pool["worker"].nunique() >= 1 and not pool["worker"].str.endswith(f":{__import__('os').getpid()}").any()
+    # the cheapest task of each kernel group ran here (numba compiles once), the others on the workers
+    here = pool["worker"].str.endswith(f":{__import__('os').getpid()}")
+    groups = pool.groupby(["algorithm", "params"])
+    assert groups.size().gt(1).all()
+    assert set(pool.loc[here, "task_hash"]) == {g.loc[(g["m"] * g["k"] * g["n"]).idxmin(), "task_hash"]
+                                                for _, g in groups}
+    assert pool.loc[~here, "worker"].nunique() >= 1
 
 
 def test_grown_grid_runs_only_new_tasks(tmp_path, monkeypatch):
@@ -306,3 +314,50 @@ def test_store_ignores_temporaries_and_duplicates(tmp_path):
     sweep.run(sweep_helpers.experiment(seeds=(0,), ks=(8,)), out=tmp_path, workers=1, progress=False)
     assert not list(tmp_path.rglob("*.tmp")) and not list((tmp_path / "parts").glob("*.parquet"))
     pd.testing.assert_frame_equal(sweep.load(tmp_path), df)
+
+
+def test_results_folder_reads_with_pandas_and_records_progress(tmp_path):
+    out = tmp_path / "smoke"
+    df = sweep.run(EXPERIMENTS / "smoke.toml", out=out, workers=1, progress=False, quick=True)
+    # metadata is named so that pyarrow skips it: the folder is a plain Parquet dataset
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith("_")) == ["_experiment.json", "_progress.json"]
+    plain = pd.read_parquet(out)
+    pd.testing.assert_frame_equal(plain.reset_index(drop=True), sweep.load(out))
+    assert set(plain["task_hash"]) == set(df["task_hash"])
+    progress = json.loads((out / "_progress.json").read_text())
+    assert (progress["phase"], progress["done"], progress["total"]) == ("done", 9, 9)
+    assert json.loads((out / "_experiment.json").read_text())["name"] == "smoke"
+
+
+def test_legacy_metadata_file_is_renamed_on_resume(tmp_path):
+    out = tmp_path / "smoke"
+    sweep.run(EXPERIMENTS / "smoke.toml", out=out, workers=1, progress=False, quick=True)
+    (out / "experiment.json").write_text("{}")   # the name older versions wrote
+    df = sweep.run(EXPERIMENTS / "smoke.toml", out=out, workers=1, progress=False, quick=True)
+    assert not (out / "experiment.json").exists() and len(pd.read_parquet(out)) == len(df) == 9
+    assert json.loads((out / "_progress.json").read_text())["total"] == 0   # nothing was left to run
+
+
+def test_first_tasks_are_the_cheapest_of_each_kernel_group():
+    from workbench.sweep import warmup
+
+    exp = sweep.parse(EXPERIMENTS / "preset_discrepancy.toml", quick=True)
+    first = warmup.first_tasks(exp.tasks)
+    groups: dict = {}
+    for t in exp.tasks:   # same preset and formats (algorithm "gemm" everywhere): same kernels
+        groups.setdefault((t.spec["preset"], t.spec["in_format"], t.spec["out_format"]), []).append(t)
+    assert len(first) == len(groups) == 15   # 8 fp16 + 7 bf16 presets
+    for t in first:
+        mates = groups[(t.spec["preset"], t.spec["in_format"], t.spec["out_format"])]
+        assert t.spec["m"] * t.spec["k"] * t.spec["n"] == min(u.spec["m"] * u.spec["k"] * u.spec["n"] for u in mates)
+    tour = sweep.parse(warmup.KERNEL_TOUR)
+    assert len(warmup.first_tasks(tour.tasks)) == len(tour.tasks) == 5
+
+
+def test_progress_bar_count_and_percentage_agree(tmp_path, capsys):
+    sweep.run(EXPERIMENTS / "smoke.toml", out=tmp_path, workers=1, progress=True, quick=True)
+    states = [s for s in capsys.readouterr().err.replace("\r", "\n").splitlines() if "task" in s]
+    counts = [re.search(r"(\d+)%\|.*\| (\d+)/(\d+)", s) for s in states]
+    counts = [(int(m[1]), int(m[2]), int(m[3])) for m in counts if m]
+    assert counts and counts[-1] == (100, 9, 9)
+    assert all(pct == round(100 * done / total) for pct, done, total in counts), counts

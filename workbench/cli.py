@@ -54,7 +54,8 @@ def _formats_run(args: argparse.Namespace) -> int:
 
 def _presets_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", help="device or architecture (H100, hopper, MI300X, cdna3, ...)")
-    p.add_argument("--format", dest="fmt", help="input format (fp16, bf16, fp8_e4m3, ...)")
+    p.add_argument("--format", dest="fmt",
+                   help="input format (fp16, bf16, fp8_e4m3, ...) or family (fp8, fp6, fp4: every format of it)")
 
 
 def _presets_run(args: argparse.Namespace) -> int:
@@ -65,8 +66,8 @@ def _presets_run(args: argparse.Namespace) -> int:
         arch = catalogue._arch_of(args.device)
         rows = [r for r in rows if r["architecture"] == arch]
     if args.fmt:
-        fin = _formats.format(args.fmt).name
-        rows = [r for r in rows if r["in_format"] in (fin, fin + "fnuz")]
+        family = catalogue.format_family(args.fmt)
+        rows = [r for r in rows if r["in_format"] in family]
     print("Presets of the matrix units (default: returned by workbench.preset without instruction/variant)")
     print(render_table(rows, ["name", "devices", "kind", "L", "F", "rounding", "zero_exponent", "default", "source"]))
     return 0
@@ -86,7 +87,8 @@ def _float_list(text: str) -> list[float]:
 
 def _explain_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", required=True, help="device or architecture")
-    p.add_argument("--in-format", default="fp16")
+    p.add_argument("--in-format", default=None,
+                   help="input format (default fp16, or the one input format of the --variant/--instruction)")
     p.add_argument("--out-format", default="fp32")
     p.add_argument("--instruction", default=None)
     p.add_argument("--variant", default=None)
@@ -98,11 +100,27 @@ def _explain_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scale-b", default=None, help="scaled presets: block scales of b (comma-separated)")
 
 
+def _only_in_format(device: str, out_format: str, instruction: str | None, variant: str | None) -> str:
+    """The input format of a device's presets with this variant/instruction when there is
+    only one (NVFP4: fp4_e2m1), else fp16."""
+    from . import catalogue
+
+    if variant is None and instruction is None:
+        return "fp16"
+    arch = catalogue._arch_of(device)
+    out = _formats.format(out_format).name
+    found = {r.in_format for r in catalogue.records() if r.architecture == arch and r.out_format == out
+             and (variant is None or r.variant == variant)
+             and (instruction is None or r.instruction.lower().endswith(instruction.lower()))}
+    return found.pop() if len(found) == 1 else "fp16"
+
+
 def _explain_run(args: argparse.Namespace) -> int:
     from . import catalogue
     from .engine import explain
 
-    m = catalogue.preset(args.device, args.in_format, args.out_format, instruction=args.instruction,
+    in_format = args.in_format or _only_in_format(args.device, args.out_format, args.instruction, args.variant)
+    m = catalogue.preset(args.device, in_format, args.out_format, instruction=args.instruction,
                          variant=args.variant)
     print(f"preset {m.name} ({m.source})")
     scales = {k: _float_list(v) for k, v in (("scale_a", args.scale_a), ("scale_b", args.scale_b)) if v is not None}

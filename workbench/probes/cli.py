@@ -30,7 +30,7 @@ def run_command(args: argparse.Namespace) -> int:
     from .targets import target
 
     bb = target(args.target)
-    res = infer(bb, n_verify=args.verify, seed=args.seed)
+    res = infer(bb, n_verify=args.verify, seed=args.seed, progress=True)
     print(res.sheet())
     if args.fasi:
         from .fasi import fasi_suite

@@ -157,7 +157,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error, already printed by argparse (2)
+        return int(exc.code or 0)
     if args.command is None:
         parser.print_help()
         return 0

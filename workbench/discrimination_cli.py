@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="preset name ('hopper/wgmma/fp16->fp32') or DEVICE:IN:OUT[:VARIANT] ('H100:fp16:fp32')")
     parser.add_argument("model_b", metavar="PRESET_B", type=cli_name, help="second preset, same forms")
     parser.add_argument("-K", type=cli_positive_int, default=None, help="dot-product length (default: the larger block size L)")
-    parser.add_argument("--budget", type=cli_positive_int, default=200_000, help="candidate inputs to try (default 200000)")
+    parser.add_argument("--budget", type=cli_count, default=200_000, help="candidate inputs to try (default 200000)")
     parser.add_argument("--seed", type=cli_count, default=0, help="random seed of the randomised phase")
     parser.add_argument("--backend", choices=("search", "smt"), default="search",
                         help="'smt': exact z3 back end (pip install z3-solver); proves equivalence for this K")

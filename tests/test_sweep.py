@@ -74,7 +74,7 @@ def test_hashes_are_stable_and_distinct():
     ({"bogus": 1}, "unknown top-level key 'bogus'"),
     ({"name": "a b"}, "name='a b'"),
     ({"reference": "magic"}, "reference='magic'"),
-    ({"metrics": ["normwise_infinity"]}, "'normwise_infinity' is not a known metric"),
+    ({"metrics": ["normwise_infinity"]}, r"unknown metric 'normwise_infinity' \(did you mean 'normwise_inf'"),
     ({"grid": []}, "grid must be a table or an array of tables"),
     ({"grid": {"algorithm": "numpy", "m": 2, "k": 2, "n": 2, "seed": 0,
                "input": {"generator": "normal", "round_to": "none"}, "colour": "red"}}, "unknown key 'colour'"),
@@ -83,13 +83,13 @@ def test_hashes_are_stable_and_distinct():
     ({"grid": {"algorithm": "numpy", "m": 2, "k": [], "n": 2, "seed": 0,
                "input": {"generator": "normal", "round_to": "none"}}}, "k is an empty list"),
     ({"grid": {"algorithm": "numpy", "m": 2, "k": 2, "n": 2, "seed": 0,
-               "input": {"generator": "gaussian"}}}, "input.generator='gaussian'"),
+               "input": {"generator": "gaussian"}}}, "unknown input.generator 'gaussian'"),
     ({"grid": {"algorithm": "numpy", "m": 2, "k": 2, "n": 2, "seed": 0,
                "input": {"generator": "normal", "stdev": 2, "round_to": "none"}}},
-     "input.stdev is not a parameter of generator 'normal'"),
+     "input.stdev: unknown parameter of generator 'normal'"),
     ({"grid": {"algorithm": "numpy", "m": 2, "k": 2, "n": 2, "seed": 0, "out_format": "fp32",
                "input": {"generator": "normal", "round_to": "none", "c": {"generator": "uniform", "lo": 0}}}},
-     "input.c.lo is not a parameter of generator 'uniform'"),
+     "input.c.lo: unknown parameter of generator 'uniform'"),
     ({"grid": {"algorithm": "numpy", "m": 2, "k": 2, "n": 2, "seed": 0, "in_format": "fp17",
                "input": {"generator": "normal"}}}, "in_format='fp17'"),
     ({"grid": {"algorithm": "numpy", "m": 2, "k": 2, "n": 2, "seed": 0,
@@ -116,7 +116,29 @@ def test_validation_errors_name_the_key(change, message):
 def test_unknown_algorithm_fails_before_running(tmp_path):
     raw = sweep_helpers.experiment()
     raw["defaults"]["algorithm"] = "no_such_algorithm"
-    with pytest.raises(ValueError, match="algorithm='no_such_algorithm' is not known"):
+    with pytest.raises(ValueError, match="unknown algorithm 'no_such_algorithm'"):
+        sweep.run(raw, out=tmp_path, workers=1, progress=False)
+    assert not list(tmp_path.glob("parts/*.parquet"))
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"preset": "H10"}, r"task 1 .*unknown device or architecture 'H10' \(did you mean 'H100'"),
+    ({"preset": "V100", "in_format": "bf16"}, r"no preset for 'V100' \(volta\) with 'bf16'"),
+    ({"algorithm": "multiword", "params": {"wrods": 3}},
+     r"unknown params key of algorithm 'multiword' 'wrods' \(did you mean 'words'"),
+    ({"algorithm": "multiwrod"}, r"unknown algorithm 'multiwrod' \(did you mean 'multiword'"),
+    ({"preset": None, "model": {"kind": "t-fdpa", "L": True}}, "L=True"),
+])
+def test_the_whole_file_is_validated_before_anything_runs(tmp_path, change, message):
+    """A bad preset, model, algorithm or params key in any task (here the last of the grid)
+    fails before the first task runs: nothing is stored."""
+    good = {"algorithm": "gemm", "preset": "A100"}
+    bad = {k: v for k, v in {**good, **change}.items() if v is not None}
+    raw = {"name": "v", "reference": "none", "metrics": ["nonfinite"],
+           "defaults": {"m": 2, "k": 4, "n": 2, "seed": 0, "in_format": "fp16", "out_format": "fp32",
+                        "input": {"generator": "normal"}},
+           "grid": [good, bad]}
+    with pytest.raises(ValueError, match=message):
         sweep.run(raw, out=tmp_path, workers=1, progress=False)
     assert not list(tmp_path.glob("parts/*.parquet"))
 

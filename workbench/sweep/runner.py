@@ -167,8 +167,7 @@ def run(path_or_dict: str | Path | Mapping[str, Any], out: str | Path | None = N
     of :data:`workbench.sweep.tasks.TIMING_COLUMNS`.
     """
     exp = _spec.parse(path_or_dict, quick=quick)
-    for name in {t.spec["algorithm"] for t in exp.tasks}:
-        _tasks.resolve_algorithm(name)  # a typo fails here, before anything runs
+    _tasks.validate_experiment(exp.tasks)  # a bad preset, algorithm or params key fails here, before anything runs
     out = Path(out) if out is not None else default_out(exp.name)
     out.mkdir(parents=True, exist_ok=True)
     _store.clean_temporaries(out)

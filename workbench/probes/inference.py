@@ -51,6 +51,10 @@ OBSERVABLE_NOTES = {
 }
 
 
+#: the widest fused-sum window the engine models (Model checks 0 <= F <= 56)
+_MAX_F = 56
+
+
 def _engine_rounding(rd: Any, fallback: str, notes: list[str]) -> str:
     """The probed final rounding ``rd.mode`` when the engine models it (rne, rz, rd,
     ru), else ``fallback`` with a note naming the mode and its table."""
@@ -426,10 +430,14 @@ def infer(black_box: Any, in_format: str | None = None, out_format: str | None =
         Fm = (_f.probe_precision_c(bb, allow_sub) if (is_narrow or few)
               else _f.probe_precision(bb, st, c_early, allow_sub))
         if Fm.value is None:
-            F = min(Fm.bound, 56)
+            F = min(Fm.bound, _MAX_F)
             unobs["F"] = f"every eps down to 2^-{Fm.bound} U was kept: F >= {Fm.bound} (formats' range)"
         else:
             F = Fm.value
+            if F > _MAX_F + 1:   # + 1: a sticky bit found below reads one bit too many
+                notes.append(f"eps down to 2^-{F} U survives next to U and -U: the sum keeps more than the "
+                             f"{_MAX_F} fractional bits of the engine's widest window, so no T-FDPA model holds "
+                             "it (e.g. a library summing in several partial sums or a wider accumulator)")
         params["F"] = F
         feats["fused-sum precision"] = f"F = {F} fractional bits (neab = {F - (fout.p - 1)})"
         pr = (_f.Measure(None, 0) if is_narrow else _f.probe_result_precision(bb, st, F, c_early, allow_sub))
@@ -472,7 +480,7 @@ def infer(black_box: Any, in_format: str | None = None, out_format: str | None =
     if model is not None and "F" in unobs and verify_model and model.kind in _WINDOWED:
         # Step 4's revision (Xie Section 3.1.4): F is only bounded below by the probes;
         # take the smallest F above the bound that survives randomised testing
-        for F_try in range(model.F, 57):
+        for F_try in range(model.F, _MAX_F + 1):
             trial = model.with_params(F=F_try)
             n_try, cex_try = verify(bb, trial, n=2 * n_verify, seed=seed + 1)
             if cex_try is None:
@@ -644,7 +652,7 @@ def _rounded_alignment(bb: BlackBox, st: _f.Structure, F: int, allow_sub: bool, 
         notes.append(f"c keeps {al.c_kept_to} fractional bits, the products {F}: the engine uses one F for both")
     F2m = _f.probe_second_precision(bb, F, allow_sub)
     if F2m.value is None:
-        F2 = max(F, min(F2m.bound, 56)) if F2m.bound else F
+        F2 = max(F, min(F2m.bound, _MAX_F)) if F2m.bound else F
         unobs["F2"] = (f"every bit of T down to 2^-{F2m.bound} of c was kept: F2 >= {F2m.bound}" if F2m.bound
                        else "the final rounding hides T's bits next to a larger c") + f"; proposing F2 = {F2}"
     else:

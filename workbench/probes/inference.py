@@ -99,6 +99,9 @@ class InferenceResult:
     consistent: dict[str, list[Any]] = field(default_factory=dict)
     #: the parameters the probes determined (the rest of ``params`` are Model defaults)
     inferred: tuple[str, ...] = ()
+    #: every model (parameter dict) the consistency search found to reproduce all the
+    #: outputs it saw, when the probes' proposal needed the search; ``params`` is one of them
+    alternatives: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def verdict(self) -> str:
@@ -487,6 +490,10 @@ def infer(black_box: Any, in_format: str | None = None, out_format: str | None =
                 model = trial
                 unobs["F"] += f"; F = {F_try} is the smallest value above the bound that passes verification"
                 break
+    searched: dict[str, list[Any]] = {}
+    alternatives: list[dict[str, Any]] = []
+    if verify_model and params.get("kind") != "gst-fdpa":
+        model = _revise(bb, model, params, n_verify, seed, searched, alternatives, unobs, notes)
     if model is not None and model.kind in _WINDOWED + ("gst-fdpa",):
         ez, ok = _search_zero_exponent(bb, model.params, allow_sub, seed)
         if not ok:
@@ -502,7 +509,7 @@ def infer(black_box: Any, in_format: str | None = None, out_format: str | None =
             feats["zero-operand exponent"] = f"{ez}" + (f" (consistent: {min(ok)}..{max(ok)})" if len(ok) > 1 else "")
             if len(ok) > 1:
                 unobs["zero_exponent"] = f"values {min(ok)}..{max(ok)} are equivalent on these formats"
-    consistent: dict[str, list[Any]] = {}
+    consistent: dict[str, list[Any]] = dict(searched)
     if model is not None and model.kind in _WINDOWED + ("gst-fdpa",) and ok:
         consistent["zero_exponent"] = ok
     full = dict(model.params) if model is not None else {**Model().params, **params}
@@ -514,11 +521,79 @@ def infer(black_box: Any, in_format: str | None = None, out_format: str | None =
             verified = cex is None
         except ValueError as exc:
             notes.append(f"verification impossible: {exc}")
-    inferred = tuple(params) + (("zero_exponent",) if "zero_exponent" in consistent else ())
-    return InferenceResult(full, model, verified, cex, n_ok, feats, unobs, notes, bb.name, consistent, inferred)
+    inferred = tuple(dict.fromkeys(tuple(params) + tuple(searched)
+                                   + (("zero_exponent",) if "zero_exponent" in consistent else ())))
+    return InferenceResult(full, model, verified, cex, n_ok, feats, unobs, notes, bb.name, consistent, inferred,
+                           alternatives)
 
 
 _WINDOWED = ("t-fdpa", "tr-fdpa", "gtr-fdpa")   # kinds whose window zeros can move (zero_exponent)
+
+
+_MAX_TRIES = 8   # randomised verifications of the search's survivors before giving up
+
+
+def _revise(bb: BlackBox, model: Model | None, params: dict[str, Any], n_verify: int, seed: int,
+            searched: dict[str, list[Any]], alternatives: list[dict[str, Any]], unobs: dict[str, str],
+            notes: list[str]) -> Model | None:
+    """Xie et al.'s Step 4 revision, made exhaustive: when the probes' proposal fails a
+    first randomised test (or has no model, or came with doubts in ``notes``), keep
+    every T-FDPA / FMA-chain model that reproduces the outputs
+    (:func:`~workbench.probes.search.consistent_models`) and return the one closest to
+    the proposal that passes randomised verification.  Parameters on which the
+    consistent models differ go to ``searched`` (values) and ``unobs`` (why), the
+    models themselves to ``alternatives``."""
+    from .search import SEARCHED, consistent_models, reproduce
+
+    cex = None
+    if model is not None:
+        _, cex = verify(bb, model, n=max(n_verify // 4, 1000), seed=seed + 2)
+        if cex is None and (model.kind not in ("t-fdpa", "fma") or not notes):
+            return model
+    base = dict(model.params) if model is not None else {**Model().params, **params}
+    extra = [] if cex is None else [(cex.a, cex.b, cex.c)]
+    why = ("had no model" if model is None else "failed randomised testing" if cex is not None
+           else "was uncertain")
+    flags = ("flush_subnormals", "flush_output_subnormals")
+    probed = tuple(base[f] for f in flags)
+    tries = found = 0
+    # the probes' subnormal handling first; a narrow window can make it look flushed
+    for variant in [probed] + [v for v in ((False, False), (False, True), (True, False), (True, True)) if v != probed]:
+        survivors = consistent_models(bb, {**base, **dict(zip(flags, variant))}, seed=seed, extra=extra)
+        found += len(survivors)
+        while survivors and tries < _MAX_TRIES:   # closest to the probes first
+            p = survivors[0]
+            trial = Model(**p)
+            tries += 1
+            cx = None
+            for s in (seed, seed + 3 + tries, seed + 101 + tries):   # the final verification's seed, fresh ones
+                _, cx = verify(bb, trial, n=n_verify, seed=s)
+                if cx is not None:
+                    break
+            if cx is not None:   # its counterexample rules out every survivor that agrees with it there
+                survivors = reproduce(bb, survivors[1:], [(cx.a, cx.b, cx.c)])
+                continue
+            alternatives.extend(survivors)
+            for k in SEARCHED:
+                vals = sorted({q.get(k) for q in survivors
+                               if k != "late_rounding" or q.get("c_position") == "late"}, key=str)
+                if len(vals) > 1:
+                    searched[k] = vals
+                    unobs[k] = (f"{len(survivors)} models reproduce every output seen and differ here: {k} in "
+                                f"{vals}; reporting {p.get(k)!r}, the value closest to the probes")
+            if model is None or trial.params != model.params:
+                notes.append(f"the probes' proposal {why}; a search of the model space kept "
+                             f"{len(survivors)} model(s) consistent with every output; reporting the one closest "
+                             "to the probes, verified below")
+            return trial
+    if not found:
+        notes.append(f"the probes' proposal {why}, and no model of the searched space reproduces the outputs "
+                     "(T-FDPA with L in 1..64, F in 0..56, any rounding, sticky bit or not, c early or late, E-FDPA, "
+                     "FMA chains; for a TR-/GTR-FDPA proposal every F2 and final rounding): the unit is outside it")
+    else:
+        notes.append(f"the probes' proposal {why}; the models of the searched space that reproduce the search's "
+                     f"batteries fail randomised testing ({tries} tried)")
+    return model
 
 
 def _exact_fdpa(bb: BlackBox, st: _f.Structure, allow_sub: bool, sub: _f.Subnormals, params: dict[str, Any],

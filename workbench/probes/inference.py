@@ -13,7 +13,11 @@ Xie et al. 2025 Section 3.1 (CLFP: Steps 1-4) and Khattak & Mikaitis 2025 Algori
 4. a model via :func:`workbench.custom_model`, verified by randomised differential
    testing on several distributions (normal, log-uniform, random bit patterns with
    subnormals/Inf/NaN, cancellation) - "bit-exact on N inputs" or the smallest failing
-   input found (shrunk by zeroing terms, as Xie Section 3.1.4 debug failing cases).
+   input found (shrunk by zeroing terms, as Xie Section 3.1.4 debug failing cases);
+5. the revision of Xie Section 3.1.4, made exhaustive (:mod:`workbench.probes.search`):
+   a proposal that fails (or that the probes doubt) is replaced by the closest verified
+   model among all that reproduce the outputs, and the models the outputs cannot
+   separate are reported (``alternatives``, ``consistent``, ``unobservable``).
 """
 
 from __future__ import annotations
@@ -538,9 +542,11 @@ def _revise(bb: BlackBox, model: Model | None, params: dict[str, Any], n_verify:
             notes: list[str]) -> Model | None:
     """Xie et al.'s Step 4 revision, made exhaustive: when the probes' proposal fails a
     first randomised test (or has no model, or came with doubts in ``notes``), keep
-    every T-FDPA / FMA-chain model that reproduces the outputs
+    every model of the searched space (T-FDPA, E-FDPA, FMA chains; TR-/GTR-FDPA around
+    their proposal) that reproduces the outputs
     (:func:`~workbench.probes.search.consistent_models`) and return the one closest to
-    the proposal that passes randomised verification.  Parameters on which the
+    the proposal that passes randomised verification (three seeds); each failure's
+    counterexample prunes the rest.  Parameters on which the
     consistent models differ go to ``searched`` (values) and ``unobs`` (why), the
     models themselves to ``alternatives``."""
     from .search import SEARCHED, consistent_models, reproduce

@@ -717,7 +717,7 @@ def probe_alignment(bb: BlackBox, st: Structure, F: int, allow_sub: bool = True)
     table: dict[str, list[float]] = {}
 
     def mode(where: str) -> str:
-        if (where, ts[0], 1.0) not in rows:
+        if (where, ts[0], 1.0) not in rows or not below:   # nothing below the window fits the formats
             return "unprobed"
         pos = [float(d[rows[(where, t, 1.0)]]) for t in below]
         neg = [float(d[rows[(where, t, -1.0)]]) for t in below]

@@ -13,7 +13,11 @@ Xie et al. 2025 Section 3.1 (CLFP: Steps 1-4) and Khattak & Mikaitis 2025 Algori
 4. a model via :func:`workbench.custom_model`, verified by randomised differential
    testing on several distributions (normal, log-uniform, random bit patterns with
    subnormals/Inf/NaN, cancellation) - "bit-exact on N inputs" or the smallest failing
-   input found (shrunk by zeroing terms, as Xie Section 3.1.4 debug failing cases).
+   input found (shrunk by zeroing terms, as Xie Section 3.1.4 debug failing cases);
+5. the revision of Xie Section 3.1.4, made exhaustive (:mod:`workbench.probes.search`):
+   a proposal that fails (or that the probes doubt) is replaced by the closest verified
+   model among all that reproduce the outputs, and the models the outputs cannot
+   separate are reported (``alternatives``, ``consistent``, ``unobservable``).
 """
 
 from __future__ import annotations
@@ -49,6 +53,10 @@ OBSERVABLE_NOTES = {
     "F2": "TR-FDPA's second precision shows only through the final rounding of c + T with c much larger "
           "than T (ties for round-to-nearest, c = -2^E for RZ/RU); with RD it is not observable",
 }
+
+
+#: the widest fused-sum window the engine models (Model checks 0 <= F <= 56)
+_MAX_F = 56
 
 
 def _engine_rounding(rd: Any, fallback: str, notes: list[str]) -> str:
@@ -95,6 +103,9 @@ class InferenceResult:
     consistent: dict[str, list[Any]] = field(default_factory=dict)
     #: the parameters the probes determined (the rest of ``params`` are Model defaults)
     inferred: tuple[str, ...] = ()
+    #: every model (parameter dict) the consistency search found to reproduce all the
+    #: outputs it saw, when the probes' proposal needed the search; ``params`` is one of them
+    alternatives: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def verdict(self) -> str:
@@ -454,10 +465,14 @@ def _infer(black_box: Any, in_format: str | None, out_format: str | None, n_veri
         Fm = (_f.probe_precision_c(bb, allow_sub) if (is_narrow or few)
               else _f.probe_precision(bb, st, c_early, allow_sub))
         if Fm.value is None:
-            F = min(Fm.bound, 56)
+            F = min(Fm.bound, _MAX_F)
             unobs["F"] = f"every eps down to 2^-{Fm.bound} U was kept: F >= {Fm.bound} (formats' range)"
         else:
             F = Fm.value
+            if F > _MAX_F + 1:   # + 1: a sticky bit found below reads one bit too many
+                notes.append(f"eps down to 2^-{F} U survives next to U and -U: the sum keeps more than the "
+                             f"{_MAX_F} fractional bits of the engine's widest window, so no T-FDPA model holds "
+                             "it (e.g. a library summing in several partial sums or a wider accumulator)")
         params["F"] = F
         feats["fused-sum precision"] = f"F = {F} fractional bits (neab = {F - (fout.p - 1)})"
         pr = (_f.Measure(None, 0) if is_narrow else _f.probe_result_precision(bb, st, F, c_early, allow_sub))
@@ -500,7 +515,7 @@ def _infer(black_box: Any, in_format: str | None, out_format: str | None, n_veri
     if model is not None and "F" in unobs and verify_model and model.kind in _WINDOWED:
         # Step 4's revision (Xie Section 3.1.4): F is only bounded below by the probes;
         # take the smallest F above the bound that survives randomised testing
-        for F_try in range(model.F, 57):
+        for F_try in range(model.F, _MAX_F + 1):
             trial = model.with_params(F=F_try)
             n_try, cex_try = verify(bb, trial, n=2 * n_verify, seed=seed + 1)
             if cex_try is None:
@@ -508,6 +523,10 @@ def _infer(black_box: Any, in_format: str | None, out_format: str | None, n_veri
                 unobs["F"] += f"; F = {F_try} is the smallest value above the bound that passes verification"
                 break
     step(4)
+    searched: dict[str, list[Any]] = {}
+    alternatives: list[dict[str, Any]] = []
+    if verify_model and params.get("kind") != "gst-fdpa":
+        model = _revise(bb, model, params, n_verify, seed, searched, alternatives, unobs, notes)
     if model is not None and model.kind in _WINDOWED + ("gst-fdpa",):
         ez, ok = _search_zero_exponent(bb, model.params, allow_sub, seed)
         if not ok:
@@ -523,7 +542,7 @@ def _infer(black_box: Any, in_format: str | None, out_format: str | None, n_veri
             feats["zero-operand exponent"] = f"{ez}" + (f" (consistent: {min(ok)}..{max(ok)})" if len(ok) > 1 else "")
             if len(ok) > 1:
                 unobs["zero_exponent"] = f"values {min(ok)}..{max(ok)} are equivalent on these formats"
-    consistent: dict[str, list[Any]] = {}
+    consistent: dict[str, list[Any]] = dict(searched)
     if model is not None and model.kind in _WINDOWED + ("gst-fdpa",) and ok:
         consistent["zero_exponent"] = ok
     full = dict(model.params) if model is not None else {**Model().params, **params}
@@ -536,12 +555,82 @@ def _infer(black_box: Any, in_format: str | None, out_format: str | None, n_veri
             verified = cex is None
         except ValueError as exc:
             notes.append(f"verification impossible: {exc}")
-    inferred = tuple(params) + (("zero_exponent",) if "zero_exponent" in consistent else ())
+    inferred = tuple(dict.fromkeys(tuple(params) + tuple(searched)
+                                   + (("zero_exponent",) if "zero_exponent" in consistent else ())))
     step(6)
-    return InferenceResult(full, model, verified, cex, n_ok, feats, unobs, notes, bb.name, consistent, inferred)
+    return InferenceResult(full, model, verified, cex, n_ok, feats, unobs, notes, bb.name, consistent, inferred,
+                           alternatives)
 
 
 _WINDOWED = ("t-fdpa", "tr-fdpa", "gtr-fdpa")   # kinds whose window zeros can move (zero_exponent)
+
+
+_MAX_TRIES = 8   # randomised verifications of the search's survivors before giving up
+
+
+def _revise(bb: BlackBox, model: Model | None, params: dict[str, Any], n_verify: int, seed: int,
+            searched: dict[str, list[Any]], alternatives: list[dict[str, Any]], unobs: dict[str, str],
+            notes: list[str]) -> Model | None:
+    """Xie et al.'s Step 4 revision, made exhaustive: when the probes' proposal fails a
+    first randomised test (or has no model, or came with doubts in ``notes``), keep
+    every model of the searched space (T-FDPA, E-FDPA, FMA chains; TR-/GTR-FDPA around
+    their proposal) that reproduces the outputs
+    (:func:`~workbench.probes.search.consistent_models`) and return the one closest to
+    the proposal that passes randomised verification (three seeds); each failure's
+    counterexample prunes the rest.  Parameters on which the
+    consistent models differ go to ``searched`` (values) and ``unobs`` (why), the
+    models themselves to ``alternatives``."""
+    from .search import SEARCHED, consistent_models, reproduce
+
+    cex = None
+    if model is not None:
+        _, cex = verify(bb, model, n=max(n_verify // 4, 1000), seed=seed + 2)
+        if cex is None and (model.kind not in ("t-fdpa", "fma") or not notes):
+            return model
+    base = dict(model.params) if model is not None else {**Model().params, **params}
+    extra = [] if cex is None else [(cex.a, cex.b, cex.c)]
+    why = ("had no model" if model is None else "failed randomised testing" if cex is not None
+           else "was uncertain")
+    flags = ("flush_subnormals", "flush_output_subnormals")
+    probed = tuple(base[f] for f in flags)
+    tries = found = 0
+    # the probes' subnormal handling first; a narrow window can make it look flushed
+    for variant in [probed] + [v for v in ((False, False), (False, True), (True, False), (True, True)) if v != probed]:
+        survivors = consistent_models(bb, {**base, **dict(zip(flags, variant))}, seed=seed, extra=extra)
+        found += len(survivors)
+        while survivors and tries < _MAX_TRIES:   # closest to the probes first
+            p = survivors[0]
+            trial = Model(**p)
+            tries += 1
+            cx = None
+            for s in (seed, seed + 3 + tries, seed + 101 + tries):   # the final verification's seed, fresh ones
+                _, cx = verify(bb, trial, n=n_verify, seed=s)
+                if cx is not None:
+                    break
+            if cx is not None:   # its counterexample rules out every survivor that agrees with it there
+                survivors = reproduce(bb, survivors[1:], [(cx.a, cx.b, cx.c)])
+                continue
+            alternatives.extend(survivors)
+            for k in SEARCHED:
+                vals = sorted({q.get(k) for q in survivors
+                               if k != "late_rounding" or q.get("c_position") == "late"}, key=str)
+                if len(vals) > 1:
+                    searched[k] = vals
+                    unobs[k] = (f"{len(survivors)} models reproduce every output seen and differ here: {k} in "
+                                f"{vals}; reporting {p.get(k)!r}, the value closest to the probes")
+            if model is None or trial.params != model.params:
+                notes.append(f"the probes' proposal {why}; a search of the model space kept "
+                             f"{len(survivors)} model(s) consistent with every output; reporting the one closest "
+                             "to the probes, verified below")
+            return trial
+    if not found:
+        notes.append(f"the probes' proposal {why}, and no model of the searched space reproduces the outputs "
+                     "(T-FDPA with L in 1..64, F in 0..56, any rounding, sticky bit or not, c early or late, E-FDPA, "
+                     "FMA chains; for a TR-/GTR-FDPA proposal every F2 and final rounding): the unit is outside it")
+    else:
+        notes.append(f"the probes' proposal {why}; the models of the searched space that reproduce the search's "
+                     f"batteries fail randomised testing ({tries} tried)")
+    return model
 
 
 def _exact_fdpa(bb: BlackBox, st: _f.Structure, allow_sub: bool, sub: _f.Subnormals, params: dict[str, Any],
@@ -675,7 +764,7 @@ def _rounded_alignment(bb: BlackBox, st: _f.Structure, F: int, allow_sub: bool, 
         notes.append(f"c keeps {al.c_kept_to} fractional bits, the products {F}: the engine uses one F for both")
     F2m = _f.probe_second_precision(bb, F, allow_sub)
     if F2m.value is None:
-        F2 = max(F, min(F2m.bound, 56)) if F2m.bound else F
+        F2 = max(F, min(F2m.bound, _MAX_F)) if F2m.bound else F
         unobs["F2"] = (f"every bit of T down to 2^-{F2m.bound} of c was kept: F2 >= {F2m.bound}" if F2m.bound
                        else "the final rounding hides T's bits next to a larger c") + f"; proposing F2 = {F2}"
     else:

@@ -194,15 +194,18 @@ def load(out: str | Path) -> pd.DataFrame:
 
 
 def compact(out: Path) -> Path | None:
-    """Merge every stored file into one ``results-<stamp>.parquet``; returns it (None if nothing).
+    """Merge every stored file into one ``results-<stamp>.parquet`` (columns no row uses
+    left out, as in :func:`load`); returns it (None if nothing is stored).
 
     If the rows cannot share one schema (e.g. a parameter that is a number in one
     experiment and a string in another), the files are left as they are.
     """
     out = Path(out)
     files = _files(out)
-    if len(files) <= 1:
-        return files[0] if files else None
+    if not files:
+        return None
+    if len(files) == 1 and files[0].parent == out:  # one merged file already
+        return files[0]
     table = _merge(_read(files))
     if table is None:
         return None

@@ -8,6 +8,7 @@ uninterrupted run of the same experiment; after every kill no process of the run
 
 import contextlib
 import json
+import operator
 import os
 import random
 import signal
@@ -28,6 +29,7 @@ from hypothesis import given, settings
 
 import workbench.sweep as sweep
 from workbench.sweep import runner, store, tasks
+from workbench.sweep.pool import WorkerDied, WorkerPool
 
 HERE = Path(__file__).resolve().parent
 #: metrics of the tests' experiments: float, int (nonfinite) and list (signed_errors) columns
@@ -67,6 +69,26 @@ def test_dead_worker_task_runs_again_and_gives_up_after_the_retries(tmp_path, mo
     ok = df["error"].isna()  # (the failed row's missing count makes df's nonfinite column float)
     _assert_same_table(df[ok].drop(columns=["error", "traceback"]).astype({"nonfinite": "int64"}),
                        serial[ok].drop(columns=["error", "traceback"]))
+    _no_workers_of(os.getpid())
+
+
+def test_pool_answers_each_job_and_a_death_fails_only_its_job():
+    pool = WorkerPool(2)
+    try:
+        product = pool.submit(operator.mul, 6, 7)
+        raises = pool.submit(operator.truediv, 1, 0)
+        dies = pool.submit(signal.raise_signal, signal.SIGKILL)
+        later = [pool.submit(operator.add, i, 1) for i in range(4)]
+        futures = {product, raises, dies, *later}
+        while not all(f.done() for f in futures):
+            pool.wait_any({f for f in futures if not f.done()})
+        assert product.result() == 42 and [f.result() for f in later] == [1, 2, 3, 4]
+        with pytest.raises(ZeroDivisionError):
+            raises.result()
+        with pytest.raises(WorkerDied, match=r"worker process \d+ died \(killed by SIGKILL\)"):
+            dies.result()
+    finally:
+        pool.shutdown()
     _no_workers_of(os.getpid())
 
 
@@ -233,9 +255,10 @@ class _Sweep:
                   f"s.run(json.load(open({str(spec_file)!r})), out={str(out)!r}, workers=2, progress=False)")
         env = dict(os.environ, SWEEP_TEST_LOG=str(log),
                    PYTHONPATH=os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]))
-        self.out, self.log = out, log
-        self.proc = subprocess.Popen([sys.executable, "-c", script], env=env, start_new_session=True,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.out, self.log, self.err = out, log, log.with_suffix(".err")
+        with open(self.err, "wb") as err:
+            self.proc = subprocess.Popen([sys.executable, "-c", script], env=env, start_new_session=True,
+                                         stdout=subprocess.DEVNULL, stderr=err)
 
     def stored(self):
         parts = self.out / "parts"
@@ -309,8 +332,7 @@ def _crash_and_resume(tmp_path, parent_kills, seed):
     assert run.wait_until(lambda: run.busy_worker() is not None), f"no task left for the workers {moments}"
     time.sleep(rng.uniform(0.0, 0.05))
     os.kill(run.busy_worker(), signal.SIGKILL)
-    _, err = run.proc.communicate(timeout=300)
-    assert run.proc.returncode == 0, err.decode()[-3000:]
+    assert run.proc.wait(timeout=300) == 0, run.err.read_text()[-3000:]
     run.check_nothing_is_left()
 
     resumed = sweep.run(raw, out=out, workers=2, progress=False)   # nothing is left to run

@@ -17,7 +17,7 @@ def _log(kind: str) -> None:
     path = os.environ.get("SWEEP_TEST_LOG")
     if path:
         with open(path, "a") as fh:
-            fh.write(f"{kind} {os.getpid()}\n")
+            fh.write(f"{kind} {os.getpid()} {os.environ.get('NUMBA_NUM_THREADS')}\n")
 
 
 def _die_in_worker(mode, A, B, shift):

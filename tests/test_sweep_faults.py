@@ -54,7 +54,7 @@ def test_dead_worker_task_runs_again_and_gives_up_after_the_retries(tmp_path, mo
                     {"params": {"shift": 2.0**-4, "die": "always"}}]   # dies in every worker
     # the cheapest task (k = 8) of each parameter set runs in this process first (the
     # warm-up), where nothing dies; the k = 16 tasks run on the workers
-    df = sweep.run(raw, out=tmp_path / "pool", workers=2, progress=False)
+    df = sweep.run(raw, out=tmp_path / "pool", workers=2, progress=False, threads_per_worker=3)
     assert len(df) == 8
     failed = df[df["error"].notna()]
     assert list(zip(failed["param.die"], failed["k"])) == [("always", 16)] and failed["worker"].isna().all()
@@ -62,7 +62,12 @@ def test_dead_worker_task_runs_again_and_gives_up_after_the_retries(tmp_path, mo
     assert error.startswith(f"task not run: its worker died {runner.WORKER_RETRIES + 1} times")
     assert "killed by SIGKILL" in error and "\n" not in error
     # 8 tasks started, one of them again after it died once, the hopeless one twice more
-    assert log.read_text().split().count("task") == 8 + 1 + runner.WORKER_RETRIES
+    calls = [line.split() for line in log.read_text().splitlines()]
+    assert sum(kind == "task" for kind, _, _ in calls) == 8 + 1 + runner.WORKER_RETRIES
+    # the workers ran with 3 compute threads; the warm-up here with this process's own setting
+    here = str(os.environ.get("NUMBA_NUM_THREADS"))
+    assert {threads for _, pid, threads in calls if int(pid) != os.getpid()} == {"3"}
+    assert {threads for _, pid, threads in calls if int(pid) == os.getpid()} == {here}
     # the other tasks, the one whose worker died once included, are those of a run where nothing dies
     serial = sweep.run(raw, out=tmp_path / "serial", workers=1, progress=False)
     assert serial["error"].isna().all()
@@ -278,7 +283,7 @@ class _Sweep:
     def busy_worker(self):
         """A worker pid that has started a task (from the tasks' log), or None."""
         lines = self.log.read_text().splitlines() if self.log.exists() else []
-        started = {int(pid) for kind, pid in (line.split() for line in lines) if kind == "task"}
+        started = {int(pid) for kind, pid, _ in (line.split() for line in lines) if kind == "task"}
         busy = started & set(_workers_of(self.proc.pid))
         return min(busy) if busy else None
 

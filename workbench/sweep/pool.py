@@ -20,6 +20,7 @@ The pool has no thread of its own: jobs move only inside :meth:`WorkerPool.wait_
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import ctypes
 import multiprocessing
 import os
@@ -28,7 +29,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from multiprocessing.connection import wait as _wait_ready
 from typing import Any
 
@@ -108,12 +109,28 @@ def _worker_main(conn: Any, parent_pid: int) -> None:
                                            f"back: {type(exc).__name__}: {exc}")))
 
 
+@contextlib.contextmanager
+def _environment(env: Mapping[str, str]) -> Iterator[None]:
+    """Set ``env`` in ``os.environ`` (processes started meanwhile inherit it), then restore it."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 class _Worker:
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Any, env: Mapping[str, str]) -> None:
         self.conn, child = ctx.Pipe(duplex=True)
         self.process = ctx.Process(target=_worker_main, args=(child, os.getpid()),
                                    name="workbench-sweep-worker")
-        self.process.start()
+        with _environment(env):
+            self.process.start()
         child.close()
         self.job: tuple[cf.Future, Callable[..., Any], tuple[Any, ...]] | None = None
 
@@ -124,13 +141,15 @@ class WorkerPool:
     :meth:`submit` queues a job and returns its :class:`concurrent.futures.Future`;
     :meth:`wait_any` runs the pool until one of the given futures is done.  A job whose
     worker dies fails with :class:`WorkerDied`; the worker is replaced.  Workers start
-    when there is work for them and inherit the environment of that moment.
+    when there is work for them, with this process's environment updated by ``env``
+    (e.g. their compute threads), which is set only while a worker starts.
     """
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, env: Mapping[str, str] | None = None) -> None:
         if workers < 1:
             raise ValueError(f"workers={workers!r} must be at least 1")
         self.size = workers
+        self._env = dict(env or {})
         self._ctx = multiprocessing.get_context("spawn")
         self._workers: list[_Worker] = []
         self._queue: deque[tuple[cf.Future, Callable[..., Any], tuple[Any, ...]]] = deque()
@@ -150,7 +169,7 @@ class WorkerPool:
             if not idle:
                 if len(self._workers) >= self.size:
                     return
-                self._workers.append(_Worker(self._ctx))
+                self._workers.append(_Worker(self._ctx, self._env))
                 idle.append(self._workers[-1])
             w = idle.pop()
             w.job = self._queue.popleft()

@@ -19,12 +19,11 @@ resumes from its stored rows.
 from __future__ import annotations
 
 import concurrent.futures as cf
-import contextlib
 import math
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -91,24 +90,6 @@ class _DaskExecutor:
     def shutdown(self) -> None:
         if self._own:
             self.client.close()
-
-
-@contextlib.contextmanager
-def _threads_per_worker(threads: int | None) -> Iterator[None]:
-    """Set the compute-thread environment that spawned workers inherit, then restore it."""
-    if threads is None:
-        yield
-        return
-    saved = {k: os.environ.get(k) for k in _THREAD_ENV}
-    os.environ.update({k: str(threads) for k in _THREAD_ENV})
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def _progress(total: int, enabled: bool, desc: str) -> Any:
@@ -189,21 +170,21 @@ def run(path_or_dict: str | Path | Mapping[str, Any], out: str | Path | None = N
     else:
         if scheduler is not None:
             executor: Any = _DaskExecutor(scheduler, scheduler_timeout)
-            threads = None
         else:
             n = workers if workers is not None else (os.cpu_count() or 1)
             if n < 1:
                 raise ValueError(f"workers={workers!r} must be at least 1")
             n = min(n, len(pending))
-            threads = threads_per_worker or max(1, (os.cpu_count() or 1) // n)
-            executor = _SerialExecutor() if n == 1 else _pool.WorkerPool(n)
             if n == 1:
-                threads = None
-        with _threads_per_worker(threads):
-            try:
-                _execute(exp, pending, executor, out, progress, first_here=scheduler is None)
-            finally:
-                executor.shutdown()
+                executor = _SerialExecutor()
+            else:  # only the workers start with these: this process, which compiles the warm-up
+                # tasks, keeps its own (numba refuses another NUMBA_NUM_THREADS once its threads run)
+                threads = threads_per_worker or max(1, (os.cpu_count() or 1) // n)
+                executor = _pool.WorkerPool(n, env=dict.fromkeys(_THREAD_ENV, str(threads)))
+        try:
+            _execute(exp, pending, executor, out, progress, first_here=scheduler is None)
+        finally:
+            executor.shutdown()
     if compact:
         _store.compact(out)
     table = _store.load(out)

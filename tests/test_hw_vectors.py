@@ -11,30 +11,15 @@ presets' data as well as the engine.
 
 from __future__ import annotations
 
-import atexit
-import shutil
-import tarfile
-import tempfile
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import workbench as wb
 from workbench.engine import core, dots
 
-ARCHIVE = Path(__file__).resolve().parent / "data" / "hw_vectors" / "hw_vectors.tar.xz"
+from hw_data import hw_vectors_dir
 
-
-def _unpack() -> Path:
-    dest = Path(tempfile.mkdtemp(prefix="hw_vectors_"))
-    atexit.register(shutil.rmtree, dest, True)
-    with tarfile.open(ARCHIVE, "r:xz") as t:
-        t.extractall(dest, filter="data")
-    return dest / "hw_vectors"
-
-
-HW = _unpack()
+HW = hw_vectors_dir()
 
 # (device, format, output, instruction used by the harness, C operand)
 SETS = []

@@ -14,6 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from hw_data import hw_vectors_dir  # noqa: E402
 from paper_cases import CASES, KM_TABLE2, TABLE9, P  # noqa: E402
 from reference_mma import (  # noqa: E402
     block_fma_km,
@@ -34,8 +35,7 @@ from reference_mma import (  # noqa: E402
     tr_fdpa,
 )
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-HW = SHARED / "hw_vectors"
+HW = hw_vectors_dir()  # the copy shipped with the project (tests/hw_data.py)
 
 # ----------------------------------------------------------------------------
 # Per-architecture model parameters, as the papers state them.
@@ -323,10 +323,8 @@ def check_hw_set(device, fmt, out, rows):
 
 
 _SETS = _hw_sets()
-_skip_no_shared = pytest.mark.skipif(not HW.is_dir(), reason=f"hardware vectors not found at {HW} (/work/shared absent)")
 
 
-@_skip_no_shared
 @pytest.mark.parametrize("device,fmt,out", _SETS or [("none", "none", "none")])
 def test_hw_vectors_first_rows(device, fmt, out):
     """Fast part: the first 50 rows of every set."""
@@ -334,14 +332,12 @@ def test_hw_vectors_first_rows(device, fmt, out):
 
 
 @pytest.mark.slow
-@_skip_no_shared
 @pytest.mark.parametrize("device,fmt,out", _SETS or [("none", "none", "none")])
 def test_hw_vectors_300_rows(device, fmt, out):
     """Bit equality on the first 300 rows of every set."""
     check_hw_set(device, fmt, out, 300)
 
 
-@_skip_no_shared
 @pytest.mark.parametrize("device,out", [("Ada", "fp32"), ("L40S", "fp32"), ("Ada", "fp16")])
 def test_hw_exact_zero_result_is_positive(device, out):
     """The only zero results in the data (row 2085 of Ada/L40S fp8_e5m2, hw_vectors

@@ -272,7 +272,7 @@ class _Space:
             pos |= {Ls[1] - 1, Ls[1]}
         self.positions = sorted(p for p in pos if 0 <= p < K)
         self.emin_sub = self.fin.emin - m
-        Fs = [x.F for x in (ma, mb) if x.kind not in ("fma", "e-fdpa", "ftz-addmul")]
+        Fs = [x.F for x in (ma, mb) if "F" in x.operation.param_names]
         self.gap_max = max(Fs + [self.fout.p]) + self.fout.p + 6
 
     def product(self, sa: float, sb: float, e: int, sign: float = 1.0) -> tuple[float, float]:
@@ -480,7 +480,7 @@ def _check_models(ma: Model, mb: Model) -> None:
     for name, m in (("model_a", ma), ("model_b", mb)):
         if not isinstance(m, Model):
             raise TypeError(f"{name} must be a workbench Model or preset name, got {type(m).__name__}")
-        if m.kind in ("st-fdpa", "gst-fdpa"):
+        if m.operation.scaled:
             raise ValueError(f"{name}: kind={m.kind!r} needs block scale factors; discriminate supports "
                              f"unscaled models (pass the scaled arithmetic as a custom t-fdpa model)")
 

@@ -29,7 +29,7 @@ def discrimination_table(presets: list[Any] | None = None, *, budget: int = 50_0
     from .search import resolve_model
 
     if presets is None:
-        recs = [r for r in catalogue.records() if r.kind not in ("st-fdpa", "gst-fdpa")
+        recs = [r for r in catalogue.records() if not r.operation.scaled
                 and (include_variants or r.default)]
     else:
         recs = [resolve_model(p) for p in presets]

@@ -43,9 +43,12 @@ import math
 import numba
 import numpy as np
 
+from . import kernels as _k
 from .kernels import lane_tile, lane_value, lanes_from_c
 from .nans import efdpa_nan
+from .operands import padded_decomposed
 from .ops import (
+    MODE_CODES,
     NEG_BIG,
     SPECIAL,
     align_term,
@@ -485,13 +488,13 @@ def trfdpa_gemm_lanes(A, BT, sa, ea, sb, eb, row_special, col_special, acc, q, T
                     acc[i, j] = lane_value(neg[u], mag[u], qq[u])
 
 
-def amd_params(model) -> np.ndarray:
-    """The int64 parameter vector of :func:`amd_gemm` for a model (validated)."""
+def amd_params(model, kind: int) -> np.ndarray:
+    """The int64 parameter vector of :func:`amd_gemm` for a model computing ``kind``
+    (:data:`KIND_E`, :data:`KIND_TR` or :data:`KIND_GTR`), validated."""
     fin = model.in_fmt
     out = model.out_fmt
     res = model.res_fmt
     q = np.zeros(N_Q, dtype=np.int64)
-    kind = {"e-fdpa": KIND_E, "tr-fdpa": KIND_TR, "gtr-fdpa": KIND_GTR}[model.kind]
     if 2 * fin.p > 62:
         raise ValueError(f"in_format={model.in_format!r}: products of {fin.p}-bit significands do not fit the "
                          f"64-bit kernels of {model.kind!r}")
@@ -502,7 +505,6 @@ def amd_params(model) -> np.ndarray:
     q[Q_EMINC] = out.emin
     q[Q_EZ] = 0 if model.zero_exponent is None else model.zero_exponent
     q[Q_USE_EZ] = model.zero_exponent is not None
-    from .ops import MODE_CODES
     q[Q_MODE] = MODE_CODES[model.rounding]
     q[Q_PRES] = res.p
     q[Q_EMINRES] = res.emin
@@ -528,20 +530,15 @@ def amd_params(model) -> np.ndarray:
     return q
 
 
-def run_amd(model, A, BT, acc):
+def run_amd(model, kind: int, A, BT, acc):
     """E-FDPA / TR-FDPA / GTR-FDPA over whole matrices (K zero-padded to L): the lane
     kernel for TR-/GTR-FDPA products with at least
     :data:`~workbench.engine.kernels.LANES_MIN_N` columns whose result format fits
     the output format, :func:`amd_gemm` otherwise."""
-    from . import kernels as _k
-    from .core import _pad_k, decompose
-
-    q = amd_params(model)
+    q = amd_params(model, kind)
     q[Q_K] = A.shape[1]
-    A2, BT2 = _pad_k(np.asarray(A, dtype=np.float64), np.asarray(BT, dtype=np.float64), model.L)
+    A2, BT2, sa, ea, sb, eb = padded_decomposed(model, A, BT, model.L)
     fin = model.in_fmt
-    sa, ea = decompose(A2, fin.man_bits, fin.emin, model.flush_subnormals)
-    sb, eb = decompose(BT2, fin.man_bits, fin.emin, model.flush_subnormals)
     M, N = acc.shape
     res, out = model.res_fmt, model.out_fmt
     if q[Q_KIND] == KIND_E or N < _k.LANES_MIN_N or res.p > out.p or res.emin < out.emin:

@@ -20,6 +20,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .. import formats as _formats
+from .operands import decompose, padded_decomposed
 from .ops import (
     MODE_CODES,
     NEG_BIG,
@@ -163,8 +165,6 @@ def gst_gemm(sa, ea, sb, eb, xsa, xea, xsb, xeb, acc, r):
 
 def gst_params(model) -> np.ndarray:
     """Parameter vector of :func:`gst_gemm` (validates that the sums fit in int64)."""
-    from .. import formats as _formats
-
     fin = model.in_fmt
     sf = _formats.format(model.scale_format)
     out = model.out_fmt
@@ -198,28 +198,19 @@ def gst_params(model) -> np.ndarray:
     return r
 
 
-def run_gst(model, A, BT, acc, scale_a, scale_b, accumulation):
+def run_gst(model, A, BT, acc, scale_a, scale_b):
     """GST-FDPA over whole matrices: K and the scales padded to whole blocks of L."""
-    from .core import _pad_k, decompose
-
-    if accumulation != "chain":
-        raise ValueError(f"accumulation={accumulation!r}: GST-FDPA models support accumulation='chain' only")
     r = gst_params(model)
     M, K = A.shape
     kb = model.k_block
-    A2, BT2 = _pad_k(np.asarray(A, dtype=np.float64), np.asarray(BT, dtype=np.float64), model.L)
+    A2, BT2, sa, ea, sb, eb = padded_decomposed(model, A, BT, model.L)
     nb_pad = A2.shape[1] // kb
     xa = np.ones((M, nb_pad))
     xb = np.ones((BT2.shape[0], nb_pad))
     nb = scale_a.shape[1]
     xa[:, :nb] = scale_a
     xb[:, :nb] = np.asarray(scale_b).T
-    fin = model.in_fmt
-    from .. import formats as _formats
-
     sf = _formats.format(model.scale_format)
-    sa, ea = decompose(A2, fin.man_bits, fin.emin, model.flush_subnormals)
-    sb, eb = decompose(BT2, fin.man_bits, fin.emin, model.flush_subnormals)
     xsa, xea = decompose(xa, sf.man_bits, sf.emin, False)
     xsb, xeb = decompose(xb, sf.man_bits, sf.emin, False)
     gst_gemm(sa, ea, sb, eb, xsa, xea, xsb, xeb, acc, r)

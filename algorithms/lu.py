@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
-import workbench
+from workbench import formats, matmul
 from workbench.engine.model import Model
 
 __all__ = ["PRECISIONS", "UPDATE_C", "Factorization", "cholesky", "lu"]
@@ -71,7 +71,7 @@ def rounder(precision: str) -> Rounder:
         return lambda x: x
     if precision == "fp32":
         return lambda x: x.astype(np.float32).astype(np.float64)
-    return lambda x: workbench.round(x, precision)
+    return lambda x: formats.round(x, precision)
 
 
 @dataclass(frozen=True)
@@ -141,8 +141,8 @@ def _settings(model: Model | None, unit_format: str | None, precision: str, upda
     if not isinstance(model, Model):
         raise ValueError(f"{name}: model= must be None (idealised) or a unit from workbench.preset(...) / "
                          f"workbench.custom_model(...); got {type(model).__name__}")
-    fin = workbench.format(model.in_format).name
-    fout = workbench.format(model.out_format).name
+    fin = formats.format(model.in_format).name
+    fout = formats.format(model.out_format).name
     if unit_format is not None and unit_format != fin:
         raise ValueError(f"{name}: unit_format={unit_format!r} but the model's input format is {fin!r}")
     if fout != precision:
@@ -166,7 +166,7 @@ def _store(A: np.ndarray, precision: str) -> np.ndarray:
 
 def _to_unit(X: np.ndarray, fmt: str, what: str) -> np.ndarray:
     """An update operand rounded (RNE) to the unit's input format; overflow is an error."""
-    Xh = workbench.round(X, fmt)
+    Xh = formats.round(X, fmt)
     if not np.isfinite(Xh).all():
         i, j = np.argwhere(~np.isfinite(Xh))[0]
         raise ValueError(f"{what} entry {X[i, j]!r} overflows {fmt} when rounded for the unit; scale A first "
@@ -207,12 +207,12 @@ def trailing_update(C: np.ndarray, L21: np.ndarray, U12: np.ndarray, *, model: M
     if model is None:
         return _idealised_update(C, Lh, Uh, precision, update_c)
     if update_c == "accumulator":
-        return workbench.gemm(-Lh, Uh, C, model=model).astype(np.float64)
+        return matmul.gemm(-Lh, Uh, C, model=model).astype(np.float64)
     # The epilogue of gemm(Lh, Uh, C, alpha=-1, beta=1) is fl(C - P) with P the unit's
     # product from a zero accumulator; forming it here skips the re-check and re-rounding
     # of C and the rounding of -P that gemm's general epilogue does (same bits: the test's
     # per-tile reference calls gemm with alpha=-1, beta=1).
-    P = workbench.gemm(Lh, Uh, model=model).astype(np.float64)
+    P = matmul.gemm(Lh, Uh, model=model).astype(np.float64)
     return rounder(precision)(C - P)
 
 

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import numpy as np
 
-import workbench
+from workbench import formats, matmul
 from workbench.engine.model import Model
 
 from ._common import ORDERS, as_matrices, chain, check_model, split
@@ -112,8 +112,8 @@ def multiword(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.Array
     A64, B64, C64 = as_matrices(A, B, C)
     if not isinstance(model, Model):
         raise ValueError("multiword: model= must be a matrix-unit model from workbench.preset(...)")
-    unit_fmt = workbench.format(model.in_format)
-    wf = workbench.format(word_format if word_format is not None else model.in_format)
+    unit_fmt = formats.format(model.in_format)
+    wf = formats.format(word_format if word_format is not None else model.in_format)
     if wf.name not in WORD_FORMATS:
         raise ValueError(f"word_format={wf.name!r}: expected one of {WORD_FORMATS}")
     check_model(model, (unit_fmt.name,), "multiword")
@@ -133,7 +133,7 @@ def multiword(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.Array
     p = int(words)
     n = A64.shape[1]
     u = 2.0 ** -wf.p
-    out = workbench.format(model.out_format)
+    out = formats.format(model.out_format)
     theta = min(wf.max, float(np.sqrt(out.max / max(n, 1))))
     if scaling:
         Ls = _scales(A64, theta, axis=1)
@@ -145,12 +145,12 @@ def multiword(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.Array
     Bw = split(B64 * Ms[None, :], wf.name, p, mode=split_rounding, scale=1.0 / u, name="B")
     idx = [(j, k) for j in range(1, p + 1) for k in range(1, p + 1) if products == "all" or j + k <= p + 1]
     if alpha_placement == "input":
-        pairs = [(workbench.round(u ** (j + k - 2) * Aw[j - 1], unit_fmt, "rne"), Bw[k - 1]) for j, k in idx]
+        pairs = [(formats.round(u ** (j + k - 2) * Aw[j - 1], unit_fmt, "rne"), Bw[k - 1]) for j, k in idx]
         Cs = chain(model, pairs, order=order)
     else:
         Cs = np.zeros((A64.shape[0], B64.shape[1]))
         for j, k in idx:
-            Cs = Cs + u ** (j + k - 2) * workbench.gemm(Aw[j - 1], Bw[k - 1], model=model).astype(np.float64)
+            Cs = Cs + u ** (j + k - 2) * matmul.gemm(Aw[j - 1], Bw[k - 1], model=model).astype(np.float64)
     D = Cs / Ls[:, None] / Ms[None, :]
     if C64 is not None:
         D = D + C64

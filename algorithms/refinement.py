@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
-import workbench
+from workbench import formats
 from workbench.engine.model import Model
 
 from .lu import Factorization, lu, rounder
@@ -127,8 +127,8 @@ def _problem(A: np.typing.ArrayLike, b: np.typing.ArrayLike, working: str, resid
         raise ValueError(f"A must be a square matrix; got shape {A.shape}")
     if b_in.shape not in ((A.shape[0],), (A.shape[0], 1)):
         raise ValueError(f"b must have shape ({A.shape[0]},) or ({A.shape[0]}, 1); got {b_in.shape}")
-    A = workbench.check_representable(A, working, "A")
-    b_vec = workbench.check_representable(b_in.reshape(-1), working, "b")
+    A = formats.check_representable(A, working, "A")
+    b_vec = formats.check_representable(b_in.reshape(-1), working, "b")
     return A, b_vec, b_in.shape
 
 
@@ -149,7 +149,7 @@ def _refine(A: np.typing.ArrayLike, b: np.typing.ArrayLike, factorize: Callable[
             x_exact: np.typing.ArrayLike | None) -> RefinementResult:
     A, b, shape = _problem(A, b, working, residual, max_iterations, rho_max)
     n = A.shape[0]
-    u = 2.0 ** -workbench.format(working).p
+    u = 2.0 ** -formats.format(working).p
     wr = rounder(working)
     xs = reference_solution(A, b) if x_exact is None else np.asarray(x_exact, dtype=np.float64).reshape(-1)
     if xs.shape != (n,):

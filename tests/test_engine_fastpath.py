@@ -87,7 +87,7 @@ def _general(m, A, B, C, accumulation, promote_every):
     sa, ea = core.decompose(Ap, fin.man_bits, fin.emin, m.flush_subnormals)
     sb, eb = core.decompose(BTp, fin.man_bits, fin.emin, m.flush_subnormals)
     params = tfdpa_op.kernel_params(m)
-    params[K.P_ACCMODE] = {"chain": 0, "outside": 1, "promote": 2}[accumulation]
+    params[K.P_ACCMODE] = {"chain": 0, "outside": 1, "promote": 2}[accumulation]  # layout.ACC_MODES
     params[K.P_PROMOTE] = (promote_every or m.L) // m.L
     params[K.P_GENERAL] = 1
     acc = np.array(C, dtype=np.float64, copy=True)

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..engine.model import Model
 from . import _eval
-from .search import Discrimination, DiscriminationOutcome
+from .outcome import Discrimination, DiscriminationOutcome
 
 __all__ = ["discriminate_smt", "supported"]
 

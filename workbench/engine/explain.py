@@ -239,7 +239,7 @@ def _fused_trace(blk: Block, ops_, d: float, F: int, m: Model, c_label: str = "c
             codes.append(_ops.special_product(s1, e1, s2, e2))
     cs, ce = _decomp(d, out)
     if ce >= _ops.SPECIAL:
-        codes.append(3 if cs == 2 else (1 if cs > 0 else 2))
+        codes.append(_ops.special_value(cs))
     if codes:
         return _special_block(blk, codes).result
     emax = _ops.NEG_BIG
@@ -494,7 +494,7 @@ def gst_block(idx, a, b, d, m, sca, scb) -> Block:
     sf = _formats.format(m.scale_format)
     r = _g.gst_params(m)
     L, G, kb, F = m.L, int(m.G), int(m.k_block), m.F
-    fx = int(r[_g.R_FX])
+    fx = int(r[_g.P_FX])
     fp = 2 * fin.man_bits
     k0 = idx * L
     blk = Block(index=idx, c_in=d, F=F)
@@ -549,7 +549,7 @@ def gst_block(idx, a, b, d, m, sca, scb) -> Block:
     cs, ce = _decomp(d, out)
     if ce >= _ops.SPECIAL:
         spec = True
-        pos, neg, nan = _ops.combine_special(3 if cs == 2 else (1 if cs > 0 else 2), pos, neg, nan)
+        pos, neg, nan = _ops.combine_special(_ops.special_value(cs), pos, neg, nan)
     if spec:
         blk.pre = [t for t in blk.pre if "Inf/NaN" in t]
         blk.result = float(_ops.special_result(pos, neg, nan))
@@ -613,7 +613,7 @@ def _amd_block(idx, a, b, d, m, code) -> Block:
     fp = 2 * fin.man_bits
     blk = Block(index=idx, c_in=d, F=m.F)
     cs, ce = _decomp(d, out)
-    spec, pos, neg, nan = _amd.scan_specials(sa, ea, sb.T, eb.T, 0, 0, 0, len(a), cs, ce, fp, q[_amd.Q_OVF])
+    spec, pos, neg, nan = _amd.scan_specials(sa, ea, sb.T, eb.T, 0, 0, 0, len(a), cs, ce, fp, q[_amd.P_OVF])
     if spec:
         blk.result = float(_ops.special_result(pos, neg, nan))
         blk.special = "NaN" if nan or (pos and neg) else ("+Inf" if pos else "-Inf")
@@ -623,11 +623,11 @@ def _amd_block(idx, a, b, d, m, code) -> Block:
         e = int(ea[0, k] + eb[0, k])
         blk.terms.append(Term(f"a{k}*b{k}", _val(p, 0, fp), e if p else m.zero_exponent, _val(p, e, fp)))
     if code == _amd.KIND_E:
-        limbs = np.zeros(max(1, int(q[_amd.Q_NLIMBS])), np.int64)
+        limbs = np.zeros(max(1, int(q[_amd.P_NLIMBS])), np.int64)
         exact = sum((t.value for t in blk.terms), Fraction(0)) + _val(cs, ce, out.man_bits)
         blk.stages.append(f"c = {d!r} and the products are added exactly (no alignment loss): {_p2(exact)}")
         blk.normalised = _norm(exact)
-        q[_amd.Q_K] = len(a)
+        q[_amd.P_K] = len(a)
         blk.result = float(_amd.efdpa_step(np.asarray([a], float), np.asarray([b], float), sa, ea, sb.T, eb.T, 0, 0,
                                            0, float(d), q, limbs))
         blk.rounding = f"{m.rounding.upper()} to {m.res_fmt.name} (once)"

@@ -59,19 +59,19 @@ def ftz_addmul_gemm(A, BT, acc, P, in_min_normal):
             p1 = 0.0
             p2 = 0.0
             p3 = 0.0
-            for l in range(P):
-                a = A[i, k0 + l]
-                b = BT[j, k0 + l]
+            for u in range(P):
+                a = A[i, k0 + u]
+                b = BT[j, k0 + u]
                 if a != 0.0 and abs(a) < in_min_normal:  # subnormal inputs -> +0 (Alg. 2 lines 1-2)
                     a = 0.0
                 if b != 0.0 and abs(b) < in_min_normal:
                     b = 0.0
                 p = ftz_mul(a, b)
-                if l == 0:
+                if u == 0:
                     p0 = p
-                elif l == 1:
+                elif u == 1:
                     p1 = p
-                elif l == 2:
+                elif u == 2:
                     p2 = p
                 else:
                     p3 = p

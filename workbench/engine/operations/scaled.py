@@ -23,6 +23,7 @@ import numpy as np
 from .. import gst as _gst
 from .. import kernels as _k
 from ..explain import Block, gst_block, st_block
+from ..layout import ACC_MODES, P_ACCMODE
 from ..operands import Operands, padded_decomposed
 from ..operation import ErrorTerm, Operation, register
 from ..checks import check_block, check_F, check_format, check_rounding
@@ -118,7 +119,7 @@ class STFDPA(Operation):
                 sub_s[nmask] = 2
                 sub_e[nmask] = 1 << 24
         params = kernel_params(model)
-        params[_k.P_ACCMODE] = {"chain": 0, "outside": 1}[accumulation]
+        params[P_ACCMODE] = ACC_MODES[accumulation]
         prm = _k.pack_tfdpa(params, M, N, numba.get_num_threads())
         run_tfdpa(model, sa, ea, sb.T, eb.T, acc, prm)
         return acc

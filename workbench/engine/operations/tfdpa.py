@@ -25,7 +25,18 @@ import numba
 import numpy as np
 
 from .. import kernels as _k
-from .. import ops as _ops
+from ..layout import (
+    ACC_MODES,
+    P_ACCMODE,
+    P_CLATE,
+    P_GF,
+    P_LATEMODE,
+    P_NG,
+    P_PROMOTE,
+    P_STICKY,
+    fused_params,
+)
+from ..ops import MODE_CODES
 from ..explain import Block, tfdpa_block
 from ..operands import Operands, decompose_checked, threads_for
 from ..operation import BoundShape, ErrorTerm, Operation, register
@@ -33,9 +44,6 @@ from ..checks import check_block, check_c_position, check_F, check_format, check
 
 if TYPE_CHECKING:
     from ..model import Model
-
-_ACC_MODES = {"chain": 0, "outside": 1, "promote": 2}
-
 
 @dataclass(frozen=True, kw_only=True)
 class TFDPAParams:
@@ -67,30 +75,15 @@ class TFDPAParams:
             check_F("group_F", self.group_F)
 
 
-def kernel_params(model: "Model") -> dict[int, int]:
-    """The T-FDPA kernels' parameters (indices ``P_*`` of :mod:`workbench.engine.kernels`)."""
-    fin = model.in_fmt
-    res = model.res_fmt
-    out = model.out_fmt
-    return {
-        _k.P_L: model.L,
-        _k.P_F: model.F,
-        _k.P_FP: 2 * fin.man_bits,
-        _k.P_EZ: 0 if model.zero_exponent is None else model.zero_exponent,
-        _k.P_USE_EZ: model.zero_exponent is not None,
-        _k.P_MODE: _ops.MODE_CODES[model.rounding],
-        _k.P_PRES: res.p,
-        _k.P_EMINRES: res.emin,
-        _k.P_EMAXRES: res.emax,
-        _k.P_MC: out.man_bits,
-        _k.P_EMINC: out.emin,
-        _k.P_STICKY: model.sticky,
-        _k.P_CLATE: model.c_position == "late",
-        _k.P_LATEMODE: _ops.MODE_CODES[model.late_rounding],
-        _k.P_NG: model.interleave,
-        _k.P_GF: model.F if model.group_F is None else model.group_F,
-        _k.P_FLUSHOUT: model.flush_output_subnormals,
-    }
+def kernel_params(model: "Model") -> np.ndarray:
+    """The T-FDPA kernels' parameter vector (:mod:`workbench.engine.layout`), tiles unset."""
+    prm = fused_params(model, model.F)
+    prm[P_STICKY] = model.sticky
+    prm[P_CLATE] = model.c_position == "late"
+    prm[P_LATEMODE] = MODE_CODES[model.late_rounding]
+    prm[P_NG] = model.interleave
+    prm[P_GF] = model.F if model.group_F is None else model.group_F
+    return prm
 
 
 def lane_layout(model: "Model", N: int) -> bool:
@@ -142,12 +135,12 @@ class TFDPA(Operation):
         self.check_run(accumulation, promote_every, scale_a, scale_b)
         L = model.L
         params = kernel_params(model)
-        params[_k.P_ACCMODE] = _ACC_MODES[accumulation]
+        params[P_ACCMODE] = ACC_MODES[accumulation]
         if accumulation == "promote":
             if promote_every is None or promote_every <= 0 or promote_every % L:
                 raise ValueError(f"promote_every={promote_every!r}: expected a positive multiple of the block "
                                  f"size L={L}")
-            params[_k.P_PROMOTE] = promote_every // L
+            params[P_PROMOTE] = promote_every // L
         prm = _k.pack_tfdpa(params, ops.M, ops.N, numba.get_num_threads())
         run_tfdpa(model, ops.sa, ops.ea, ops.sb, ops.eb, acc, prm, ops.special)
         return acc

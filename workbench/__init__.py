@@ -1,14 +1,10 @@
 """Mixed-precision workbench: bit-exact models of GPU matrix multiply-accumulate units.
 
-The top level re-exports the public API, imported explicitly: number formats and
-rounding (:mod:`workbench.formats`), the engine's :class:`Model`, its elementary
-operations and their parameter classes (:mod:`workbench.engine`), the presets
-(:mod:`workbench.catalogue`), :func:`gemm` and :func:`explain`, and the exact
-references, metrics and bounds.  Four parts load on first use so that ``import
-workbench`` pulls in no optional back end and no higher layer: ``discriminate`` and
-``find_worse`` (:mod:`workbench.discrimination`, which uses the ``algorithms``
-package), and the submodules ``sweep``, ``probes``, ``cli`` and ``torch``.  Type
-checkers and IDEs see them through the ``TYPE_CHECKING`` imports below.
+The top level re-exports the public API.  Number formats and rounding
+(:mod:`workbench.formats`) load at import; every other name loads from its module on
+first use (``_ON_FIRST_USE`` below), so that ``import workbench`` and the command line
+stay light and pull in no optional back end.  Type checkers and IDEs read the same
+names from the ``TYPE_CHECKING`` imports, which a test keeps equal to that table.
 """
 
 from __future__ import annotations
@@ -16,31 +12,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from . import bounds, engine, exact, formats, inputs, metrics
-from .catalogue import Preset, custom_model, preset, presets
-from .engine import (
-    EFDPA,
-    GSTFDPA,
-    GTRFDPA,
-    STFDPA,
-    TFDPA,
-    TRFDPA,
-    EFDPAParams,
-    FMAChain,
-    FMAParams,
-    FTZAddMul,
-    FTZAddMulParams,
-    GSTFDPAParams,
-    GTRFDPAParams,
-    Model,
-    Operation,
-    STFDPAParams,
-    TFDPAParams,
-    Trace,
-    TRFDPAParams,
-    explain,
-    register,
-)
 from .formats import (
     ROUNDING_MODES,
     FloatFormat,
@@ -53,44 +24,73 @@ from .formats import (
     round,
     to_bits,
 )
-from .matmul import gemm
 
 if TYPE_CHECKING:
-    from . import cli, probes, sweep, torch
+    from . import bounds, cli, engine, exact, inputs, metrics, probes, sweep, torch
+    from .catalogue import Preset, custom_model, preset, presets
     from .discrimination import discriminate, find_worse
+    from .engine import (
+        EFDPA,
+        GSTFDPA,
+        GTRFDPA,
+        STFDPA,
+        TFDPA,
+        TRFDPA,
+        EFDPAParams,
+        FMAChain,
+        FMAParams,
+        FTZAddMul,
+        FTZAddMulParams,
+        GSTFDPAParams,
+        GTRFDPAParams,
+        Model,
+        Operation,
+        STFDPAParams,
+        TFDPAParams,
+        Trace,
+        TRFDPAParams,
+        explain,
+        register,
+    )
+    from .matmul import gemm
 
 __version__ = "0.1.0"
 
-# Loaded on first use (see the module docstring): name -> module.  The modules are not
-# named after the functions (``workbench.gemm`` is a function, its module is
-# ``workbench.matmul``): importing a submodule binds its name on the package.
+_ENGINE_NAMES = ("Model", "Operation", "register", "explain", "Trace", "TFDPA", "TFDPAParams", "FMAChain",
+                 "FMAParams", "EFDPA", "EFDPAParams", "FTZAddMul", "FTZAddMulParams", "TRFDPA", "TRFDPAParams",
+                 "GTRFDPA", "GTRFDPAParams", "STFDPA", "STFDPAParams", "GSTFDPA", "GSTFDPAParams")
+# Public names defined in submodules that load on first use: name -> module.  The
+# modules are not named after the functions (``workbench.gemm`` is a function, so
+# its module is ``workbench.matmul``): importing a submodule binds its name on the
+# package and would shadow a function of the same name.
 _ON_FIRST_USE: dict[str, str] = {
+    **{name: "workbench.engine" for name in _ENGINE_NAMES},
+    "Preset": "workbench.catalogue",
+    "preset": "workbench.catalogue",
+    "presets": "workbench.catalogue",
+    "custom_model": "workbench.catalogue",
+    "gemm": "workbench.matmul",
     "discriminate": "workbench.discrimination",
     "find_worse": "workbench.discrimination",
 }
-_SUBMODULES_ON_FIRST_USE = ("sweep", "probes", "cli", "torch")
+_SUBMODULES = ("bounds", "cli", "engine", "exact", "inputs", "metrics", "probes", "sweep", "torch")
 
 __all__ = [
-    # formats
     "ROUNDING_MODES", "FloatFormat", "check_representable", "format", "format_table", "list_formats",
     "from_bits", "is_representable", "round", "to_bits",
-    # the engine: models, operations, traces
-    "Model", "Operation", "register", "explain", "Trace",
-    "TFDPA", "TFDPAParams", "FMAChain", "FMAParams", "EFDPA", "EFDPAParams", "FTZAddMul", "FTZAddMulParams",
-    "TRFDPA", "TRFDPAParams", "GTRFDPA", "GTRFDPAParams", "STFDPA", "STFDPAParams", "GSTFDPA", "GSTFDPAParams",
-    # presets and products
-    "Preset", "preset", "presets", "custom_model", "gemm",
-    # loaded on first use
-    "discriminate", "find_worse",
-    # submodules
-    "bounds", "engine", "exact", "formats", "inputs", "metrics", "sweep", "probes", "cli", "torch",
+    *_ON_FIRST_USE,
+    *_SUBMODULES,
 ]
 
 
 def __getattr__(name: str) -> Any:
-    if name in _SUBMODULES_ON_FIRST_USE:
+    if name in _SUBMODULES:
         return importlib.import_module(f"workbench.{name}")
     module = _ON_FIRST_USE.get(name)
     if module is None:
         raise AttributeError(f"module 'workbench' has no attribute {name!r}")
     return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

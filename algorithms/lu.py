@@ -179,7 +179,9 @@ def _idealised_update(C: np.ndarray, Lh: np.ndarray, Uh: np.ndarray, precision: 
     """C - Lh @ Uh with exact products summed recursively in K order, RNE in ``precision``."""
     if precision in ("fp32", "fp64"):
         dt = np.float32 if precision == "fp32" else np.float64
-        Lc, Uc = Lh.astype(dt), Uh.astype(dt)  # products of fp16/bf16 values are exact in fp32
+        Lc: np.ndarray = Lh.astype(dt)  # products of fp16/bf16 values are exact in fp32
+        Uc: np.ndarray = Uh.astype(dt)
+        acc: np.ndarray
         if update_c == "accumulator":
             acc = C.astype(dt)
             for l in range(Lc.shape[1]):

@@ -30,6 +30,14 @@ def test_type_checkers_see_every_name_loaded_on_first_use():
     assert seen == lazy
 
 
+def test_all_lists_the_formats_and_every_name_loaded_on_first_use():
+    from workbench import formats
+
+    eager = [n for n in wb.__all__ if n not in wb._ON_FIRST_USE and n not in wb._SUBMODULES]
+    assert all(getattr(wb, n) is getattr(formats, n) for n in eager)
+    assert sorted(wb.__all__) == sorted([*eager, *wb._ON_FIRST_USE, *wb._SUBMODULES])
+
+
 def test_every_public_name_resolves_to_what_its_module_defines():
     optional = {"torch"} if importlib.util.find_spec("torch") is None else set()
     for name in set(wb.__all__) - optional:

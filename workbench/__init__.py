@@ -49,22 +49,23 @@ if TYPE_CHECKING:
         TFDPAParams,
         Trace,
         TRFDPAParams,
-        explain,
         register,
     )
+    from .engine.explain import explain
     from .matmul import gemm
 
 __version__ = "0.1.0"
 
-_ENGINE_NAMES = ("Model", "Operation", "register", "explain", "Trace", "TFDPA", "TFDPAParams", "FMAChain",
-                 "FMAParams", "EFDPA", "EFDPAParams", "FTZAddMul", "FTZAddMulParams", "TRFDPA", "TRFDPAParams",
-                 "GTRFDPA", "GTRFDPAParams", "STFDPA", "STFDPAParams", "GSTFDPA", "GSTFDPAParams")
+_ENGINE_NAMES = ("Model", "Operation", "register", "Trace", "TFDPA", "TFDPAParams", "FMAChain", "FMAParams",
+                 "EFDPA", "EFDPAParams", "FTZAddMul", "FTZAddMulParams", "TRFDPA", "TRFDPAParams", "GTRFDPA",
+                 "GTRFDPAParams", "STFDPA", "STFDPAParams", "GSTFDPA", "GSTFDPAParams")
 # Public names defined in submodules that load on first use: name -> module.  The
 # modules are not named after the functions (``workbench.gemm`` is a function, so
 # its module is ``workbench.matmul``): importing a submodule binds its name on the
 # package and would shadow a function of the same name.
 _ON_FIRST_USE: dict[str, str] = {
     **{name: "workbench.engine" for name in _ENGINE_NAMES},
+    "explain": "workbench.engine.explain",
     "Preset": "workbench.catalogue",
     "preset": "workbench.catalogue",
     "presets": "workbench.catalogue",
@@ -76,10 +77,17 @@ _ON_FIRST_USE: dict[str, str] = {
 _SUBMODULES = ("bounds", "cli", "engine", "exact", "inputs", "metrics", "probes", "sweep", "torch")
 
 __all__ = [
+    # formats (loaded at import)
     "ROUNDING_MODES", "FloatFormat", "check_representable", "format", "format_table", "list_formats",
     "from_bits", "is_representable", "round", "to_bits",
-    *_ON_FIRST_USE,
-    *_SUBMODULES,
+    # the engine: models, elementary operations and their parameters, traces
+    "Model", "Operation", "register", "explain", "Trace", "TFDPA", "TFDPAParams", "FMAChain", "FMAParams",
+    "EFDPA", "EFDPAParams", "FTZAddMul", "FTZAddMulParams", "TRFDPA", "TRFDPAParams", "GTRFDPA", "GTRFDPAParams",
+    "STFDPA", "STFDPAParams", "GSTFDPA", "GSTFDPAParams",
+    # presets, products, discrimination
+    "Preset", "preset", "presets", "custom_model", "gemm", "discriminate", "find_worse",
+    # submodules
+    "bounds", "cli", "engine", "exact", "inputs", "metrics", "probes", "sweep", "torch",
 ]
 
 

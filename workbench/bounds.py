@@ -200,7 +200,7 @@ def mma_sim_error_sources(
     )
     op = OPERATIONS.get(key)
     terms = None if op is None else op.error_terms(L, F, _fmt(in_format, "in_format"))
-    if terms is None:
+    if op is None or terms is None:
         listed = [k for k, o in OPERATIONS.items() if o.error_terms(8, 24, _fmt("fp16", "in_format")) is not None]
         raise ValueError(f"model={model!r} is not in Xie et al. Table 9; expected one of "
                          f"{', '.join(repr(m) for m in listed)}")

@@ -282,7 +282,7 @@ class FloatFormat:
         return cls(name, exp_bits, man_bits, bias, special, subnormals, signed)
 
 
-_NUMPY_DTYPES = {
+_NUMPY_DTYPES: dict[tuple[int, int, int, str, bool], np.dtype] = {
     (11, 52, 1023, "ieee", True): np.dtype(np.float64),
     (8, 23, 127, "ieee", True): np.dtype(np.float32),
     (5, 10, 15, "ieee", True): np.dtype(np.float16),

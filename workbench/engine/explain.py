@@ -40,6 +40,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import cast
 
 import numpy as np
 
@@ -128,7 +129,7 @@ class Trace:
         m = self.model
         lines = [f"{m.kind} ({m.describe()})", f"a = {list(self.a)}", f"b = {list(self.b)}", f"c = {self.c!r}"]
         if self.scale_a is not None:
-            lines += [f"scale_a = {list(self.scale_a)}", f"scale_b = {list(self.scale_b)}"]
+            lines += [f"scale_a = {list(self.scale_a)}", f"scale_b = {list(self.scale_b or ())}"]
         L = operation(m.kind).block_size(m)
         n = 1
         for blk in self.blocks:
@@ -193,7 +194,7 @@ def _fused_lines(blk: Block, n: int, lines: list[str]) -> int:
             lost = f", lost {_p2(t.lost)}" if t.lost else ", exact"
             lines.append(f"     {t.label}: {_p2(t.value)} -> {_p2(t.aligned)}{lost}")
         n += 1
-        lines.append(f"{n}. the aligned terms are added exactly: {_p2(blk.fixed_sum)} "
+        lines.append(f"{n}. the aligned terms are added exactly: {_p2(blk.fixed_sum or Fraction(0))} "
                      f"(not normalised)")
         n += 1
     return n
@@ -371,8 +372,8 @@ def tfdpa_block(idx, a, b, d, m, scale_exp=None) -> Block:
 _MIN_NORMAL32 = Fraction(1, 2 ** 126)
 
 
-def _fr(x: float) -> Fraction | None:
-    return Fraction(x) if math.isfinite(x) else None
+def _fr(x: float) -> Fraction:
+    return Fraction(x)
 
 
 def _ftz_note(exact: Fraction | None, r: float) -> str:
@@ -444,7 +445,7 @@ def st_block(idx: int, start: int, K: int, a: np.ndarray, b: np.ndarray, d: floa
     """One ST-FDPA (Xie et al. Algorithm 8): the scale exponents of the block's
     elements (``start ...`` of K) added to the products', then the T-FDPA steps."""
     pre = Block(index=idx, c_in=d)
-    xs = _st_scales(pre, start, K, len(a), int(m.k_block), sa, sb)
+    xs = _st_scales(pre, start, K, len(a), cast(int, m.k_block), sa, sb)  # STFDPAParams checked k_block
     blk = tfdpa_block(idx, a, b, d, m, scale_exp=xs)
     blk.pre = pre.pre + blk.pre
     return blk
@@ -642,16 +643,16 @@ def _amd_block(idx, a, b, d, m, code) -> Block:
         if code == _amd.KIND_GTR:
             blk.stages.append("products of even and of odd index form two truncated fused sums, aligned at "
                               f"the larger exponent and {cut} to F bits (Xie Alg. 11)")
-        gmax = {}
+        gmax: dict[int, int] = {}
         for k, t in enumerate(blk.terms):  # window of each term: the block's (TR) or its group's (GTR) e_max
             g = k % 2 if code == _amd.KIND_GTR else 0
-            if t.value:
+            if t.value and t.exponent is not None:
                 gmax[g] = max(gmax.get(g, t.exponent), t.exponent)
         for k, t in enumerate(blk.terms):
-            if t.value:
+            if t.value and t.exponent is not None:
                 g = k % 2 if code == _amd.KIND_GTR else 0
                 p = int(t.significand * 2 ** fp)
-                al = int(_ops.align_term(abs(p), F - fp + int(t.exponent) - gmax[g], False))
+                al = int(_ops.align_term(abs(p), F - fp + t.exponent - gmax[g], False))
                 t.aligned = _val(al if p > 0 else -al, gmax[g], F)
                 t.lost = t.value - t.aligned
         blk.fixed_sum = _val(int(T), int(emax), F)
@@ -699,8 +700,9 @@ def explain(a, b, c: float = 0.0, model: Model | None = None, *, scale_a=None, s
         if sa.size != nb or sb.size != nb:
             raise ValueError(f"scale_a and scale_b must each hold ceil(K / k_block) = {nb} values "
                              f"(K={a.size}, k_block={model.k_block}); got {sa.size} and {sb.size}")
-        sa = _formats.check_representable(sa, model.scale_format, "scale_a")
-        sb = _formats.check_representable(sb, model.scale_format, "scale_b")
+        sf = cast(str, model.scale_format)  # scaled parameter classes require it
+        sa = _formats.check_representable(sa, sf, "scale_a")
+        sb = _formats.check_representable(sb, sf, "scale_b")
     elif scale_a is not None or scale_b is not None:
         raise ValueError(f"scale_a/scale_b given but model kind {model.kind!r} takes no scale factors")
     L = op.block_size(model)

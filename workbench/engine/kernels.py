@@ -747,8 +747,8 @@ def lane_operands(sa: np.ndarray, ea: np.ndarray, sb: np.ndarray, eb: np.ndarray
         ebl[:, :N] = eb[:, :N]
         sb, eb = sbl, ebl
     if special:
-        row_special = (ea >= SPECIAL).any(axis=1).astype(np.int8)
-        col_special = (eb[:, :N] >= SPECIAL).any(axis=0).astype(np.int8)
+        row_special = np.asarray((ea >= SPECIAL).any(axis=1), dtype=np.int8)
+        col_special = np.asarray((eb[:, :N] >= SPECIAL).any(axis=0), dtype=np.int8)
     else:
         row_special = np.zeros(sa.shape[0], dtype=np.int8)
         col_special = np.zeros(N, dtype=np.int8)

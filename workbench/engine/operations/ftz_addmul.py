@@ -12,7 +12,7 @@ scalar path :func:`~workbench.engine.others.ftz_mul` /
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -48,14 +48,14 @@ class FTZAddMul(Operation):
     propagates_nan = True
 
     def block_size(self, model: "Model") -> int:
-        return int(model.P)
+        return cast(int, model.P)  # FTZAddMulParams checked it is 2 or 4
 
     def run(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
             promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
         self.check_run(accumulation, promote_every, scale_a, scale_b)
-        A2, BT2 = pad_k(np.asarray(ops.A, dtype=np.float64), np.asarray(ops.BT, dtype=np.float64), model.P)
+        A2, BT2 = pad_k(np.asarray(ops.A, dtype=np.float64), np.asarray(ops.BT, dtype=np.float64), self.block_size(model))
         fin = model.in_fmt
-        _others.ftz_addmul_gemm(np.ascontiguousarray(A2), np.ascontiguousarray(BT2), acc, model.P,
+        _others.ftz_addmul_gemm(np.ascontiguousarray(A2), np.ascontiguousarray(BT2), acc, self.block_size(model),
                                 fin.min_normal if model.flush_subnormals else 0.0)
         return acc
 

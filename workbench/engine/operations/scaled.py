@@ -15,7 +15,7 @@ A NaN scale factor makes every product of its block NaN (Xie Section 4.2).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numba
 import numpy as np
@@ -103,7 +103,7 @@ class STFDPA(Operation):
         A, BT = ops.A, ops.BT
         M, K = A.shape
         N = BT.shape[0]
-        cols = np.arange(K) // int(model.k_block)
+        cols = np.arange(K) // cast(int, model.k_block)  # STFDPAParams checked it
         ex_a = np.log2(scale_a)[:, cols]            # powers of two (E8M0): exact
         ex_b = np.log2(scale_b.T)[:, cols]
         nan_a = np.isnan(ex_a)
@@ -151,7 +151,7 @@ class GSTFDPA(Operation):
     def explain_block(self, index: int, start: int, K: int, a: np.ndarray, b: np.ndarray, d: float,
                       model: "Model", scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> Block:
         assert scale_a is not None and scale_b is not None
-        kb = int(model.k_block)
+        kb = cast(int, model.k_block)  # GSTFDPAParams checked it
         q0, q1 = start // kb, (start + len(a)) // kb
         sca, scb = np.ones(q1 - q0), np.ones(q1 - q0)   # scales of the padding: 1, as run_gst pads them
         part_a, part_b = scale_a[q0:q1], scale_b[q0:q1]

@@ -19,7 +19,7 @@ for bit.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numba
 import numpy as np
@@ -142,7 +142,8 @@ class TFDPA(Operation):
                                  f"size L={L}")
             params[P_PROMOTE] = promote_every // L
         prm = _k.pack_tfdpa(params, ops.M, ops.N, numba.get_num_threads())
-        run_tfdpa(model, ops.sa, ops.ea, ops.sb, ops.eb, acc, prm, ops.special)
+        sa, ea, sb, eb = cast("tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]", (ops.sa, ops.ea, ops.sb, ops.eb))
+        run_tfdpa(model, sa, ea, sb, eb, acc, prm, ops.special)  # decomposed by prepare
         return acc
 
     def dots(self, model: "Model", a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:

@@ -5,8 +5,8 @@ Khattak-Mikaitis' generic block FMA: sticky bit, c early/late, interleaved group
 the other elementary operations have their own small kernels below.  Both T-FDPA
 kernels walk tiles of outputs (rows x columns) in parallel; inside a tile they walk K
 in chunks of a few hundred elements and, for each chunk, update every output of the
-tile, so a chunk of A and B is reused from cache across the tile (DESIGN.md: the
-untiled kernel fell to 5e7 MAC/s at 10 x 1,000,000 x 10).
+tile, so a chunk of A and B is reused from cache across the tile (docs/architecture.md,
+"Facts measured": the untiled kernel fell to 5e7 MAC/s at 10 x 1,000,000 x 10).
 
 * :func:`tfdpa_gemm_lanes` (the models of :func:`lane_eligible` - every NVIDIA
   T-FDPA and ST-FDPA preset, interleaved fp8 ``mma.sync`` and c-late ones included -
@@ -20,8 +20,8 @@ untiled kernel fell to 5e7 MAC/s at 10 x 1,000,000 x 10).
   common models, the general :func:`tfdpa_step` for blocks holding Inf/NaN and for
   interleaved or c-late models.
 
-Parameters travel as one int64 array (``prm``, built by :func:`pack_tfdpa`) so that a
-single compiled specialisation serves every model.
+Parameters travel as one int64 array (``prm``, laid out by :mod:`workbench.engine.layout`,
+tiles set by :func:`pack_tfdpa`) so that a single compiled specialisation serves every model.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Elementary pieces of the arithmetic, as small compiled (numba) functions.
 
-Representation (DESIGN.md): every finite operand is decomposed once into a signed
+Representation (docs/architecture.md, "The representation"): every finite operand is decomposed once into a signed
 integer significand with ``m`` fraction bits and an exponent clamped at the format's
 ``emin``, so that ``x = sig * 2**(exp - m)`` and subnormals need no special case.
 Infinities and NaN carry the exponent :data:`SPECIAL` and the significand +1/-1

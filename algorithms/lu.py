@@ -105,7 +105,7 @@ class Factorization:
         if dt is None:
             raise ValueError(f"precision={precision!r}: the triangular solves run in 'fp32' or 'fp64'")
         rp = np.asarray(r, dtype=np.float64)[self.perm].astype(dt)
-        y = scipy.linalg.solve_triangular(self.L.astype(dt), rp, lower=True, unit_diagonal=self.kind == "lu",
+        y = scipy.linalg.solve_triangular(self.L.astype(dt), rp, lower=True, unit_diagonal=self.kind != "cholesky",
                                           check_finite=False)
         z = scipy.linalg.solve_triangular(self.U.astype(dt), y, lower=False, check_finite=False)
         return z.astype(np.float64)

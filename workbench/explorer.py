@@ -145,7 +145,7 @@ class Explorer:
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name}={v!r}: expected a positive integer")
         self._m, self._n = m, n
-        records = [r for r in catalogue.records() if r.kind not in ("st-fdpa", "gst-fdpa")]
+        records = [r for r in catalogue.records() if not r.operation.scaled]
         self._records = {r.name: r for r in records}
         start = None if preset is None else self._resolve_preset(preset, in_format, out_format)
         style = {"description_width": "90px"}

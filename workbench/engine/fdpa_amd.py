@@ -506,8 +506,8 @@ def trfdpa_gemm_lanes(A, BT, sa, ea, sb, eb, row_special, col_special, acc, q, T
                     acc[i, j] = lane_value(neg[u], mag[u], qq[u])
 
 
-def amd_params(model, kind: int) -> np.ndarray:
-    """The int64 parameter vector of :func:`amd_gemm` for a model computing ``kind``
+def amd_params(model, code: int) -> np.ndarray:
+    """The int64 parameter vector of :func:`amd_gemm` for a model computing ``code``
     (:data:`KIND_E`, :data:`KIND_TR` or :data:`KIND_GTR`), validated."""
     fin = model.in_fmt
     out = model.out_fmt
@@ -515,9 +515,9 @@ def amd_params(model, kind: int) -> np.ndarray:
     if 2 * fin.p > 62:
         raise ValueError(f"in_format={model.in_format!r}: products of {fin.p}-bit significands do not fit the "
                          f"64-bit kernels of {model.kind!r}")
-    q = fused_params(model, 0 if kind == KIND_E else model.F)
-    q[P_KIND] = kind
-    if kind == KIND_E:
+    q = fused_params(model, 0 if code == KIND_E else model.F)
+    q[P_KIND] = code
+    if code == KIND_E:
         if res.p > 59:
             raise ValueError(f"result precision {res.p} is too wide for the E-FDPA rounding (at most 59 bits)")
         base = min(2 * (fin.emin - fin.man_bits), out.emin - out.man_bits)
@@ -536,12 +536,12 @@ def amd_params(model, kind: int) -> np.ndarray:
     return q
 
 
-def run_amd(model, kind: int, A, BT, acc):
+def run_amd(model, code: int, A, BT, acc):
     """E-FDPA / TR-FDPA / GTR-FDPA over whole matrices (K zero-padded to L): the lane
     kernel for TR-/GTR-FDPA products with at least
     :data:`~workbench.engine.kernels.LANES_MIN_N` columns whose result format fits
     the output format, :func:`amd_gemm` otherwise."""
-    q = amd_params(model, kind)
+    q = amd_params(model, code)
     q[P_K] = A.shape[1]
     A2, BT2, sa, ea, sb, eb = padded_decomposed(model, A, BT, model.L)
     fin = model.in_fmt

@@ -184,18 +184,18 @@ def _idealised_update(C: np.ndarray, Lh: np.ndarray, Uh: np.ndarray, precision: 
         acc: np.ndarray
         if update_c == "accumulator":
             acc = C.astype(dt)
-            for l in range(Lc.shape[1]):
-                acc -= np.multiply.outer(Lc[:, l], Uc[l])
+            for k in range(Lc.shape[1]):
+                acc -= np.multiply.outer(Lc[:, k], Uc[k])
             return acc.astype(np.float64)
         acc = np.zeros(C.shape, dtype=dt)
-        for l in range(Lc.shape[1]):
-            acc += np.multiply.outer(Lc[:, l], Uc[l])
+        for k in range(Lc.shape[1]):
+            acc += np.multiply.outer(Lc[:, k], Uc[k])
         return (C.astype(dt) - acc).astype(np.float64)
     rnd = rounder(precision)
     acc = C.copy() if update_c == "accumulator" else np.zeros_like(C)
     sign = -1.0 if update_c == "accumulator" else 1.0
-    for l in range(Lh.shape[1]):
-        acc = rnd(acc + sign * np.multiply.outer(Lh[:, l], Uh[l]))
+    for k in range(Lh.shape[1]):
+        acc = rnd(acc + sign * np.multiply.outer(Lh[:, k], Uh[k]))
     return acc if update_c == "accumulator" else rnd(C - acc)
 
 

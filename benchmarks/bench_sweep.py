@@ -101,7 +101,10 @@ def _compare(df) -> None:
     model_name = {("V100", None, None): "v100", ("A100", None, None): "a100", ("H100", None, None): "h100",
                   ("L40S", None, None): "l40s", ("B200", None, None): "b200", ("B200", "mma.sync", None): "b200",
                   ("B200", None, "rn"): "b200rn"}
-    ok = df[df["error"].isna()]
+    ok = df[df["error"].isna()].copy()
+    for col in ("instruction", "variant"):  # the results table drops columns no task sets
+        if col not in ok:
+            ok[col] = None
     print("format    words model   median(ours/published) over n   max ours/bound")
     for key, g in ok.groupby(["in_format", "param.words", "preset", "instruction", "variant"], dropna=False):
         fmt, words, preset, instr, variant = key

@@ -322,3 +322,27 @@ def test_algorithms_with_k_zero_return_c(name):
     model = workbench.preset("A100", "fp16", "fp32")
     D = SPLITTING[name](np.zeros((2, 0)), np.zeros((0, 3)), model)
     assert D.shape == (2, 3) and (D == 0).all()
+
+
+# ----------------------------------------------------------------- command-line options
+from workbench.cli import main  # noqa: E402
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["presets", "--device", ""], "--device: an empty name"),
+    (["presets", "--format", " "], "--format: an empty name"),
+    (["explain", "--device", "V100", "--a", "1,2", "--b", "1,1", "--c", "1,2"], "--c: '1,2' is a list"),
+    (["explain", "--device", "V100", "--a", "1,x", "--b", "1,1"], "--a: 'x' is not a decimal or hex float"),
+    (["explain", "--device", "V100", "--a", "1,2", "--b", "1"], "--a has 2 values and --b 1"),
+    (["explain", "--device", "V10", "--a", "1", "--b", "1"], "did you mean 'V100'"),
+    (["probe", "preset:V100:fp16:fp32", "--verify", "-5"], "--verify: -5 is out of range"),
+    (["probe", "preset:V100:fp16:fp32", "--seed", "x"], "--seed: 'x' is not an integer"),
+    (["discriminate", "V100:fp16:fp32", "A100:fp16:fp32", "--budget", "-1"], "--budget: -1 is out of range"),
+    (["discriminate", "V100:fp16:fp32", "A100:fp16:fp32", "-K", "-3"], "-K: -3 is out of range"),
+    (["discriminate", "V100:fp16:fp32", "A100:fp16:fp32", "--smt-timeout", "nan"], "expected a finite number > 0"),
+    (["sweep", "experiments/smoke.toml", "--workers", "0"], "--workers: 0 is out of range"),
+    (["reproduce", "--workers", "-1"], "--workers: -1 is out of range"),
+])
+def test_every_cli_option_is_validated(argv, message, capsys):
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err

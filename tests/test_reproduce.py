@@ -4,6 +4,7 @@ tests/paper_cases.py and below, not computed by the code under test)."""
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 from pathlib import Path
 
@@ -54,7 +55,19 @@ _ARCH = {"Volta": "volta", "Turing": "turing", "Ampere": "ampere", "Ada": "ada",
 
 
 @pytest.fixture(scope="module")
+def feature_run(tmp_path_factory):
+    """The feature-table notebook alone (seconds: no sweep), for the default run."""
+    out = tmp_path_factory.mktemp("reproduce-features")
+    files = reproduce(quick=True, only="feature_table", results_dir=out / "results", figures_dir=out / "figures",
+                      log=False)
+    return out, files
+
+
+@pytest.fixture(scope="module")
 def quick_run(tmp_path_factory):
+    """Every notebook with its quick sizes (minutes: behind the slow marker).  The claims
+    on its tables that matter most are also checked without notebooks: MMA-Sim Table 8
+    in tests/test_engine_papers.py, the Figure 7 bound in tests/test_algorithms_multiword.py."""
     out = tmp_path_factory.mktemp("reproduce")
     files = reproduce(quick=True, results_dir=out / "results",
                       figures_dir=out / "figures", log=False,
@@ -69,6 +82,7 @@ def _check_files(figures: Path, names: list[str]) -> None:
         assert f.is_file() and f.stat().st_size > 0, f"{name} missing or empty"
 
 
+@pytest.mark.slow
 def test_quick_reproduction_writes_every_file(quick_run):
     out, files = quick_run
     for name, expected in EXPECTED_FILES.items():
@@ -77,6 +91,7 @@ def test_quick_reproduction_writes_every_file(quick_run):
     assert (out / "figures" / "table8_discrepancy.csv") in files
 
 
+@pytest.mark.slow
 def test_fig7_errors_below_the_published_bound(quick_run):
     out, _ = quick_run
     fig7 = pd.read_csv(out / "figures" / "fig7_multiword.csv")
@@ -85,8 +100,8 @@ def test_fig7_errors_below_the_published_bound(quick_run):
     assert ((fig7["bound_ours"] - fig7["bound_paper"]).abs() <= 1e-6 * fig7["bound_paper"]).all()
 
 
-def test_feature_table_matches_khattak_mikaitis_table2(quick_run):
-    out, _ = quick_run
+def test_feature_table_matches_khattak_mikaitis_table2(feature_run):
+    out, _ = feature_run
     t = pd.read_csv(out / "figures" / "feature_table_km_table2.csv")
     for row in KM_TABLE2:
         first_in = row.input.split(",")[0].strip()
@@ -102,8 +117,8 @@ def test_feature_table_matches_khattak_mikaitis_table2(quick_run):
                        row.c_order, row.interleaving), row
 
 
-def test_feature_table_matches_mmasim_table4(quick_run):
-    out, _ = quick_run
+def test_feature_table_matches_mmasim_table4(feature_run):
+    out, _ = feature_run
     t = pd.read_csv(out / "figures" / "feature_table_mmasim_table4.csv")
     for (arch, fin, fout), expected in XIE_TABLE4.items():
         cand = t[(t["architecture"] == arch) & (t["output"] == fout)
@@ -115,6 +130,7 @@ def test_feature_table_matches_mmasim_table4(quick_run):
         assert (int(r["L_max"]), int(r["F"]), r["rho"]) == expected, (arch, fin, fout)
 
 
+@pytest.mark.slow
 def test_table8_cells_match_mmasim(quick_run):
     out, _ = quick_run
     t = pd.read_csv(out / "figures" / "table8_discrepancy.csv")
@@ -136,6 +152,12 @@ def test_table8_cells_match_mmasim(quick_run):
     assert checked >= 30
 
 
+def test_feature_notebook_writes_its_files(feature_run):
+    out, files = feature_run
+    _check_files(out / "figures", EXPECTED_FILES["feature_table"])
+    assert out / "results" / "notebooks" / "feature_table.ipynb" in files
+
+
 def test_notebooks_have_a_parameters_cell_and_no_outputs():
     import nbformat
     for name in NOTEBOOKS:
@@ -155,3 +177,18 @@ def test_cli_arguments_and_unknown_notebook():
         p.parse_args(["--quick", "--full"])
     with pytest.raises(ValueError, match="unknown notebook 'fig8'"):
         reproduce(only="fig8")
+
+
+def test_quick_runs_default_to_an_ignored_folder():
+    from workbench.reproduce import default_figures_dir
+
+    assert default_figures_dir(True) == Path("figures") / "quick" and default_figures_dir(False) == Path("figures")
+    root = notebooks_dir().parent
+    try:
+        ignored = subprocess.run(["git", "check-ignore", "-q", "figures/quick/fig7_multiword.png"], cwd=root)
+        kept = subprocess.run(["git", "check-ignore", "-q", "figures/fig7_multiword.png"], cwd=root)
+    except FileNotFoundError:
+        pytest.skip("git is not installed")
+    if kept.returncode == 128:
+        pytest.skip("not a git checkout")
+    assert ignored.returncode == 0 and kept.returncode == 1

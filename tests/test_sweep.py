@@ -2,6 +2,8 @@
 
 import argparse
 import glob
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -72,7 +74,7 @@ def test_hashes_are_stable_and_distinct():
     ({"bogus": 1}, "unknown top-level key 'bogus'"),
     ({"name": "a b"}, "name='a b'"),
     ({"reference": "magic"}, "reference='magic'"),
-    ({"metrics": ["normwise_infinity"]}, "'normwise_infinity' is not a known metric"),
+    ({"metrics": ["normwise_infinity"]}, r"unknown metric 'normwise_infinity' \(did you mean 'normwise_inf'"),
     ({"grid": []}, "grid must be a table or an array of tables"),
     ({"grid": {"algorithm": "numpy", "m": 2, "k": 2, "n": 2, "seed": 0,
                "input": {"generator": "normal", "round_to": "none"}, "colour": "red"}}, "unknown key 'colour'"),
@@ -81,13 +83,13 @@ def test_hashes_are_stable_and_distinct():
     ({"grid": {"algorithm": "numpy", "m": 2, "k": [], "n": 2, "seed": 0,
                "input": {"generator": "normal", "round_to": "none"}}}, "k is an empty list"),
     ({"grid": {"algorithm": "numpy", "m": 2, "k": 2, "n": 2, "seed": 0,
-               "input": {"generator": "gaussian"}}}, "input.generator='gaussian'"),
+               "input": {"generator": "gaussian"}}}, "unknown input.generator 'gaussian'"),
     ({"grid": {"algorithm": "numpy", "m": 2, "k": 2, "n": 2, "seed": 0,
                "input": {"generator": "normal", "stdev": 2, "round_to": "none"}}},
-     "input.stdev is not a parameter of generator 'normal'"),
+     "input.stdev: unknown parameter of generator 'normal'"),
     ({"grid": {"algorithm": "numpy", "m": 2, "k": 2, "n": 2, "seed": 0, "out_format": "fp32",
                "input": {"generator": "normal", "round_to": "none", "c": {"generator": "uniform", "lo": 0}}}},
-     "input.c.lo is not a parameter of generator 'uniform'"),
+     "input.c.lo: unknown parameter of generator 'uniform'"),
     ({"grid": {"algorithm": "numpy", "m": 2, "k": 2, "n": 2, "seed": 0, "in_format": "fp17",
                "input": {"generator": "normal"}}}, "in_format='fp17'"),
     ({"grid": {"algorithm": "numpy", "m": 2, "k": 2, "n": 2, "seed": 0,
@@ -114,7 +116,29 @@ def test_validation_errors_name_the_key(change, message):
 def test_unknown_algorithm_fails_before_running(tmp_path):
     raw = sweep_helpers.experiment()
     raw["defaults"]["algorithm"] = "no_such_algorithm"
-    with pytest.raises(ValueError, match="algorithm='no_such_algorithm' is not known"):
+    with pytest.raises(ValueError, match="unknown algorithm 'no_such_algorithm'"):
+        sweep.run(raw, out=tmp_path, workers=1, progress=False)
+    assert not list(tmp_path.glob("parts/*.parquet"))
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"preset": "H10"}, r"task 1 .*unknown device or architecture 'H10' \(did you mean 'H100'"),
+    ({"preset": "V100", "in_format": "bf16"}, r"no preset for 'V100' \(volta\) with 'bf16'"),
+    ({"algorithm": "multiword", "params": {"wrods": 3}},
+     r"unknown params key of algorithm 'multiword' 'wrods' \(did you mean 'words'"),
+    ({"algorithm": "multiwrod"}, r"unknown algorithm 'multiwrod' \(did you mean 'multiword'"),
+    ({"preset": None, "model": {"kind": "t-fdpa", "L": True}}, "L=True"),
+])
+def test_the_whole_file_is_validated_before_anything_runs(tmp_path, change, message):
+    """A bad preset, model, algorithm or params key in any task (here the last of the grid)
+    fails before the first task runs: nothing is stored."""
+    good = {"algorithm": "gemm", "preset": "A100"}
+    bad = {k: v for k, v in {**good, **change}.items() if v is not None}
+    raw = {"name": "v", "reference": "none", "metrics": ["nonfinite"],
+           "defaults": {"m": 2, "k": 4, "n": 2, "seed": 0, "in_format": "fp16", "out_format": "fp32",
+                        "input": {"generator": "normal"}},
+           "grid": [good, bad]}
+    with pytest.raises(ValueError, match=message):
         sweep.run(raw, out=tmp_path, workers=1, progress=False)
     assert not list(tmp_path.glob("parts/*.parquet"))
 
@@ -228,7 +252,13 @@ def test_process_pool_gives_the_same_table(tmp_path):
     serial = sweep.run(sweep_helpers.experiment(), out=tmp_path / "a", workers=1, progress=False)
     pool = sweep.run(sweep_helpers.experiment(), out=tmp_path / "b", workers=2, progress=False)
     pd.testing.assert_frame_equal(_comparable(serial), _comparable(pool))
-    assert pool["worker"].nunique() >= 1 and not pool["worker"].str.endswith(f":{__import__('os').getpid()}").any()
+    # the cheapest task of each kernel group ran here (numba compiles once), the others on the workers
+    here = pool["worker"].str.endswith(f":{__import__('os').getpid()}")
+    groups = pool.groupby(["algorithm", "params"])
+    assert groups.size().gt(1).all()
+    assert set(pool.loc[here, "task_hash"]) == {g.loc[(g["m"] * g["k"] * g["n"]).idxmin(), "task_hash"]
+                                                for _, g in groups}
+    assert pool.loc[~here, "worker"].nunique() >= 1
 
 
 def test_grown_grid_runs_only_new_tasks(tmp_path, monkeypatch):
@@ -306,3 +336,50 @@ def test_store_ignores_temporaries_and_duplicates(tmp_path):
     sweep.run(sweep_helpers.experiment(seeds=(0,), ks=(8,)), out=tmp_path, workers=1, progress=False)
     assert not list(tmp_path.rglob("*.tmp")) and not list((tmp_path / "parts").glob("*.parquet"))
     pd.testing.assert_frame_equal(sweep.load(tmp_path), df)
+
+
+def test_results_folder_reads_with_pandas_and_records_progress(tmp_path):
+    out = tmp_path / "smoke"
+    df = sweep.run(EXPERIMENTS / "smoke.toml", out=out, workers=1, progress=False, quick=True)
+    # metadata is named so that pyarrow skips it: the folder is a plain Parquet dataset
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith("_")) == ["_experiment.json", "_progress.json"]
+    plain = pd.read_parquet(out)
+    pd.testing.assert_frame_equal(plain.reset_index(drop=True), sweep.load(out))
+    assert set(plain["task_hash"]) == set(df["task_hash"])
+    progress = json.loads((out / "_progress.json").read_text())
+    assert (progress["phase"], progress["done"], progress["total"]) == ("done", 9, 9)
+    assert json.loads((out / "_experiment.json").read_text())["name"] == "smoke"
+
+
+def test_legacy_metadata_file_is_renamed_on_resume(tmp_path):
+    out = tmp_path / "smoke"
+    sweep.run(EXPERIMENTS / "smoke.toml", out=out, workers=1, progress=False, quick=True)
+    (out / "experiment.json").write_text("{}")   # the name older versions wrote
+    df = sweep.run(EXPERIMENTS / "smoke.toml", out=out, workers=1, progress=False, quick=True)
+    assert not (out / "experiment.json").exists() and len(pd.read_parquet(out)) == len(df) == 9
+    assert json.loads((out / "_progress.json").read_text())["total"] == 0   # nothing was left to run
+
+
+def test_first_tasks_are_the_cheapest_of_each_kernel_group():
+    from workbench.sweep import warmup
+
+    exp = sweep.parse(EXPERIMENTS / "preset_discrepancy.toml", quick=True)
+    first = warmup.first_tasks(exp.tasks)
+    groups: dict = {}
+    for t in exp.tasks:   # same preset and formats (algorithm "gemm" everywhere): same kernels
+        groups.setdefault((t.spec["preset"], t.spec["in_format"], t.spec["out_format"]), []).append(t)
+    assert len(first) == len(groups) == 15   # 8 fp16 + 7 bf16 presets
+    for t in first:
+        mates = groups[(t.spec["preset"], t.spec["in_format"], t.spec["out_format"])]
+        assert t.spec["m"] * t.spec["k"] * t.spec["n"] == min(u.spec["m"] * u.spec["k"] * u.spec["n"] for u in mates)
+    tour = sweep.parse(warmup.KERNEL_TOUR)
+    assert len(warmup.first_tasks(tour.tasks)) == len(tour.tasks) == 5
+
+
+def test_progress_bar_count_and_percentage_agree(tmp_path, capsys):
+    sweep.run(EXPERIMENTS / "smoke.toml", out=tmp_path, workers=1, progress=True, quick=True)
+    states = [s for s in capsys.readouterr().err.replace("\r", "\n").splitlines() if "task" in s]
+    counts = [re.search(r"(\d+)%\|.*\| (\d+)/(\d+)", s) for s in states]
+    counts = [(int(m[1]), int(m[2]), int(m[3])) for m in counts if m]
+    assert counts and counts[-1] == (100, 9, 9)
+    assert all(pct == round(100 * done / total) for pct, done, total in counts), counts

@@ -243,6 +243,28 @@ def _fmt_name(name: str) -> str:
     return _formats.format(name).name
 
 
+def format_family(name: str) -> tuple[str, ...]:
+    """The input formats of the presets that ``name`` selects: a format name or alias
+    (``"e4m3"``) gives that format (and its AMD FNUZ twin, which CDNA3 presets use for
+    it), a family name such as ``"fp8"``, ``"fp6"`` or ``"mxfp8"`` the formats whose
+    names start with it (``fp8_e4m3``, ``fp8_e5m2``, ``fp8_e4m3fnuz``, ...).
+
+    Raises ValueError naming the families when ``name`` is neither."""
+    used = {r.in_format for r in _RECORDS}
+    key = name.strip().lower()
+    try:
+        fin = _fmt_name(key)
+    except ValueError:
+        family = key.removeprefix("mx")   # MXFP8 = fp8 elements with E8M0 block scales
+        found = tuple(sorted(f for f in used if f.startswith(family + "_")))
+        if found:
+            return found
+        families = sorted({f.split("_")[0] for f in used if "_" in f})
+        raise ValueError(f"unknown format or format family {name!r}; families: {', '.join(families)}; "
+                         f"formats: {', '.join(sorted(used))}") from None
+    return tuple(f for f in (fin, fin + "fnuz") if f in used) or (fin,)
+
+
 def preset(device_or_arch: str, in_format: str, out_format: str = "fp32", instruction: str | None = None,
            variant: str | None = None) -> Preset:
     """The preset of a device (``"H100"``) or architecture (``"hopper"``) for given

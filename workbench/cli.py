@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from . import formats as _formats
+from .gate import cli_float, cli_float_list, cli_name
 
 
 def _fmt_number(v: object) -> str:
@@ -53,60 +54,68 @@ def _formats_run(args: argparse.Namespace) -> int:
 
 
 def _presets_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--device", help="device or architecture (H100, hopper, MI300X, cdna3, ...)")
-    p.add_argument("--format", dest="fmt", help="input format (fp16, bf16, fp8_e4m3, ...)")
+    p.add_argument("--device", type=cli_name, help="device or architecture (H100, hopper, MI300X, cdna3, ...)")
+    p.add_argument("--format", dest="fmt", type=cli_name,
+                   help="input format (fp16, bf16, fp8_e4m3, ...) or family (fp8, fp6, fp4: every format of it)")
 
 
 def _presets_run(args: argparse.Namespace) -> int:
     from . import catalogue
 
     rows = list(catalogue.presets())
-    if args.device:
+    if args.device is not None:
         arch = catalogue._arch_of(args.device)
         rows = [r for r in rows if r["architecture"] == arch]
-    if args.fmt:
-        fin = _formats.format(args.fmt).name
-        rows = [r for r in rows if r["in_format"] in (fin, fin + "fnuz")]
+    if args.fmt is not None:
+        family = catalogue.format_family(args.fmt)
+        rows = [r for r in rows if r["in_format"] in family]
     print("Presets of the matrix units (default: returned by workbench.preset without instruction/variant)")
     print(render_table(rows, ["name", "devices", "kind", "L", "F", "rounding", "zero_exponent", "default", "source"]))
     return 0
 
 
-def _float_list(text: str) -> list[float]:
-    """Comma-separated decimal or hex float literals (0x1.8p-3)."""
-    out = []
-    for tok in text.split(","):
-        tok = tok.strip()
-        try:
-            out.append(float.fromhex(tok) if "0x" in tok.lower() else float(tok))
-        except ValueError:
-            raise ValueError(f"{tok!r} is not a decimal or hex float literal") from None
-    return out
-
-
 def _explain_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--device", required=True, help="device or architecture")
-    p.add_argument("--in-format", default="fp16")
-    p.add_argument("--out-format", default="fp32")
-    p.add_argument("--instruction", default=None)
-    p.add_argument("--variant", default=None)
-    p.add_argument("--a", required=True, help="comma-separated values (decimal or hex floats)")
-    p.add_argument("--b", required=True, help="comma-separated values (decimal or hex floats)")
-    p.add_argument("--c", default="0", help="accumulator value (decimal or hex float)")
-    p.add_argument("--scale-a", default=None,
+    p.add_argument("--device", required=True, type=cli_name, help="device or architecture")
+    p.add_argument("--in-format", default=None, type=cli_name,
+                   help="input format (default fp16, or the one input format of the --variant/--instruction)")
+    p.add_argument("--out-format", default="fp32", type=cli_name)
+    p.add_argument("--instruction", default=None, type=cli_name)
+    p.add_argument("--variant", default=None, type=cli_name)
+    p.add_argument("--a", required=True, type=cli_float_list, help="comma-separated values (decimal or hex floats)")
+    p.add_argument("--b", required=True, type=cli_float_list, help="comma-separated values (decimal or hex floats)")
+    p.add_argument("--c", default=0.0, type=cli_float, help="accumulator value (one decimal or hex float)")
+    p.add_argument("--scale-a", default=None, type=cli_float_list,
                    help="scaled presets (MX, NVFP4): block scales of a, one per k_block elements (comma-separated)")
-    p.add_argument("--scale-b", default=None, help="scaled presets: block scales of b (comma-separated)")
+    p.add_argument("--scale-b", default=None, type=cli_float_list, help="scaled presets: block scales of b (comma-separated)")
+
+
+def _only_in_format(device: str, out_format: str, instruction: str | None, variant: str | None) -> str:
+    """The input format of a device's presets with this variant/instruction when there is
+    only one (NVFP4: fp4_e2m1), else fp16."""
+    from . import catalogue
+
+    if variant is None and instruction is None:
+        return "fp16"
+    arch = catalogue._arch_of(device)
+    out = _formats.format(out_format).name
+    found = {r.in_format for r in catalogue.records() if r.architecture == arch and r.out_format == out
+             and (variant is None or r.variant == variant)
+             and (instruction is None or r.instruction.lower().endswith(instruction.lower()))}
+    return found.pop() if len(found) == 1 else "fp16"
 
 
 def _explain_run(args: argparse.Namespace) -> int:
     from . import catalogue
     from .engine import explain
 
-    m = catalogue.preset(args.device, args.in_format, args.out_format, instruction=args.instruction,
+    in_format = args.in_format or _only_in_format(args.device, args.out_format, args.instruction, args.variant)
+    m = catalogue.preset(args.device, in_format, args.out_format, instruction=args.instruction,
                          variant=args.variant)
     print(f"preset {m.name} ({m.source})")
-    scales = {k: _float_list(v) for k, v in (("scale_a", args.scale_a), ("scale_b", args.scale_b)) if v is not None}
-    print(explain(_float_list(args.a), _float_list(args.b), _float_list(args.c)[0], m, **scales))
+    scales = {k: v for k, v in (("scale_a", args.scale_a), ("scale_b", args.scale_b)) if v is not None}
+    if len(args.a) != len(args.b):
+        raise ValueError(f"--a has {len(args.a)} values and --b {len(args.b)}; a dot product needs equal lengths")
+    print(explain(args.a, args.b, args.c, m, **scales))
     return 0
 
 
@@ -148,7 +157,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error, already printed by argparse (2)
+        return int(exc.code or 0)
     if args.command is None:
         parser.print_help()
         return 0

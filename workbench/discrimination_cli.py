@@ -9,19 +9,21 @@ from __future__ import annotations
 import argparse
 import json
 
+from .gate import cli_count, cli_name, cli_positive_float, cli_positive_int
+
 HELP = "find the simplest input on which two presets give different bits (search or SMT)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model_a", metavar="PRESET_A",
+    parser.add_argument("model_a", metavar="PRESET_A", type=cli_name,
                         help="preset name ('hopper/wgmma/fp16->fp32') or DEVICE:IN:OUT[:VARIANT] ('H100:fp16:fp32')")
-    parser.add_argument("model_b", metavar="PRESET_B", help="second preset, same forms")
-    parser.add_argument("-K", type=int, default=None, help="dot-product length (default: the larger block size L)")
-    parser.add_argument("--budget", type=int, default=200_000, help="candidate inputs to try (default 200000)")
-    parser.add_argument("--seed", type=int, default=0, help="random seed of the randomised phase")
+    parser.add_argument("model_b", metavar="PRESET_B", type=cli_name, help="second preset, same forms")
+    parser.add_argument("-K", type=cli_positive_int, default=None, help="dot-product length (default: the larger block size L)")
+    parser.add_argument("--budget", type=cli_count, default=200_000, help="candidate inputs to try (default 200000)")
+    parser.add_argument("--seed", type=cli_count, default=0, help="random seed of the randomised phase")
     parser.add_argument("--backend", choices=("search", "smt"), default="search",
                         help="'smt': exact z3 back end (pip install z3-solver); proves equivalence for this K")
-    parser.add_argument("--smt-timeout", type=float, default=60.0, help="seconds for z3 (default 60)")
+    parser.add_argument("--smt-timeout", type=cli_positive_float, default=60.0, help="seconds for z3 (default 60)")
     parser.add_argument("--compare", choices=("bits", "value"), default="bits",
                         help="'bits' (default): any output bit, the sign of zero included; 'value': different numbers only")
     parser.add_argument("--no-shrink", action="store_true", help="report the first input found, unsimplified")

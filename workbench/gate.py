@@ -24,6 +24,7 @@ close matches ("did you mean ...?").
 """
 from __future__ import annotations
 
+import argparse
 import difflib
 import math
 from collections.abc import Iterable
@@ -33,7 +34,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["real_array", "real_matrix", "unknown_name", "ACCEPTED"]
+__all__ = ["real_array", "real_matrix", "unknown_name", "ACCEPTED", "cli_positive_int", "cli_count", "cli_name",
+           "cli_float", "cli_float_list", "cli_positive_float"]
 
 #: what :func:`real_array` accepts, for error messages
 ACCEPTED = ("real numbers that are exactly float64 values: float16/32/64, bool, int, "
@@ -181,3 +183,59 @@ def unknown_name(what: str, name: Any, known: Iterable[str], *, extra: str = "")
     by_lower = {k.lower(): k for k in known}
     hint = f" (did you mean {' or '.join(repr(by_lower[c]) for c in close)}?)" if close else ""
     return ValueError(f"unknown {what} {name!r}{hint}; known: {', '.join(known)}{extra}")
+
+
+# ------------------------------------------------------------------ command-line values
+# argparse ``type=`` functions: a bad value is reported by argparse as
+# "argument --x: <message>" and the command exits with status 2 before doing anything.
+def _int(text: str, least: int, what: str) -> int:
+    try:
+        v = int(text.strip(), 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer; expected {what}") from None
+    if v < least:
+        raise argparse.ArgumentTypeError(f"{v} is out of range; expected {what}")
+    return v
+
+
+def cli_positive_int(text: str) -> int:
+    """An integer >= 1."""
+    return _int(text, 1, "a positive integer")
+
+
+def cli_count(text: str) -> int:
+    """An integer >= 0."""
+    return _int(text, 0, "an integer >= 0")
+
+
+def cli_name(text: str) -> str:
+    """A non-empty name (surrounding blanks removed)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty name; expected a name")
+    return text.strip()
+
+
+def cli_float(text: str) -> float:
+    """One decimal or hex float literal (``0.5``, ``0x1p-24``, ``inf``, ``nan``)."""
+    tok = text.strip()
+    if "," in tok:
+        raise argparse.ArgumentTypeError(f"{text!r} is a list; expected one number")
+    try:
+        return float.fromhex(tok) if "0x" in tok.lower() else float(tok)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{tok!r} is not a decimal or hex float literal") from None
+
+
+def cli_float_list(text: str) -> list[float]:
+    """Comma-separated decimal or hex float literals (``1,0x1p-24,-2.5``), at least one."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty list; expected comma-separated numbers")
+    return [cli_float(tok) for tok in text.split(",")]
+
+
+def cli_positive_float(text: str) -> float:
+    """A finite number > 0."""
+    v = cli_float(text)
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a finite number > 0")
+    return v

@@ -4,7 +4,11 @@ Each notebook of ``notebooks/`` (a ``.ipynb`` paired with a jupytext ``.py`` scr
 result; :func:`reproduce` executes them with papermill on a kernel running the current
 Python (so a fresh ``pip install -e .`` needs no Jupyter set-up), writes the executed
 notebooks under ``results_dir`` and lets them write their figures (PNG, PDF) and tables
-(CSV, Markdown) under ``figures_dir``.
+(CSV, Markdown) under ``figures_dir``: ``figures/quick/`` (git-ignored) for the quick
+sizes, so that a quick run never overwrites the full-size files committed in
+``figures/``.  Before the first notebook it compiles the kernels the notebooks' sweeps
+call, once, in this process (:func:`workbench.sweep.warmup.compile_experiments`), and
+while a notebook runs it shows the progress its sweeps record (``_progress.json``).
 
 Sits at the top of the package: nothing else in ``workbench`` imports it.
 """
@@ -14,11 +18,13 @@ import importlib.util
 import os
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["NOTEBOOKS", "NEEDS", "reproduce", "notebooks_dir", "kernel_environment", "KERNEL_NAME"]
+__all__ = ["NOTEBOOKS", "NEEDS", "EXPERIMENTS", "reproduce", "notebooks_dir", "kernel_environment",
+           "KERNEL_NAME", "QUICK_FIGURES", "default_figures_dir"]
 
 #: name -> what it reproduces (in execution order; the cheap ones first)
 NOTEBOOKS: dict[str, str] = {
@@ -39,7 +45,17 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "torch_training": ("torch", "sklearn"),
 }
 
+#: name -> the experiment files of ``experiments/`` its sweeps start from
+EXPERIMENTS: dict[str, tuple[str, ...]] = {
+    "discrepancy_table": ("preset_discrepancy",),
+    "cdna3_rounding_bias": ("cdna3_rounding_bias",),
+    "fig7_multiword": ("fig7_multiword",),
+    "markidis_vs_ootomo": ("markidis_vs_ootomo",),
+}
+
 KERNEL_NAME = "workbench-python"
+#: Where quick runs write their figures and tables by default (git-ignored).
+QUICK_FIGURES = Path("figures") / "quick"
 
 
 def notebooks_dir() -> Path:
@@ -58,7 +74,8 @@ def kernel_environment(spec_root: Path) -> dict[str, str]:
 
     kdir = spec_root / "kernels" / KERNEL_NAME
     kdir.mkdir(parents=True, exist_ok=True)
-    spec = {"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+    spec = {"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
+                     "--IPKernelApp.log_level=ERROR"],   # not its warning about local TCP, once per notebook
             "display_name": f"Python ({Path(sys.executable).parent.parent.name})", "language": "python",
             "env": {"MPLBACKEND": "Agg"}}
     (kdir / "kernel.json").write_text(json.dumps(spec, indent=1))
@@ -79,8 +96,60 @@ def _select(only: str | Sequence[str] | None) -> list[str]:
     return out
 
 
+def default_figures_dir(quick: bool) -> Path:
+    """Where a run writes its figures unless told: :data:`QUICK_FIGURES` (``figures/quick``,
+    git-ignored) for quick runs, ``figures`` (the committed files) for full ones."""
+    return QUICK_FIGURES if quick else Path("figures")
+
+
+class _SweepProgress(threading.Thread):
+    """Shows, on stderr, the progress the sweeps under ``root`` record while a notebook runs
+    (each sweep rewrites ``<root>/<name>/_progress.json`` as its tasks finish)."""
+
+    def __init__(self, root: Path, label: str) -> None:
+        super().__init__(daemon=True)
+        self.root, self.label, self.since = root, label, time.time()
+        self._stop_event = threading.Event()
+        self._bars: dict[str, object] = {}
+
+    def run(self) -> None:
+        while not self._stop_event.wait(0.5):
+            self._poll()
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join()
+        self._poll()
+        for bar in self._bars.values():
+            bar.close()
+
+    def _poll(self) -> None:
+        from tqdm.auto import tqdm
+
+        from .sweep import store, warmup
+
+        for folder in sorted(self.root.glob("*/")):
+            rec = store.read_progress(folder)
+            if rec is None or rec["time"] < self.since or rec["total"] == 0:
+                continue
+            phase = f": {warmup.COMPILING}" if rec["phase"] == "compiling" else ""
+            desc = f"{self.label}: sweep {folder.name}{phase}"
+            bar = self._bars.get(folder.name)
+            if bar is None:
+                bar = self._bars[folder.name] = tqdm(total=rec["total"], initial=rec["done"], desc=desc, unit="task",
+                                                     file=sys.stderr, dynamic_ncols=True, leave=True)
+            if bar.disable:       # closed: that sweep is done
+                continue
+            bar.set_description_str(desc, refresh=False)
+            bar.total = rec["total"]
+            bar.n = rec["done"]
+            bar.refresh()
+            if rec["phase"] == "done":
+                bar.close()
+
+
 def reproduce(quick: bool = True, only: str | Sequence[str] | None = None, results_dir: str | Path = "results",
-              figures_dir: str | Path = "figures", *, workers: int = 2, parameters: dict | None = None,
+              figures_dir: str | Path | None = None, *, workers: int = 2, parameters: dict | None = None,
               log: bool = True) -> list[Path]:
     """Execute the reproduction notebooks and return the files they wrote.
 
@@ -94,14 +163,16 @@ def reproduce(quick: bool = True, only: str | Sequence[str] | None = None, resul
         Executed notebooks go to ``results_dir/notebooks/``; sweep results (Parquet, resumable)
         to ``results_dir/sweeps/``.
     figures_dir:
-        Figures (PNG, PDF) and tables (CSV, Markdown).
+        Figures (PNG, PDF) and tables (CSV, Markdown); default :data:`QUICK_FIGURES`
+        (``figures/quick``, git-ignored) for quick runs and ``figures`` for full ones.
     workers:
         Worker processes of the sweeps.
     parameters:
         Extra papermill parameters given to every notebook (names a notebook does not
         declare are ignored by it).
     log:
-        Print one line per notebook (name, seconds).
+        Show progress on stderr: the kernels compiled before the first notebook, one line
+        per notebook (its number, name and, when done, seconds) and its sweeps' progress bars.
 
     Returns
     -------
@@ -113,21 +184,30 @@ def reproduce(quick: bool = True, only: str | Sequence[str] | None = None, resul
 
     names = _select(only)
     results = Path(results_dir).resolve()
-    figures = Path(figures_dir).resolve()
+    figures = Path(default_figures_dir(quick) if figures_dir is None else figures_dir).resolve()
     (results / "notebooks").mkdir(parents=True, exist_ok=True)
+    (results / "sweeps").mkdir(parents=True, exist_ok=True)
     figures.mkdir(parents=True, exist_ok=True)
     nb_dir = notebooks_dir()
+    experiments = [nb_dir.parent / "experiments" / f"{e}.toml" for n in names for e in EXPERIMENTS.get(n, ())]
+    if experiments:
+        from .sweep.warmup import KERNEL_TOUR, compile_experiments
+
+        seconds, compiled = compile_experiments([*experiments, KERNEL_TOUR], quick=quick, progress=log)
+        if log and compiled:
+            print(f"compiled {compiled} kernels in {seconds:.0f} s (cached for the next runs)", file=sys.stderr,
+                  flush=True)
     written: list[Path] = []
     with tempfile.TemporaryDirectory(prefix="workbench-kernel-") as tmp:
         env = kernel_environment(Path(tmp))
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)
         try:
-            for name in names:
+            for number, name in enumerate(names, 1):
                 absent = [m for m in NEEDS.get(name, ()) if importlib.util.find_spec(m) is None]
                 if absent:
-                    print(f"{name}: skipped: needs {', '.join(absent)} (pip install torch==2.13.0, then "
-                          f"pip install -e '.[torch]')", flush=True)
+                    print(f"[{number}/{len(names)}] {name}: skipped: needs {', '.join(absent)} (pip install "
+                          "torch==2.13.0, then pip install -e '.[torch]')", flush=True)
                     continue
                 src = nb_dir / f"{name}.ipynb"
                 if not src.exists():
@@ -136,11 +216,21 @@ def reproduce(quick: bool = True, only: str | Sequence[str] | None = None, resul
                 params = {"quick": bool(quick), "out_dir": str(figures), "sweep_dir": str(results / "sweeps"),
                           "workers": int(workers), **(parameters or {})}
                 before = {p: p.stat().st_mtime_ns for p in figures.iterdir() if p.is_file()}
-                t0 = time.time()
-                pm.execute_notebook(str(src), str(dst), parameters=params, kernel_name=KERNEL_NAME,
-                                    cwd=str(nb_dir.parent), progress_bar=False, report_mode=False)
+                label = f"[{number}/{len(names)}] {name}"
                 if log:
-                    print(f"{name}: {time.time() - t0:.1f} s", flush=True)
+                    print(f"{label}: {NOTEBOOKS[name]}", file=sys.stderr, flush=True)
+                watch = _SweepProgress(results / "sweeps", label)
+                if log:
+                    watch.start()
+                t0 = time.time()
+                try:
+                    pm.execute_notebook(str(src), str(dst), parameters=params, kernel_name=KERNEL_NAME,
+                                        cwd=str(nb_dir.parent), progress_bar=False, report_mode=False)
+                finally:
+                    if log:
+                        watch.stop()
+                if log:
+                    print(f"{label}: done in {time.time() - t0:.1f} s", file=sys.stderr, flush=True)
                 written.append(dst)
                 written += sorted(p for p in figures.iterdir()
                                   if p.is_file() and before.get(p) != p.stat().st_mtime_ns)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 
+from .gate import cli_positive_int
+
 HELP = "regenerate the papers' figures and tables (executes notebooks/ with papermill)"
 
 
@@ -20,8 +22,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only", metavar="NAME", action="append", choices=list(NOTEBOOKS),
                         help=f"run only this notebook (repeatable): {', '.join(NOTEBOOKS)}")
     parser.add_argument("--results-dir", default="results", help="executed notebooks and sweep results (default results)")
-    parser.add_argument("--figures-dir", default="figures", help="figures and tables (default figures)")
-    parser.add_argument("--workers", type=int, default=2, help="worker processes of the sweeps (default 2)")
+    parser.add_argument("--figures-dir", default=None,
+                        help="figures and tables (default figures/quick for --quick, which git ignores, "
+                             "and figures for --full)")
+    parser.add_argument("--workers", type=cli_positive_int, default=2, help="worker processes of the sweeps (default 2)")
 
 
 def run_command(args: argparse.Namespace) -> int:

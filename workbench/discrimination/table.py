@@ -15,7 +15,7 @@ __all__ = ["discrimination_table"]
 
 
 def discrimination_table(presets: list[Any] | None = None, *, budget: int = 50_000, K: int | None = None,
-                         seed: int = 0, include_variants: bool = True) -> list[dict[str, Any]]:
+                         seed: int = 0, include_variants: bool = True, progress: bool = True) -> list[dict[str, Any]]:
     """One row (dict) per pair of presets sharing input and output formats.
 
     Columns: ``model_a``, ``model_b``, ``in_format``, ``out_format``, ``status``
@@ -24,8 +24,11 @@ def discrimination_table(presets: list[Any] | None = None, *, budget: int = 50_0
     (list of ``{"k", "a", "b"}``), ``c``, ``out_a``, ``out_b``, ``nonzero_terms``,
     ``candidates``.  ``presets``: Preset records or names (default: every record of
     :func:`workbench.catalogue.records`, variants included unless ``include_variants``
-    is False, scaled MX/NVFP4 records excluded).
+    is False, scaled MX/NVFP4 records excluded).  ``progress``: a bar on stderr counting
+    the pairs (shown when the table takes more than a second).
     """
+    from tqdm.auto import tqdm
+
     from .. import catalogue
     from .search import resolve_model
 
@@ -35,9 +38,9 @@ def discrimination_table(presets: list[Any] | None = None, *, budget: int = 50_0
     else:
         recs = [resolve_model(p) for p in presets]
     rows: list[dict[str, Any]] = []
-    for ma, mb in combinations(recs, 2):
-        if (ma.in_format, ma.out_format) != (mb.in_format, mb.out_format):
-            continue
+    pairs = [(ma, mb) for ma, mb in combinations(recs, 2)
+             if (ma.in_format, ma.out_format) == (mb.in_format, mb.out_format)]
+    for ma, mb in tqdm(pairs, desc="discrimination table", unit="pair", disable=not progress, delay=1.0):
         row: dict[str, Any] = {"model_a": model_label(ma), "model_b": model_label(mb),
                                "in_format": ma.in_format, "out_format": ma.out_format}
         try:

@@ -617,7 +617,7 @@ def tfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, prm):
             for u in range(nl):
                 j = j0 + u
                 if bad[ii, u]:
-                    acc[i, j] = _accumulate(sa, ea, sb, eb, i, j, 0, nblocks, acc[i, j], 0.0, prm, fast)[0]
+                    acc[i, j] = _accumulate(sa, ea, sb, eb, i, j, np.int64(0), nblocks, acc[i, j], 0.0, prm, fast)[0]
                 elif accmode != ACC_CHAIN:
                     acc[i, j] = total[ii, u]
                 else:
@@ -632,7 +632,7 @@ def tfdpa_rows(sa, ea, sb, eb, acc, prm):
     L = prm[P_L]
     fast = fast_eligible(prm)
     for r in numba.prange(n):
-        acc[r] = _chain(sa, ea, sb, eb, r, r, 0, K // L, acc[r], prm, fast)
+        acc[r] = _chain(sa, ea, sb, eb, r, r, np.int64(0), K // L, acc[r], prm, fast)
 
 
 # ------------------------------------------------------------------------ FMA

@@ -336,12 +336,37 @@ def _result_format(p_res: int | None, fout: _formats.FloatFormat) -> str | None:
 
 
 def infer(black_box: Any, in_format: str | None = None, out_format: str | None = None, *,
-          n_verify: int = 20000, seed: int = 0, verify_model: bool = True) -> InferenceResult:
+          n_verify: int = 20000, seed: int = 0, verify_model: bool = True, progress: bool = False) -> InferenceResult:
     """Recover a unit's arithmetic from its outputs (see the module docstring).
 
     ``black_box``: a callable ``f(A, B, C) -> D`` (then ``in_format`` and
     ``out_format`` are required), a :class:`~workbench.probes.BlackBox`, or a Model /
-    preset (probed through ``workbench.gemm``)."""
+    preset (probed through ``workbench.gemm``).  ``progress``: a bar on stderr naming
+    the step under way (subnormals, structure, specials, parameters, zero exponent,
+    verification)."""
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=len(_STEPS) - 1, disable=not progress, unit="step", bar_format="{desc} {n}/{total} steps "
+               "[{elapsed}]")
+
+    def step(i: int) -> None:
+        bar.n = i
+        bar.set_description_str(f"infer: {_STEPS[i]}")
+
+    step(0)
+    try:
+        return _infer(black_box, in_format, out_format, n_verify, seed, verify_model, step)
+    finally:
+        bar.close()
+
+
+#: The steps :func:`infer` reports on its progress bar.
+_STEPS = ("subnormals", "summation structure", "special values", "parameters", "zero-operand exponent",
+          "verification", "done")
+
+
+def _infer(black_box: Any, in_format: str | None, out_format: str | None, n_verify: int, seed: int,
+           verify_model: bool, step: Any) -> InferenceResult:
     bb = as_black_box(black_box, in_format, out_format)
     fin, fout = bb.in_fmt, bb.out_fmt
     feats: dict[str, Any] = {"formats": f"{fin.name} -> {fout.name}"}
@@ -354,6 +379,7 @@ def infer(black_box: Any, in_format: str | None = None, out_format: str | None =
     feats["subnormal outputs"] = {True: "produced", False: "flushed", None: "unreachable from products"}[
         sub.outputs_from_products]
     allow_sub = sub.inputs
+    step(1)
     sr = _f.probe_structure(bb, allow_subnormal=allow_sub)
     feats["FPRev swamping range"] = f"2^{sr.swamp_bits} (K = {sr.K})"
     is_narrow = _f.narrow(bb, sr.swamp_bits)
@@ -381,11 +407,13 @@ def infer(black_box: Any, in_format: str | None = None, out_format: str | None =
         feats["summation tree"] = st.describe()
         if len(sr.candidates) > 1:
             feats["also consistent"] = ", ".join(s.describe() for s in sr.candidates[1:4])
+    step(2)
     try:
         feats["special values"] = _f.probe_specials(bb)
     except ValueError as exc:  # pragma: no cover - exotic formats
         feats["special values"] = f"not probed ({exc})"
 
+    step(3)
     groups = None
     if st.shape in ("chain", "exact") and st.L >= 4:
         # GST-FDPA (Xie Algorithm 9): groups of G products summed exactly before the window
@@ -479,6 +507,7 @@ def infer(black_box: Any, in_format: str | None = None, out_format: str | None =
                 model = trial
                 unobs["F"] += f"; F = {F_try} is the smallest value above the bound that passes verification"
                 break
+    step(4)
     if model is not None and model.kind in _WINDOWED + ("gst-fdpa",):
         ez, ok = _search_zero_exponent(bb, model.params, allow_sub, seed)
         if not ok:
@@ -500,6 +529,7 @@ def infer(black_box: Any, in_format: str | None = None, out_format: str | None =
     full = dict(model.params) if model is not None else {**Model().params, **params}
     n_ok, cex = 0, None
     verified = False
+    step(5)
     if model is not None and verify_model:
         try:
             n_ok, cex = verify(bb, model, n=n_verify, seed=seed)
@@ -507,6 +537,7 @@ def infer(black_box: Any, in_format: str | None = None, out_format: str | None =
         except ValueError as exc:
             notes.append(f"verification impossible: {exc}")
     inferred = tuple(params) + (("zero_exponent",) if "zero_exponent" in consistent else ())
+    step(6)
     return InferenceResult(full, model, verified, cex, n_ok, feats, unobs, notes, bb.name, consistent, inferred)
 
 

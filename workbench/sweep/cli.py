@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from ..gate import cli_positive_int
+
 HELP = "run a parameter sweep from an experiment file (parallel, resumable, Dask-ready)"
 
 
@@ -11,7 +13,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of the ``sweep`` command."""
     parser.add_argument("experiment", help="experiment file (TOML), e.g. experiments/fig7_multiword.toml")
     parser.add_argument("--out", default=None, help="results folder (default results/<experiment name>)")
-    parser.add_argument("--workers", type=int, default=None,
+    parser.add_argument("--workers", type=cli_positive_int, default=None,
                         help="local worker processes (default: CPU count; 1 = in this process)")
     parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
                         help="dask.distributed scheduler address, e.g. tcp://host:8786 (runs on that cluster)")

@@ -1,6 +1,8 @@
 """Running an experiment: pending tasks -> executor -> rows on disk -> DataFrame.
 
-Scheduling: the tasks are grouped by input (``input_hash``: generator, sizes,
+Scheduling: first the cheapest task of each kernel group runs in the submitting
+process, so that numba compiles each kernel once (:mod:`workbench.sweep.warmup`);
+the workers load the compiled kernels from the cache.  Then the tasks are grouped by input (``input_hash``: generator, sizes,
 seed, rounding, reference kind, alpha, beta).  One reference job per input with
 pending tasks is submitted first (largest first); when it finishes, that input's
 tasks are submitted with the reference as an argument, so an exact reference is
@@ -16,7 +18,7 @@ import contextlib
 import multiprocessing
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,7 @@ import pandas as pd
 from . import spec as _spec
 from . import store as _store
 from . import tasks as _tasks
+from . import warmup as _warmup
 
 _THREAD_ENV = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -114,18 +117,12 @@ def _threads_per_worker(threads: int | None) -> Iterator[None]:
                 os.environ[k] = v
 
 
-def _progress(total_cost: float, enabled: bool, desc: str) -> Any:
-    """A tqdm bar advanced by task cost (m k n), so that the ETA holds although tasks differ in size."""
+def _progress(total: int, enabled: bool, desc: str) -> Any:
+    """A tqdm bar on stderr counting finished tasks (count and percentage agree)."""
     from tqdm.auto import tqdm
 
-    return tqdm(total=total_cost, disable=not enabled, desc=desc, dynamic_ncols=True, file=sys.stderr,
-                smoothing=0.05, bar_format="{desc} {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}]")
-
-
-def _payload(exp: _spec.Experiment, task: _spec.Task) -> dict[str, Any]:
-    return {"hash": task.hash, "input_hash": task.input_hash, "spec": task.spec, "experiment": exp.name,
-            "index": task.index, "reference": exp.reference, "metrics": exp.metrics,
-            "input_key": _spec.input_key(task.spec, exp.reference)}
+    return tqdm(total=total, disable=not enabled, desc=desc, dynamic_ncols=True, file=sys.stderr,
+                smoothing=0.05, unit="task")
 
 
 def default_out(name: str) -> Path:
@@ -170,8 +167,7 @@ def run(path_or_dict: str | Path | Mapping[str, Any], out: str | Path | None = N
     of :data:`workbench.sweep.tasks.TIMING_COLUMNS`.
     """
     exp = _spec.parse(path_or_dict, quick=quick)
-    for name in {t.spec["algorithm"] for t in exp.tasks}:
-        _tasks.resolve_algorithm(name)  # a typo fails here, before anything runs
+    _tasks.validate_experiment(exp.tasks)  # a bad preset, algorithm or params key fails here, before anything runs
     out = Path(out) if out is not None else default_out(exp.name)
     out.mkdir(parents=True, exist_ok=True)
     _store.clean_temporaries(out)
@@ -181,7 +177,9 @@ def run(path_or_dict: str | Path | Mapping[str, Any], out: str | Path | None = N
         done -= _store.error_hashes(out)
     pending = [t for t in exp.tasks if t.hash not in done]
 
-    if pending:
+    if not pending:
+        _store.save_progress(out, exp.name, "done", 0, 0)
+    else:
         if scheduler is not None:
             executor: Any = _DaskExecutor(scheduler)
             threads = None
@@ -196,7 +194,7 @@ def run(path_or_dict: str | Path | Mapping[str, Any], out: str | Path | None = N
                 threads = None
         with _threads_per_worker(threads):
             try:
-                _execute(exp, pending, executor, out, progress)
+                _execute(exp, pending, executor, out, progress, first_here=scheduler is None)
             finally:
                 executor.shutdown()
     if compact:
@@ -218,47 +216,88 @@ def _select(table: pd.DataFrame, exp: _spec.Experiment) -> pd.DataFrame:
 
 
 def _execute(exp: _spec.Experiment, pending: list[_spec.Task], executor: Any, out: Path,
-             progress: bool) -> None:
+             progress: bool, first_here: bool) -> None:
+    """Run ``pending`` on ``executor``, writing each row to ``out`` as it comes and the
+    progress to ``OUT/_progress.json``.
+
+    ``first_here``: run the cheapest task of each kernel group in this process first
+    (:func:`workbench.sweep.warmup.first_tasks`), so that numba compiles each kernel
+    once, here, and the workers load it from the cache."""
+    total = len(pending)
+    bar = _progress(total, progress, exp.name)
+    state = {"finished": 0, "errors": 0, "phase": "running"}
+
+    def record(row: dict[str, Any]) -> None:
+        _store.write_row(out, row)
+        state["errors"] += row.get("error") is not None
+        state["finished"] += 1
+        _store.save_progress(out, exp.name, state["phase"], state["finished"], total)
+        if state["errors"]:
+            bar.set_postfix_str(f"{state['errors']} errors", refresh=False)
+        bar.update(1)
+
+    show = _warmup.show_compiling(bar, f"{exp.name}: ")
+
+    def compiling(count: int, name: str) -> None:
+        show(count, name)
+        if state["phase"] != "compiling":
+            state["phase"] = "compiling"
+            _store.save_progress(out, exp.name, state["phase"], state["finished"], total)
+
+    _store.save_progress(out, exp.name, state["phase"], 0, total)
+    references: dict[str, Any] = {}
+    try:
+        if first_here:
+            first = _warmup.first_tasks(pending)
+            with _warmup.CompileWatch(on_compile=compiling):
+                for t in first:
+                    record(_warmup.run_here(exp, t, references))
+            state["phase"] = "running"
+            bar.set_description_str(exp.name, refresh=False)
+            bar.set_postfix_str(f"{state['errors']} errors" if state["errors"] else "")
+            ran = {t.hash for t in first}
+            pending = [t for t in pending if t.hash not in ran]
+        _submit_all(exp, pending, executor, references, record)
+    finally:
+        _store.save_progress(out, exp.name, "done", state["finished"], total)
+        bar.close()
+
+
+def _submit_all(exp: _spec.Experiment, pending: list[_spec.Task], executor: Any, references: dict[str, Any],
+                record: Callable[[dict[str, Any]], None]) -> None:
+    """Submit the reference job of each input (largest first; ``references`` holds those
+    already computed), then its tasks as soon as it is done; ``record`` each row."""
     by_input: dict[str, list[_spec.Task]] = {}
     for t in sorted(pending, key=lambda t: -t.cost):
         by_input.setdefault(t.input_hash, []).append(t)
     in_flight: dict[Any, tuple[str, Any]] = {}
-    bar = _progress(sum(t.cost for t in pending), progress, exp.name)
-    errors = finished = 0
-    bar.set_description_str(f"{exp.name}: 0/{len(pending)} tasks", refresh=False)
 
     def submit_tasks(ih: str, reference: Any) -> None:
         for t in by_input[ih]:
-            in_flight[executor.submit(_tasks.run_task, _payload(exp, t), reference)] = ("task", t)
+            in_flight[executor.submit(_tasks.run_task, _warmup.payload(exp, t), reference)] = ("task", t)
 
-    try:
-        for ih, group in by_input.items():
-            if exp.reference == "none":
-                submit_tasks(ih, None)
-            else:
-                key = _spec.input_key(group[0].spec, exp.reference)
-                in_flight[executor.submit(_tasks.compute_reference, key)] = ("ref", ih)
-        while in_flight:
-            for fut in executor.wait_any(set(in_flight)):
-                kind, what = in_flight.pop(fut)
-                try:
-                    result = fut.result()
-                except Exception as exc:  # noqa: BLE001 - a worker died or the transport failed
-                    if kind == "ref":
-                        result = (False, f"reference job failed: {type(exc).__name__}: {exc}", 0.0)
-                    else:
-                        result = _failed_row(exp, what, exc)
+    for ih, group in by_input.items():
+        if exp.reference == "none":
+            submit_tasks(ih, None)
+        elif ih in references:
+            submit_tasks(ih, references[ih])
+        else:
+            key = _spec.input_key(group[0].spec, exp.reference)
+            in_flight[executor.submit(_tasks.compute_reference, key)] = ("ref", ih)
+    while in_flight:
+        for fut in executor.wait_any(set(in_flight)):
+            kind, what = in_flight.pop(fut)
+            try:
+                result = fut.result()
+            except Exception as exc:  # noqa: BLE001 - a worker died or the transport failed
                 if kind == "ref":
-                    submit_tasks(what, result)
-                    continue
-                _store.write_row(out, result)
-                errors += result.get("error") is not None
-                finished += 1
-                bar.set_description_str(f"{exp.name}: {finished}/{len(pending)} tasks"
-                                        + (f", {errors} errors" if errors else ""), refresh=False)
-                bar.update(what.cost)
-    finally:
-        bar.close()
+                    result = (False, f"reference job failed: {type(exc).__name__}: {exc}", 0.0)
+                else:
+                    result = _failed_row(exp, what, exc)
+            if kind == "ref":
+                submit_tasks(what, result)
+            else:
+                record(result)
 
 
 def _failed_row(exp: _spec.Experiment, task: _spec.Task, exc: BaseException) -> dict[str, Any]:

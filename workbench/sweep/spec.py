@@ -45,6 +45,7 @@ from typing import Any
 
 from .. import formats as _formats
 from .. import inputs as _inputs
+from ..gate import unknown_name
 
 #: Keys allowed at the top of an experiment file.
 TOP_KEYS = ("name", "description", "source", "notes", "reference", "metrics", "defaults", "grid", "quick")
@@ -195,15 +196,15 @@ def _check_generator_params(where: str, prefix: str, gen: str, table: Mapping[st
     allowed = [p.name for p in inspect.signature(func).parameters.values() if p.kind is p.KEYWORD_ONLY]
     for key in table:
         if key not in reserved and key not in allowed:
-            raise ValueError(f"{where}: {prefix}.{key} is not a parameter of generator {gen!r}; expected one of "
-                             f"{allowed + list(reserved)}")
+            err = unknown_name(f"parameter of generator {gen!r}", key, allowed + list(reserved))
+            raise ValueError(f"{where}: {prefix}.{key}: {err}")
 
 
 def validate_task(spec: dict[str, Any], where: str) -> dict[str, Any]:
     """Check one expanded task and fill defaults; raise ValueError naming the bad key."""
     for key in spec:
         if key not in TASK_KEYS:
-            raise ValueError(f"{where}: unknown key {key!r}; expected one of {sorted(TASK_KEYS)}")
+            raise ValueError(f"{where}: {unknown_name('key', key, sorted(TASK_KEYS))}")
     for key in REQUIRED:
         if key not in spec:
             raise ValueError(f"{where}: missing required key {key!r} ({TASK_KEYS[key]})")
@@ -243,7 +244,7 @@ def validate_task(spec: dict[str, Any], where: str) -> dict[str, Any]:
     gen = inp.get("generator")
     known = sorted([*_inputs.GENERATORS, *_inputs.PAIR_GENERATORS])
     if gen not in known:
-        raise ValueError(f"{where}: input.generator={gen!r} is not known; expected one of {known}")
+        raise ValueError(f"{where}: {unknown_name('input.generator', gen, known)}")
     _check_generator_params(where, "input", gen, inp, ("generator", "round_to", "c"))
     inp.setdefault("round_to", "input")
     _check_round_to(where, "input.round_to", inp["round_to"], ("input", "none"))
@@ -256,8 +257,7 @@ def validate_task(spec: dict[str, Any], where: str) -> dict[str, Any]:
             raise ValueError(f"{where}: input.c={c!r} must be a table with a 'generator' key")
         c = dict(c)
         if c.get("generator") not in _inputs.GENERATORS:
-            raise ValueError(f"{where}: input.c.generator={c.get('generator')!r} is not known; expected one of "
-                             f"{sorted(_inputs.GENERATORS)}")
+            raise ValueError(f"{where}: {unknown_name('input.c.generator', c.get('generator'), sorted(_inputs.GENERATORS))}")
         _check_generator_params(where, "input.c", c["generator"], c, ("generator", "round_to"))
         c.setdefault("round_to", "output")
         _check_round_to(where, "input.c.round_to", c["round_to"], ("output", "none"))
@@ -291,8 +291,7 @@ def _check_metrics(metrics: Any) -> list[str]:
         raise ValueError(f"metrics={metrics!r} must be a non-empty list of metric names")
     for m in metrics:
         if m not in METRICS and ":" not in m:
-            raise ValueError(f"metrics: {m!r} is not a known metric; expected one of {sorted(METRICS)} "
-                             "or 'module:function'")
+            raise unknown_name("metric", m, sorted(METRICS), extra=" (or 'module:function')")
     return list(metrics)
 
 

@@ -4,7 +4,11 @@ Layout of an output folder::
 
     OUT/parts/<task_hash>.parquet      one finished task, written as soon as it ends
     OUT/results-<stamp>.parquet        compacted rows (written at the end of a run)
-    OUT/experiment.json                the experiment as run (for the record)
+    OUT/_experiment.json               the experiment as run (for the record)
+    OUT/_progress.json                 tasks finished / to run, updated as they finish
+
+The metadata names start with an underscore, so pyarrow (and ``pandas.read_parquet(OUT)``)
+skips them and reads the folder as one Parquet dataset.
 
 Every file is written to a temporary name in the same folder, flushed and fsynced,
 then renamed with :func:`os.replace` (atomic on POSIX), so a reader or a killed
@@ -29,6 +33,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 PARTS = "parts"
+#: The experiment as run, and the progress of the current run (pyarrow skips names starting with "_").
+METADATA = "_experiment.json"
+PROGRESS = "_progress.json"
+#: Name of the metadata file before it was renamed; removed when a run rewrites the metadata.
+_LEGACY_METADATA = "experiment.json"
 #: Columns kept even when every value is missing (other all-missing columns are dropped).
 KEEP = ("error", "traceback")
 
@@ -163,6 +172,26 @@ def compact(out: Path) -> Path | None:
 
 
 def save_experiment(out: Path, raw: Mapping[str, Any]) -> None:
-    """Record the experiment definition next to its results."""
-    Path(out).mkdir(parents=True, exist_ok=True)
-    write_text(Path(out) / "experiment.json", json.dumps(raw, indent=2, sort_keys=True, default=str))
+    """Record the experiment definition next to its results (``OUT/_experiment.json``)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_text(out / METADATA, json.dumps(raw, indent=2, sort_keys=True, default=str))
+    (out / _LEGACY_METADATA).unlink(missing_ok=True)  # it made pandas.read_parquet(OUT) fail
+
+
+def save_progress(out: Path, experiment: str, phase: str, done: int, total: int) -> None:
+    """Record how far the current run of ``out`` is (``OUT/_progress.json``), for watchers
+    such as ``workbench reproduce`` whose sweeps run in another process.
+
+    ``phase``: ``"compiling"`` (first tasks of each kind in the submitting process),
+    ``"running"`` or ``"done"``; ``done`` / ``total``: tasks of this run finished / to run."""
+    write_text(Path(out) / PROGRESS, json.dumps({"experiment": experiment, "phase": phase, "done": int(done),
+                                                 "total": int(total), "time": time.time()}))
+
+
+def read_progress(out: Path) -> dict[str, Any] | None:
+    """The last :func:`save_progress` record of ``out`` (None if there is none or it is unreadable)."""
+    try:
+        return json.loads((Path(out) / PROGRESS).read_text())
+    except (OSError, ValueError):
+        return None

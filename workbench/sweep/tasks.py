@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 import json
 import os
 import socket
 import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from .. import formats as _formats
 from .. import inputs as _inputs
+from ..gate import unknown_name
 from .measures import METRICS, Context
 
 #: Columns that vary between runs of the same task (excluded when comparing tables).
@@ -79,7 +81,54 @@ def resolve_algorithm(name: str) -> Callable[..., np.ndarray]:
     if name in BUILTIN_ALGORITHMS:
         return BUILTIN_ALGORITHMS[name]
     known = sorted({*registry, *BUILTIN_ALGORITHMS})
-    raise ValueError(f"algorithm={name!r} is not known; expected one of {known} or 'module:function'")
+    raise unknown_name("algorithm", name, known, extra=" (or 'module:function')")
+
+
+def validate_experiment(tasks: Sequence[Any]) -> None:
+    """Check, before anything runs, everything of an expanded experiment that a task
+    would otherwise only find out when it runs: every model (the preset exists for its
+    formats, instruction and variant; a custom model's parameters are valid), every
+    algorithm name and every ``params`` key (against the algorithm's signature).  The
+    ValueError names the first task (grid order) that fails and suggests close names."""
+    seen_models: set[str] = set()
+    seen_calls: set[tuple[str, tuple[str, ...]]] = set()
+    for t in tasks:
+        spec = t.spec
+        where = f"task {t.index} ({spec['algorithm']}, m={spec['m']} k={spec['k']} n={spec['n']})"
+        key = json.dumps({k: spec.get(k) for k in ("preset", "instruction", "variant", "model", "in_format",
+                                                   "out_format")}, sort_keys=True)
+        if key not in seen_models:
+            seen_models.add(key)
+            try:
+                build_model(spec)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"{where}: {exc}") from None
+        params = tuple(sorted(spec.get("params", {})))
+        if (spec["algorithm"], params) in seen_calls:
+            continue
+        seen_calls.add((spec["algorithm"], params))
+        try:
+            fn = resolve_algorithm(spec["algorithm"])
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
+        _check_params(fn, spec, where)
+
+
+def _check_params(fn: Callable[..., Any], spec: Mapping[str, Any], where: str) -> None:
+    """Every ``params`` key must be a keyword the algorithm takes (unless it takes ``**kwargs``)."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # builtins without a signature: nothing to check
+        return
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()):
+        return
+    keywords = [n for n, p in sig.parameters.items()
+                if p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                and n not in ("A", "B", "C", "model")]
+    for name in spec.get("params", {}):
+        if name not in keywords:
+            err = unknown_name(f"params key of algorithm {spec['algorithm']!r}", name, keywords)
+            raise ValueError(f"{where}: {err}")
 
 
 def resolve_metric(name: str) -> Callable[[Context], Any]:
@@ -88,7 +137,7 @@ def resolve_metric(name: str) -> Callable[[Context], Any]:
         return METRICS[name]
     if ":" in name:
         return _import_object(name)
-    raise ValueError(f"metric {name!r} is not known; expected one of {sorted(METRICS)} or 'module:function'")
+    raise unknown_name("metric", name, sorted(METRICS), extra=" (or 'module:function')")
 
 
 @functools.lru_cache(maxsize=64)

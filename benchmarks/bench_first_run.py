@@ -1,0 +1,81 @@
+"""The first ten minutes of a new user: cold-cache times of the first compile and of README (a).
+
+    python benchmarks/bench_first_run.py [--repeat N] [--workers 2] [--compile-only]
+
+Each repetition points ``NUMBA_CACHE_DIR`` at a new empty folder (as on a fresh clone,
+where no kernel is compiled yet) and times, in fresh processes:
+
+* first compile: what ``workbench reproduce --quick`` compiles before its first notebook
+  (:func:`workbench.sweep.warmup.compile_experiments` on the four experiment files and
+  :data:`~workbench.sweep.warmup.KERNEL_TOUR`);
+* (a) cold: ``workbench reproduce --quick`` (README command (a) after ``pip install``);
+* (a) warm: the same again with the now filled cache but empty results and figure
+  folders (every sweep recomputed, nothing compiled).
+
+Results and figures go to temporary folders, so the working tree is not touched.  Prints
+min/median/max over the repetitions and the load average before and after: the targets
+(first compile < 60 s, (a) < 5 min) are for an idle 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EXPERIMENTS = ("preset_discrepancy", "fig7_multiword", "markidis_vs_ootomo", "cdna3_rounding_bias")
+COMPILE = ("from workbench.sweep.warmup import KERNEL_TOUR, compile_experiments; "
+           f"s, n = compile_experiments([{', '.join(repr(str(ROOT / 'experiments' / (e + '.toml'))) for e in EXPERIMENTS)}, "
+           "KERNEL_TOUR], quick=True, progress=False); print(n, 'compilations')")
+
+
+def _timed(cmd: list[str], env: dict[str, str]) -> float:
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seconds = time.perf_counter() - t0
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stdout[-3000:]}")
+    return seconds
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=1, help="repetitions (each takes minutes; default 1)")
+    ap.add_argument("--workers", type=int, default=2, help="sweep worker processes of (a) (default 2, as README)")
+    ap.add_argument("--compile-only", action="store_true", help="time only the first compile")
+    args = ap.parse_args()
+    workbench = str(Path(sys.executable).parent / "workbench")
+    times: dict[str, list[float]] = {"first compile": []} if args.compile_only else {
+        "first compile": [], "(a) cold": [], "(a) warm": []}
+    load_before = os.getloadavg()
+    for _ in range(args.repeat):
+        with tempfile.TemporaryDirectory(prefix="bench-first-run-") as tmp:
+            tmp = Path(tmp)
+            env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp / "numba-cache"))
+            times["first compile"].append(_timed([sys.executable, "-c", COMPILE], env))
+            if args.compile_only:
+                continue
+            for label, cache in (("(a) cold", "numba-cache-a"), ("(a) warm", "numba-cache-a")):
+                run = tmp / label.replace(" ", "_").strip("()")
+                env["NUMBA_CACHE_DIR"] = str(tmp / cache)
+                times[label].append(_timed([workbench, "reproduce", "--quick", "--workers", str(args.workers),
+                                            "--results-dir", str(run / "results"),
+                                            "--figures-dir", str(run / "figures")], env))
+    load_after = os.getloadavg()
+    print(f"cold-cache first run on {os.cpu_count()} CPUs, {args.repeat} repetition(s); "
+          f"load average (1, 5, 15 min) before {load_before[0]:.1f} {load_before[1]:.1f} {load_before[2]:.1f}, "
+          f"after {load_after[0]:.1f} {load_after[1]:.1f} {load_after[2]:.1f}")
+    print(f"{'step':<16}{'min s':>9}{'median s':>10}{'max s':>9}  target (idle 2-core machine)")
+    targets = {"first compile": "< 60 s", "(a) cold": "< 300 s", "(a) warm": ""}
+    for label, values in times.items():
+        print(f"{label:<16}{min(values):9.1f}{statistics.median(values):10.1f}{max(values):9.1f}  {targets[label]}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,222 @@
+"""Compile once, in one process, before the workers start.
+
+The engine's kernels are compiled by numba on first use and cached on disk
+(``__pycache__`` or ``NUMBA_CACHE_DIR``).  On a fresh installation every worker of a
+sweep would compile the same kernels at the same time, each slower for sharing the
+CPUs with the others, while the progress bar stood still.  So a sweep first runs, in
+the submitting process, the cheapest task of each *kernel group* (tasks that call the
+same kernels with the same argument types: same algorithm, parameters, model and
+formats; :func:`first_tasks`); the workers then load the compiled kernels from the
+cache.  :func:`compile_experiments` does the same for experiment files without storing
+anything (``workbench reproduce`` calls it before it starts the notebooks), and
+:class:`CompileWatch` tells whether numba compiled anything, so that the user is told
+"compiling kernels (first run only)" exactly when that is what takes the time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from . import spec as _spec
+from . import tasks as _tasks
+
+#: Shown while numba compiles (it happens once per machine: the kernels are cached on disk).
+COMPILING = "compiling kernels (first run only)"
+#: Task keys that decide which kernels a task calls and with which argument types.
+_KERNEL_KEYS = ("algorithm", "params", "preset", "instruction", "variant", "model", "in_format", "out_format")
+
+
+class CompileWatch:
+    """Context manager counting numba compilations (not cache loads) of functions outside
+    numba itself (numba's own overloads compiled along the way are not counted) while it is open.
+
+    ``on_compile(count, name)`` (optional) is called as each compilation starts, with the
+    number started so far and the compiled function's name (nested ones included).
+    """
+
+    def __init__(self, on_compile: Callable[[int, str], None] | None = None) -> None:
+        self.compiled = 0
+        self._on_compile = on_compile
+        self._listener: Any = None
+
+    def __enter__(self) -> CompileWatch:
+        from numba.core import event
+
+        watch = self
+
+        class _Listener(event.Listener):
+            def on_start(self, ev: Any) -> None:
+                func = getattr(ev.data.get("dispatcher"), "py_func", None)
+                if getattr(func, "__module__", "").startswith("numba."):
+                    return
+                watch.compiled += 1
+                if watch._on_compile is not None:
+                    watch._on_compile(watch.compiled, getattr(func, "__name__", "?"))
+
+            def on_end(self, ev: Any) -> None:
+                pass
+
+        self._listener = _Listener()
+        event.register("numba:compile", self._listener)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        from numba.core import event
+
+        event.unregister("numba:compile", self._listener)
+
+
+def show_compiling(bar: Any, prefix: str = "") -> Callable[[int, str], None]:
+    """An ``on_compile`` callback for :class:`CompileWatch` that describes ``bar`` as
+    :data:`COMPILING` and names the kernel being compiled."""
+    def on_compile(count: int, name: str) -> None:
+        bar.set_description_str(prefix + COMPILING, refresh=False)
+        bar.set_postfix_str(f"{count} compiled, now {name}")
+    return on_compile
+
+
+def kernel_group(task: _spec.Task) -> str:
+    """The key of the tasks that run the same compiled kernels with the same argument types."""
+    return json.dumps({k: task.spec.get(k) for k in _KERNEL_KEYS}, sort_keys=True, default=str)
+
+
+def first_tasks(tasks: Iterable[_spec.Task]) -> list[_spec.Task]:
+    """The cheapest task (by m k n) of each kernel group, in the order the groups first appear."""
+    best: dict[str, _spec.Task] = {}
+    for t in tasks:
+        key = kernel_group(t)
+        if key not in best or t.cost < best[key].cost:
+            best[key] = t
+    return list(best.values())
+
+
+def payload(exp: _spec.Experiment, task: _spec.Task) -> dict[str, Any]:
+    """What :func:`workbench.sweep.tasks.run_task` needs of a task (plain data: it pickles)."""
+    return {"hash": task.hash, "input_hash": task.input_hash, "spec": task.spec, "experiment": exp.name,
+            "index": task.index, "reference": exp.reference, "metrics": exp.metrics,
+            "input_key": _spec.input_key(task.spec, exp.reference)}
+
+
+def run_here(exp: _spec.Experiment, task: _spec.Task, references: dict[str, Any]) -> dict[str, Any]:
+    """Run one task in this process and return its row; the reference result of its input
+    is taken from, or computed into, ``references`` (keyed by input hash)."""
+    if exp.reference != "none" and task.input_hash not in references:
+        references[task.input_hash] = _tasks.compute_reference(_spec.input_key(task.spec, exp.reference))
+    return _tasks.run_task(payload(exp, task), references.get(task.input_hash))
+
+
+#: An experiment touring the kernels that single products call (1 x K x 1: the scalar T-FDPA
+#: kernel, FMA chains, E-FDPA, FTZ-AddMul, the narrow AMD path), which sweeps of wide products
+#: never reach; ``workbench reproduce`` compiles it with the notebooks' experiments.
+KERNEL_TOUR: dict[str, Any] = {
+    "name": "kernel_tour", "reference": "exact", "metrics": ["exact_match"],
+    "defaults": {"algorithm": "gemm", "out_format": "fp32", "m": 1, "k": 64, "n": 1, "seed": 0,
+                 "input": {"generator": "normal"}},
+    "grid": [{"in_format": "fp16", "preset": ["V100", "MI100", "MI250X", "MI300X"]},
+             {"in_format": "fp64", "out_format": "fp64", "preset": "A100"}],
+}
+
+#: Kinds whose kernels (:mod:`workbench.engine.fdpa_amd`, FTZ-AddMul) share nothing heavy with the
+#: T-FDPA ones: :func:`compile_experiments` compiles the two families in two processes at once.
+_AMD_KINDS = ("e-fdpa", "tr-fdpa", "gtr-fdpa", "ftz-addmul")
+
+
+def _family(task: _spec.Task) -> int:
+    model = _tasks.build_model(task.spec)
+    return 1 if model is not None and model.kind in _AMD_KINDS else 0
+
+
+def _run_family(todo: list[tuple[_spec.Experiment, _spec.Task]], queue: Any) -> None:
+    """Body of a compiling process: run ``todo`` here, reporting each compilation and task on ``queue``."""
+    references: dict[str, Any] = {}
+    with CompileWatch(on_compile=lambda count, name: queue.put(("compile", name))) as watch:
+        for exp, task in todo:
+            run_here(exp, task, references)
+            queue.put(("task", None))
+    queue.put(("done", watch.compiled))
+
+
+def compile_experiments(experiments: Sequence[str | Path | dict], *, quick: bool = True,
+                        progress: bool = True, parallel: bool = True) -> tuple[float, int]:
+    """Compile (or load from the cache) every kernel the experiments' tasks call, by running
+    the cheapest task of each kernel group; nothing is stored.
+
+    The T-FDPA family (NVIDIA units) runs in this process.  With ``parallel`` on a
+    machine with two CPUs or more, the moment numba starts compiling here the AMD family
+    (E-/TR-/GTR-FDPA, FTZ-AddMul: kernels that share nothing heavy with T-FDPA's) starts
+    compiling in a spawned process beside it (numba compiles on one thread); with a warm
+    cache nothing is spawned.  Returns (seconds, number of numba compilations).  With
+    ``progress`` a bar on stderr counts the tasks, described as :data:`COMPILING` while
+    numba compiles (a warm cache only loads, in a second or two, and shows nothing)."""
+    import multiprocessing
+    import queue as _queue
+
+    from tqdm.auto import tqdm
+
+    todo = []
+    for e in experiments:
+        exp = _spec.parse(e, quick=quick)
+        todo += [(exp, t) for t in first_tasks(exp.tasks)]
+    here = [(exp, t) for exp, t in todo if _family(t) == 0]
+    other = [(exp, t) for exp, t in todo if _family(t) == 1]
+    t0 = time.perf_counter()
+    bar = tqdm(total=len(todo), desc="loading kernels", disable=not progress, file=sys.stderr, delay=2.0,
+               unit="task", dynamic_ncols=True)
+    show = show_compiling(bar)
+    state: dict[str, Any] = {"compiled": 0, "worker": None, "running": 0}
+    messages: Any = None
+
+    def drain(block: bool) -> None:
+        while state["running"]:
+            try:
+                kind, value = messages.get(timeout=0.5) if block else messages.get_nowait()
+            except _queue.Empty:
+                if not block:
+                    return
+                if not state["worker"].is_alive():   # died without reporting: its tasks compile later
+                    state["running"] = 0
+                continue
+            if kind == "compile":
+                state["compiled"] += 1
+                show(state["compiled"], value)
+            elif kind == "task":
+                bar.update(1)
+            else:
+                state["running"] = 0
+
+    def on_compile(count: int, name: str) -> None:
+        nonlocal messages
+        state["compiled"] += 1
+        show(state["compiled"], name)
+        if state["worker"] is None and other and parallel and (os.cpu_count() or 1) >= 2:
+            ctx = multiprocessing.get_context("spawn")
+            messages = ctx.Queue()
+            state["worker"] = ctx.Process(target=_run_family, args=(other, messages), daemon=True)
+            state["worker"].start()
+            state["running"] = 1
+
+    references: dict[str, Any] = {}
+    try:
+        with CompileWatch(on_compile=on_compile):
+            for exp, task in here:
+                run_here(exp, task, references)
+                bar.update(1)
+                if state["running"]:
+                    drain(block=False)
+            if state["worker"] is None:      # nothing compiled here: the cache is warm (or no T-FDPA tasks)
+                for exp, task in other:
+                    run_here(exp, task, references)
+                    bar.update(1)
+        if state["worker"] is not None:
+            drain(block=True)
+            state["worker"].join()
+        bar.set_postfix_str(f"{state['compiled']} compiled" if state["compiled"] else "")
+    finally:
+        bar.close()
+    return time.perf_counter() - t0, state["compiled"]

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.engine import core, dots
+from workbench.engine import dots
 from workbench.engine.operations import tfdpa as tfdpa_op
 
 ARCHIVE = Path(__file__).resolve().parent / "data" / "hw_vectors" / "hw_vectors.tar.xz"

@@ -76,9 +76,8 @@ def dots(model: Model, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarra
     if a.shape != b.shape or a.ndim != 2 or acc.shape[0] != a.shape[0]:
         raise ValueError(f"dots needs a, b of equal shape (n, K) and c of length n; got {a.shape}, {b.shape}, {acc.shape}")
     op = operation(model.kind)
-    row_kernel = getattr(op, "dots", None)
-    if row_kernel is not None:
-        return row_kernel(model, a, b, acc)
+    if op.has_row_kernel:
+        return op.dots(model, a, b, acc)
     out = np.empty_like(acc)
     K = a.shape[1]
     for r in range(a.shape[0]):

@@ -79,6 +79,12 @@ class Operation:
     windowed: ClassVar[bool] = False
     #: ... and zero terms carry an exponent into it (``zero_exponent`` can be searched).
     has_zero_exponent: ClassVar[bool] = False
+    #: Has a row kernel for batches of independent dot products (:meth:`dots`).
+    has_row_kernel: ClassVar[bool] = False
+    #: The compiled kernels it shares with others (``"t-fdpa"``: kernels.py; ``"amd"``:
+    #: fdpa_amd.py and FTZ-AddMul), so that both families can compile in parallel
+    #: (:mod:`workbench.sweep.warmup`).
+    kernel_family: ClassVar[str] = "t-fdpa"
     #: Accumulations (:data:`workbench.engine.core.ACCUMULATIONS`) it implements.
     accumulations: ClassVar[tuple[str, ...]] = ("chain",)
 
@@ -113,6 +119,12 @@ class Operation:
             promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
         """D = unit(A, B, C) on ``acc`` (C on entry); returns D (``acc`` or a new array)."""
         raise NotImplementedError(f"{type(self).__name__}.run")
+
+    def dots(self, model: "Model", a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
+        """``acc[r] <- unit(a[r, :], b[r, :], acc[r])`` on the row kernel (operations with
+        :attr:`has_row_kernel`; :func:`workbench.engine.core.dots` runs the others one
+        1 x K x 1 product per row)."""
+        raise NotImplementedError(f"{type(self).__name__} has no row kernel")
 
     def check_run(self, accumulation: str, promote_every: int | None,
                   scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> None:

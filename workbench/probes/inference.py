@@ -133,7 +133,7 @@ def _same(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 # ------------------------------------------------------------- distributions
-def _random_inputs(kind: str, rng: np.random.Generator, fin: _formats.FloatFormat, fout: _formats.FloatFormat,
+def _random_inputs(distribution: str, rng: np.random.Generator, fin: _formats.FloatFormat, fout: _formats.FloatFormat,
                    M: int, K: int, N: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     def rnd(x: np.ndarray, f: _formats.FloatFormat) -> np.ndarray:
         x = np.clip(x, -f.max, f.max)
@@ -148,26 +148,26 @@ def _random_inputs(kind: str, rng: np.random.Generator, fin: _formats.FloatForma
         raw = rng.integers(0, 2 ** f.width, size=shape, dtype=np.uint64)
         return _formats.from_bits(raw, f)
 
-    if kind == "normal":
+    if distribution == "normal":
         A, B = rnd(rng.standard_normal((M, K)), fin), rnd(rng.standard_normal((K, N)), fin)
         C = rnd(rng.standard_normal((M, N)), fout)
-    elif kind == "log-uniform":
+    elif distribution == "log-uniform":
         A, B, C = logu((M, K), fin), logu((K, N), fin), logu((M, N), fout)
         # keep products where the output can hold them most of the time
         C[rng.random(C.shape) < 0.5] = 0.0
-    elif kind == "bits":
+    elif distribution == "bits":
         A, B, C = bits((M, K), fin), bits((K, N), fin), bits((M, N), fout)
-    elif kind == "cancellation":
+    elif distribution == "cancellation":
         A, B = rnd(rng.standard_normal((M, K)), fin), rnd(rng.standard_normal((K, N)), fin)
         C = rnd(-(A @ B), fout)
-    elif kind == "sparse-tiny":
+    elif distribution == "sparse-tiny":
         A = logu((M, K), fin) * (rng.random((M, K)) < 0.5)
         B = logu((K, N), fin) * (rng.random((K, N)) < 0.5)
         A = rnd(np.abs(A) * np.sign(A), fin)
         B = rnd(B, fin)
         C = np.zeros((M, N))
     else:
-        raise ValueError(f"unknown distribution {kind!r}")
+        raise ValueError(f"unknown distribution {distribution!r}")
     return A, B, C
 
 
@@ -287,8 +287,8 @@ def _zero_exponent_cases(bb: BlackBox, L: int, allow_sub: bool, rng: np.random.G
         a = np.zeros(K)
         b = np.zeros(K)
         m = rng.integers(1, min(K, 4) + 1)
-        pos = rng.choice(K, size=m, replace=False)
-        for p in pos:
+        where = rng.choice(K, size=m, replace=False)
+        for p in where:
             e = lo + rng.integers(0, span)
             sig = 1 + rng.integers(0, 1 << max(fin.p - 1, 0)) * 2.0 ** (1 - fin.p)
             val = float(sig * 2.0 ** e * (1 if rng.random() < 0.8 else -1))
@@ -314,8 +314,8 @@ def _search_zero_exponent(bb: BlackBox, base: dict[str, Any], allow_sub: bool, s
     ok: list[int | None] = []
     for ez in cands:
         m = Model(**{**base, "zero_exponent": ez})
-        # the engine's row-wise dots loop in Python for the AMD kinds: batch them as GEMMs
-        dm = _core.dots(m, a, b, c) if m.kind == "t-fdpa" else _model_dots(m, a, b, c)
+        # without a row kernel the engine's dots loops in Python: batch them as GEMMs
+        dm = _core.dots(m, a, b, c) if m.operation.has_row_kernel else _model_dots(m, a, b, c)
         if _same(d, dm).all():
             ok.append(ez)
     if not ok:
@@ -497,7 +497,7 @@ def _infer(black_box: Any, in_format: str | None, out_format: str | None, n_veri
         model = Model(**params)
     except (ValueError, TypeError) as exc:
         notes.append(f"no model: {exc}")
-    if model is not None and "F" in unobs and verify_model and model.kind in _WINDOWED:
+    if model is not None and "F" in unobs and verify_model and model.operation.windowed:
         # Step 4's revision (Xie Section 3.1.4): F is only bounded below by the probes;
         # take the smallest F above the bound that survives randomised testing
         for F_try in range(model.F, 57):
@@ -508,7 +508,7 @@ def _infer(black_box: Any, in_format: str | None, out_format: str | None, n_veri
                 unobs["F"] += f"; F = {F_try} is the smallest value above the bound that passes verification"
                 break
     step(4)
-    if model is not None and model.kind in _WINDOWED + ("gst-fdpa",):
+    if model is not None and model.operation.has_zero_exponent:
         ez, ok = _search_zero_exponent(bb, model.params, allow_sub, seed)
         if not ok:
             notes.append("no zero-operand exponent explains the tiny-value probes")
@@ -520,11 +520,13 @@ def _infer(black_box: Any, in_format: str | None, out_format: str | None, n_veri
             feats["zero-operand exponent"] = "not observable (no effect on outputs)"
         else:
             model = model.with_params(zero_exponent=ez)
-            feats["zero-operand exponent"] = f"{ez}" + (f" (consistent: {min(ok)}..{max(ok)})" if len(ok) > 1 else "")
-            if len(ok) > 1:
-                unobs["zero_exponent"] = f"values {min(ok)}..{max(ok)} are equivalent on these formats"
+            found = [e for e in ok if e is not None]   # None is not among them here
+            feats["zero-operand exponent"] = f"{ez}" + (f" (consistent: {min(found)}..{max(found)})"
+                                                       if len(found) > 1 else "")
+            if len(found) > 1:
+                unobs["zero_exponent"] = f"values {min(found)}..{max(found)} are equivalent on these formats"
     consistent: dict[str, list[Any]] = {}
-    if model is not None and model.kind in _WINDOWED + ("gst-fdpa",) and ok:
+    if model is not None and model.operation.has_zero_exponent and ok:
         consistent["zero_exponent"] = ok
     full = dict(model.params) if model is not None else {**Model().params, **params}
     n_ok, cex = 0, None
@@ -541,7 +543,6 @@ def _infer(black_box: Any, in_format: str | None, out_format: str | None, n_veri
     return InferenceResult(full, model, verified, cex, n_ok, feats, unobs, notes, bb.name, consistent, inferred)
 
 
-_WINDOWED = ("t-fdpa", "tr-fdpa", "gtr-fdpa")   # kinds whose window zeros can move (zero_exponent)
 
 
 def _exact_fdpa(bb: BlackBox, st: _f.Structure, allow_sub: bool, sub: _f.Subnormals, params: dict[str, Any],
@@ -658,17 +659,17 @@ def _rounded_alignment(bb: BlackBox, st: _f.Structure, F: int, allow_sub: bool, 
     if al.products not in ("rz", "unprobed"):
         notes.append(f"products aligned as {al.products!r}: TR-FDPA truncates them toward zero (RZ_F)")
     if gr.description == "one group":
-        kind = "tr-fdpa"
+        proposed = "tr-fdpa"
     elif gr.labels == [k % 2 for k in range(st.L)]:
-        kind = "gtr-fdpa"
+        proposed = "gtr-fdpa"
     else:
         notes.append(f"truncation groups {gr.description or 'unrecognised'}: the engine models one group "
                      "(TR-FDPA) or even/odd products (GTR-FDPA); proposing TR-FDPA")
-        kind = "tr-fdpa"
-    if kind == "gtr-fdpa" and al.c_dropped_from != F + 2:
+        proposed = "tr-fdpa"
+    if proposed == "gtr-fdpa" and al.c_dropped_from != F + 2:
         notes.append(f"GTR-FDPA drops c below E - F - 1 (t >= {F + 2}); the probe saw c dropped from "
                      f"t = {al.c_dropped_from}")
-    if kind == "tr-fdpa" and al.c_dropped_from is not None:
+    if proposed == "tr-fdpa" and al.c_dropped_from is not None:
         notes.append(f"c far below the window is dropped (t >= {al.c_dropped_from}) as in GTR-FDPA, but the "
                      "products form one group")
     if al.c_kept_to is not None and al.c_kept_to != F:
@@ -681,7 +682,7 @@ def _rounded_alignment(bb: BlackBox, st: _f.Structure, F: int, allow_sub: bool, 
     else:
         F2 = F2m.value
     feats["second precision"] = f"F2 = {F2} (products' sum rounded down next to a larger c; {F2m.evidence.get('family', '-')})"
-    params.update(kind=kind, F2=F2)
+    params.update(kind=proposed, F2=F2)
     if params.get("result_format") is not None:
         notes.append("TR-/GTR-FDPA round to the output format; the probed narrower final precision is dropped")
         params["result_format"] = None

@@ -225,7 +225,7 @@ def _execute(exp: _spec.Experiment, pending: list[_spec.Task], executor: Any, ou
     once, here, and the workers load it from the cache."""
     total = len(pending)
     bar = _progress(total, progress, exp.name)
-    state = {"finished": 0, "errors": 0, "phase": "running"}
+    state: dict[str, Any] = {"finished": 0, "errors": 0, "phase": "running"}
 
     def record(row: dict[str, Any]) -> None:
         _store.write_row(out, row)
@@ -286,15 +286,15 @@ def _submit_all(exp: _spec.Experiment, pending: list[_spec.Task], executor: Any,
             in_flight[executor.submit(_tasks.compute_reference, key)] = ("ref", ih)
     while in_flight:
         for fut in executor.wait_any(set(in_flight)):
-            kind, what = in_flight.pop(fut)
+            job, what = in_flight.pop(fut)
             try:
                 result = fut.result()
             except Exception as exc:  # noqa: BLE001 - a worker died or the transport failed
-                if kind == "ref":
+                if job == "ref":
                     result = (False, f"reference job failed: {type(exc).__name__}: {exc}", 0.0)
                 else:
                     result = _failed_row(exp, what, exc)
-            if kind == "ref":
+            if job == "ref":
                 submit_tasks(what, result)
             else:
                 record(result)

@@ -47,6 +47,7 @@ class EFDPA(Operation):
     citation = "Xie et al. 2025 Algorithm 6"
     params = EFDPAParams
     propagates_nan = True
+    kernel_family = "amd"
 
     def run(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
             promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:

@@ -46,6 +46,7 @@ class FTZAddMul(Operation):
     citation = "Xie et al. 2025 Algorithms 1-2"
     params = FTZAddMulParams
     propagates_nan = True
+    kernel_family = "amd"
 
     def block_size(self, model: "Model") -> int:
         return cast(int, model.P)  # FTZAddMulParams checked it is 2 or 4

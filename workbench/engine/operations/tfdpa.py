@@ -38,7 +38,7 @@ from ..layout import (
 )
 from ..ops import MODE_CODES
 from ..explain import Block, tfdpa_block
-from ..operands import Operands, decompose_checked, threads_for
+from ..operands import Operands, decompose_checked, padded_decomposed, threads_for
 from ..operation import BoundShape, ErrorTerm, Operation, register
 from ..checks import check_block, check_c_position, check_F, check_format, check_rounding, positive_int
 
@@ -118,6 +118,7 @@ class TFDPA(Operation):
     windowed = True
     has_zero_exponent = True
     accumulations = ("chain", "outside", "promote")
+    has_row_kernel = True
 
     def prepare(self, model: "Model", A: np.ndarray, B: np.ndarray) -> Operands:
         """A and B decomposed in one compiled pass (K zero-padded to whole blocks of L),
@@ -148,7 +149,6 @@ class TFDPA(Operation):
 
     def dots(self, model: "Model", a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
         """Batched dot products on the row kernel (:func:`workbench.engine.core.dots`)."""
-        from ..operands import padded_decomposed
         a, b, sa, ea, sb, eb = padded_decomposed(model, a, b, model.L)
         prm = _k.pack_tfdpa(kernel_params(model), a.shape[0], 1, 1)
         _k.tfdpa_rows(sa, ea, sb.T, eb.T, acc, prm)

@@ -77,6 +77,7 @@ class TRFDPA(Operation):
     params = TRFDPAParams
     windowed = True
     has_zero_exponent = True
+    kernel_family = "amd"
     #: Kernel code of :mod:`workbench.engine.fdpa_amd`.
     code = _amd.KIND_TR
 

@@ -47,3 +47,9 @@ def test_every_public_name_resolves_to_what_its_module_defines():
             assert obj is getattr(importlib.import_module(module), name), name
     assert wb.Model is importlib.import_module("workbench.engine.model").Model
     assert isinstance(wb.TFDPAParams(L=4), wb.TFDPAParams)
+
+
+def test_subpackages_export_what_they_load_on_first_use():
+    for name in ("workbench.probes", "workbench.sweep"):
+        pkg = importlib.import_module(name)
+        assert sorted(pkg.__all__) == sorted(pkg._LAZY), name

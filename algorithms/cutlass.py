@@ -24,7 +24,7 @@ BIG_ROUNDINGS = ("rz", "rne", "rna")
 def cutlass_xtf32(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike | None = None, *,
                   model: Model, products: int = 3, big_rounding: str = "rz", small_rounding: str = "rna",
                   order: str = "interleaved",
-                  return_words: bool = False) -> np.ndarray | tuple[np.ndarray, dict[str, np.ndarray]]:
+                  return_words: bool = False, input_rounding: str | None = None) -> np.ndarray | tuple[np.ndarray, dict[str, np.ndarray]]:
     """D = A B + C as CUTLASS's 3xTF32 (``products=3``) or 4xTF32 (``products=4``) GEMM.
 
     Parameters
@@ -41,6 +41,12 @@ def cutlass_xtf32(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.A
     order:
         ``"interleaved"`` (default: all products of a k-tile, then the next tile, as
         the CUTLASS warp MMA does) or ``"sequential"``.
+    input_rounding:
+        Passed to the unit's :func:`workbench.gemm` calls: how it converts operands
+        wider than its input format (``None``, the default: they must be
+        representable; ``"rz"``, ``"rne"``, ``"rna"``: see the preset's
+        ``wider_inputs``).  The words this algorithm forms are already in the
+        unit's format, so they pass unchanged.
     return_words:
         Also return ``{"A_big", "A_small", "B_big", "B_small"}``.
 
@@ -65,7 +71,7 @@ def cutlass_xtf32(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.A
     pairs = [(As, Bb), (Ab, Bs), (Ab, Bb)]
     if products == 4:
         pairs.insert(0, (As, Bs))
-    D = chain(model, pairs, None if C64 is None else to_fp32(C64), order=order)
+    D = chain(model, pairs, None if C64 is None else to_fp32(C64), order=order, input_rounding=input_rounding)
     if return_words:
         return D, {"A_big": Ab, "A_small": As, "B_big": Bb, "B_small": Bs}
     return D

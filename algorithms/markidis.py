@@ -27,7 +27,7 @@ ORDERINGS = ("small_first", "large_first")
 
 def markidis(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike | None = None, *,
              model: Model, terms: int = 3, ordering: str = SMALL_FIRST, order: str = "sequential",
-             return_words: bool = False) -> np.ndarray | tuple[np.ndarray, dict[str, np.ndarray]]:
+             return_words: bool = False, input_rounding: str | None = None) -> np.ndarray | tuple[np.ndarray, dict[str, np.ndarray]]:
     """D = A B + C by Markidis et al.'s split into a half-precision word and its residual.
 
     Parameters
@@ -50,6 +50,12 @@ def markidis(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayL
         ``"sequential"`` (default: each product over all of K, one GEMM call after
         another sharing the accumulator) or ``"interleaved"`` (per K-block of
         ``model.L``, all products in turn), see :func:`algorithms._common.chain`.
+    input_rounding:
+        Passed to the unit's :func:`workbench.gemm` calls: how it converts operands
+        wider than its input format (``None``, the default: they must be
+        representable; ``"rz"``, ``"rne"``, ``"rna"``: see the preset's
+        ``wider_inputs``).  The words this algorithm forms are already in the
+        unit's format, so they pass unchanged.
     return_words:
         Also return ``{"A16", "R_A", "B16", "R_B"}``.
 
@@ -72,7 +78,7 @@ def markidis(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayL
     if ordering == "large_first":
         pairs.reverse()
     C32 = None if C64 is None else C64.astype(np.float32).astype(np.float64)
-    D = chain(model, pairs, C32, order=order)
+    D = chain(model, pairs, C32, order=order, input_rounding=input_rounding)
     if return_words:
         return D, {"A16": A16, "R_A": RA, "B16": B16, "R_B": RB}
     return D

@@ -64,7 +64,8 @@ def _scales(X: np.ndarray, theta: float, axis: int) -> np.ndarray:
 def multiword(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike | None = None, *,
               model: Model, words: int = 2, word_format: str | None = None, products: str = "triangle",
               alpha_placement: str = "input", scaling: bool = True, order: str = "sequential",
-              split_rounding: str = "rne", return_words: bool = False) -> np.ndarray | tuple[np.ndarray, dict[str, object]]:
+              split_rounding: str = "rne", return_words: bool = False,
+              input_rounding: str | None = None) -> np.ndarray | tuple[np.ndarray, dict[str, object]]:
     """A B (+ C) from ``words``-word splittings of A and B, products in the matrix unit.
 
     Parameters
@@ -101,6 +102,13 @@ def multiword(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.Array
         Term order of the in-unit chain (``"sequential"``: one product over all of K
         after the other, as the toolbox's successive model calls; or
         ``"interleaved"``), see :func:`algorithms._common.chain`.
+    input_rounding:
+        Passed to the unit's :func:`workbench.gemm` calls: how it converts operands
+        wider than its input format (``None``, the default: they must be
+        representable; ``"rz"``, ``"rne"``, ``"rna"``: see the preset's
+        ``wider_inputs``).  With ``alpha_placement="input"`` the alpha-scaled words
+        go to the unit as they are and it converts them in this mode; ``None``
+        rounds them to nearest even first, as GEMM.m does.
     return_words:
         Also return ``{"A": [A_1..A_p], "B": [B_1..B_p], "row_scale": L,
         "col_scale": M, "pairs": [(j, k), ...], "theta": theta}``.
@@ -145,12 +153,15 @@ def multiword(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.Array
     Bw = split(B64 * Ms[None, :], wf.name, p, mode=split_rounding, scale=1.0 / u, name="B")
     idx = [(j, k) for j in range(1, p + 1) for k in range(1, p + 1) if products == "all" or j + k <= p + 1]
     if alpha_placement == "input":
-        pairs = [(formats.round(u ** (j + k - 2) * Aw[j - 1], unit_fmt, "rne"), Bw[k - 1]) for j, k in idx]
-        Cs = chain(model, pairs, order=order)
+        pairs = [(u ** (j + k - 2) * Aw[j - 1], Bw[k - 1]) for j, k in idx]   # exact in float64
+        if input_rounding is None:   # GEMM.m rounds the alpha-scaled words itself, to nearest even
+            pairs = [(formats.round(X, unit_fmt, "rne"), Y) for X, Y in pairs]
+        Cs = chain(model, pairs, order=order, input_rounding=input_rounding)
     else:
         Cs = np.zeros((A64.shape[0], B64.shape[1]))
         for j, k in idx:
-            Cs = Cs + u ** (j + k - 2) * matmul.gemm(Aw[j - 1], Bw[k - 1], model=model).astype(np.float64)
+            Cs = Cs + u ** (j + k - 2) * matmul.gemm(Aw[j - 1], Bw[k - 1], model=model,
+                                                            input_rounding=input_rounding).astype(np.float64)
     D = Cs / Ls[:, None] / Ms[None, :]
     if C64 is not None:
         D = D + C64

@@ -687,3 +687,47 @@ def dot_chain(a, b, c, *, L, op, scale_a=None, scale_b=None, k_block=None, **kw)
             sl = slice(i // k_block, (i + L) // k_block)
             d = op(a[i:i + L], b[i:i + L], d, scale_a[sl], scale_b[sl], k_block=k_block, **kw)
     return d
+
+
+# ------------------------------------------------- vectorised float32 FMA chain
+def _round_to_fp32_exact(hi, lo):
+    """RNE to binary32 of the exact value hi + lo, where hi = fl64(hi + lo) (TwoSum).
+
+    numpy's cast rounds hi (RNE); the exact value differs from hi only by lo, which is
+    below half an ulp of binary64, so it can change the result only when hi lies on a
+    binary32 midpoint: then the exact value is beyond the midpoint when lo points
+    away from the cast result, and rounds to that neighbour."""
+    import numpy as np
+
+    with np.errstate(all="ignore"):
+        r = hi.astype(np.float32)
+        d = hi - r.astype(np.float64)
+        towards = np.where(d > 0, np.float32(np.inf), np.float32(-np.inf)).astype(np.float32)
+        nb = np.nextafter(r, towards)
+        mid = (r.astype(np.float64) + nb.astype(np.float64)) / 2
+        beyond = (d != 0) & (hi == mid) & (lo != 0) & (np.sign(lo) == np.sign(d)) & np.isfinite(hi)
+    return np.where(beyond, nb, r)
+
+
+def fp32_fma_chain_matmul(A, B, C):
+    """D = fl32(chain + C), chain = FMA_32(a_k, b_k, ...) from +0 over k = 0..K-1: the
+    float32 FMA chain with C added late (a BLAS sgemm's inner loop, then numpy's + C).
+
+    Independent of the engine: products of binary32 values are exact in binary64, each
+    FMA's sum is held exactly as a TwoSum pair and rounded once by
+    :func:`_round_to_fp32_exact`; the late addition is numpy's float32 add (IEEE RNE).
+    Specials follow IEEE arithmetic (inf * 0 and inf - inf give NaN)."""
+    import numpy as np
+
+    A = np.asarray(A, dtype=np.float32).astype(np.float64)
+    B = np.asarray(B, dtype=np.float32).astype(np.float64)
+    acc = np.zeros((A.shape[0], B.shape[1]), dtype=np.float32)
+    with np.errstate(all="ignore"):
+        for k in range(A.shape[1]):
+            p = A[:, k:k + 1] * B[k:k + 1, :]          # exact: 48-bit significands
+            s = acc.astype(np.float64)
+            hi = p + s
+            bv = hi - p
+            lo = (p - (hi - bv)) + (s - bv)
+            acc = _round_to_fp32_exact(hi, np.where(np.isfinite(hi), lo, 0.0))
+        return (acc + np.asarray(C, dtype=np.float32)).astype(np.float64)

@@ -11,6 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import reference_mma as ref  # noqa: E402
+from inference_checks import assert_honest, is_fp32_fma_chain  # noqa: E402
 
 import workbench as wb  # noqa: E402
 from workbench.probes import infer  # noqa: E402
@@ -57,11 +58,43 @@ def test_late_c_survives_where_the_chain_cancels():
     assert wb.gemm(a, b, c, model=late)[0, 0] == np.float32(2.0**-60)
 
 
-def test_numpy_fp32_matmul_plus_c_is_recovered_and_verified():
-    res = infer(target("numpy-fp32"), n_verify=3000)
+def test_independent_fp32_chain_matches_the_fraction_reference():
+    rng = np.random.default_rng(5)
+    for case in range(200):
+        K = int(rng.integers(1, 7))
+        a = (rng.standard_normal(K) * np.exp2(rng.integers(-140, 40, K))).astype(np.float32).astype(float)
+        b = rng.standard_normal(K).astype(np.float32).astype(float)
+        if case % 2 and K > 1:        # cancellation down to the low bits, and midpoints
+            a[1:] = (-a[:-1] * rng.choice([1.0, 1 + 2.0**-23, 1 - 2.0**-24], K - 1)).astype(np.float32)
+            b[1:] = 1.0
+        c = float(np.float32(rng.standard_normal() * 2.0 ** int(rng.integers(-30, 30))))
+        got = ref.fp32_fma_chain_matmul(a[None, :], b[:, None], np.array([[c]]))[0, 0]
+        assert _same(got, _late_reference(list(a), list(b), c, "fp32", "rne")), (a, b, c)
+
+
+def test_fp32_fma_chain_with_late_c_is_recovered_and_verified():
+    # the arithmetic of a BLAS sgemm whose inner loop is one FMA chain, then numpy's + C,
+    # as an independent black box: the c-late FMA recovery is covered on every host
+    bb = wb.probes.BlackBox(ref.fp32_fma_chain_matmul, "fp32", "fp32", name="float32 FMA chain + C")
+    res = infer(bb, n_verify=3000)
     assert res.params["kind"] == "fma" and res.params["L"] == 1
     assert res.params["c_position"] == "late" and res.params["late_rounding"] == "rne"
     assert res.verified, res.sheet()
+
+
+def test_the_host_check_tells_a_chain_from_a_wide_sum():
+    assert is_fp32_fma_chain(ref.fp32_fma_chain_matmul)
+    # one rounding of the binary64 sum (a wide accumulator) is not the chain
+    assert not is_fp32_fma_chain(lambda A, B, C: (A @ B + C).astype(np.float32))
+
+
+def test_numpy_fp32_matmul_plus_c_is_recovered_or_honestly_refused():
+    bb = target("numpy-fp32")
+    res = infer(bb, n_verify=3000)
+    if is_fp32_fma_chain(bb.fn):
+        assert res.params["kind"] == "fma" and res.params["c_position"] == "late", res.sheet()
+        assert res.verified, res.sheet()
+    assert_honest(res)
 
 
 def test_fma_presets_still_have_c_early():

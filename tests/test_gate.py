@@ -346,3 +346,63 @@ from workbench.cli import main  # noqa: E402
 def test_every_cli_option_is_validated(argv, message, capsys):
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+# ------------------------------------------------------- gemm and metrics under the fuzz
+@st.composite
+def matrices_of_anything(draw):
+    """(A, B): 2-D array-likes of any of the kinds above, shapes with zero sizes included."""
+    m, k, n = draw(st.integers(0, 3)), draw(st.integers(0, 3)), draw(st.integers(0, 3))
+    A = np.asarray(draw(arrays_of_anything(max_size=m * k)), dtype=object)
+    B = np.asarray(draw(arrays_of_anything(max_size=k * n)), dtype=object)
+    # reshape when the sizes fit, else keep the wrong shape: a shape error is a clear refusal too
+    A = A.reshape(m, k) if A.size == m * k else A
+    B = B.reshape(k, n) if B.size == k * n else B
+    return A, B
+
+
+@FUZZ
+@given(matrices_of_anything())
+def test_gemm_answers_right_or_refuses(AB):
+    A, B = AB
+    model = workbench.preset("A100", "fp16", "fp32")
+    try:
+        D = workbench.gemm(A, B, model=model)
+    except (TypeError, ValueError) as err:
+        assert any(name in str(err) for name in ("A", "B")), err
+        return
+    A64, B64 = real_array(A, "A"), real_array(B, "B")
+    assert workbench.is_representable(A64, "fp16").all() and workbench.is_representable(B64, "fp16").all()
+    assert D.shape == (A64.shape[0], B64.shape[1]) and D.dtype == np.float32
+    if np.isfinite(A64).all() and np.isfinite(B64).all():
+        # A100's unit (Xie et al. Table 4: F = 24, RZ) keeps the products' sum within a few
+        # units of 2^-24 of the largest product: |D - AB| <= 2^-20 (|A||B|), against Fractions
+        for i in range(D.shape[0]):
+            for j in range(D.shape[1]):
+                terms = [Fraction(float(A64[i, t])) * Fraction(float(B64[t, j])) for t in range(A64.shape[1])]
+                scale = sum((abs(t) for t in terms), Fraction(0))
+                if scale < 2**120:
+                    err = abs(Fraction(float(D[i, j])) - sum(terms, Fraction(0)))
+                    assert err <= scale * Fraction(1, 2**20) + Fraction(1, 2**130)
+
+
+@FUZZ
+@given(arrays_of_anything(max_size=4), arrays_of_anything(max_size=4))
+def test_metrics_answer_right_or_refuse(x_hat, x):
+    try:
+        got = metrics.relative_frobenius_error(x_hat, x)
+    except (TypeError, ValueError) as err:
+        assert "C_hat" in str(err) or "C" in str(err), err
+        return
+    a, b = real_array(x_hat, "a").ravel(), real_array(x, "b").ravel()
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        return
+    num = sum(((Fraction(float(p)) - Fraction(float(q))) ** 2 for p, q in zip(a, b)), Fraction(0))
+    den = sum((Fraction(float(q)) ** 2 for q in b), Fraction(0))
+    if num == 0:
+        assert got == 0.0
+    elif den == 0:
+        assert got == math.inf
+    else:
+        want = math.sqrt(float(num / den)) if num / den < Fraction(2) ** 1000 else math.inf
+        assert got == pytest.approx(want, rel=1e-12) or (math.isinf(want) and got > 1e300)

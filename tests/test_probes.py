@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,6 +21,9 @@ from workbench.probes import BlackBox, from_model, infer, verify
 from workbench.probes.authentication import authenticate
 from workbench.probes.fasi import fasi_suite
 from workbench.probes.targets import target
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from inference_checks import assert_honest, is_fp32_fma_chain  # noqa: E402
 
 N = 4000  # verification outputs per inference in the default run
 
@@ -327,9 +331,10 @@ def test_probe_cli_module_is_light():
 
 
 def test_mldtypes_bf16_dot_products():
-    pytest.importorskip("ml_dtypes")
+    ml = pytest.importorskip("ml_dtypes")
     bb = target("mldtypes-bf16")
     assert (bb.in_format, bb.out_format) == ("bf16", "fp32")  # ml_dtypes returns float32 products
     res = infer(bb, n_verify=1000)
-    assert res.params["L"] == 1  # one product per step, as FPRev sees it at K <= 16
-    assert res.verified or res.counterexample is not None
+    if is_fp32_fma_chain(bb.fn, ml.bfloat16):   # a property of the host's numpy/BLAS
+        assert res.params["L"] == 1, res.sheet()
+    assert_honest(res)

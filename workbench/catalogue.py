@@ -61,6 +61,10 @@ class Preset(Model):
     default: bool = True
     source: str = ""
     notes: str = ""
+    #: what the hardware (or the library in front of it) does with data wider than
+    #: ``in_format``, with its source; :func:`workbench.gemm`'s ``input_rounding``
+    #: applies the conversion named here
+    wider_inputs: str = ""
 
     def model(self) -> Model:
         """The bare arithmetic (a plain :class:`Model`)."""
@@ -93,13 +97,51 @@ _HW = "reproduces every row of hw_vectors/{dev}/{fmt}.npz"
 _RECORDS: list[Preset] = []
 
 
+_NVIDIA = ("volta", "turing", "ampere", "ada", "hopper", "blackwell", "rtx-blackwell")
+_FASI_TF32 = ("Fasi et al. 2021 (A100, TensorFloat-32 mode, whose suite passes with fp32 data such as 1 - 2^-24 "
+              "loaded straight into the tf32 fragments; tc_test_numerics-A100-tf32.cu 'products are computed "
+              "exactly' expects (1 - 2^-24)^2 -> (1 - 2^-11)^2)")
+
+
+def _wider_inputs(arch: str, in_format: str) -> str:
+    """What the hardware does with data wider than ``in_format`` (``Preset.wider_inputs``)."""
+    if in_format == "fp64":
+        return "fp64: nothing wider reaches the unit"
+    if in_format == "fp32":
+        return ("fp32, the unit's own format: fp64 data is rounded by the caller (numpy and torch casts round to "
+                "nearest even), input_rounding='rne'")
+    if in_format == "tf32" and arch in _NVIDIA:
+        seen = "measured on the A100" if arch == "ampere" else f"measured on the A100 (Ampere), assumed for {arch}"
+        return (f"tf32 operands sit in 32-bit registers: fed fp32 data the unit ignores the low 13 significand "
+                f"bits, input_rounding='rz' ({seen}: {_FASI_TF32}); cuBLAS and CUTLASS convert first with "
+                "cvt.rna.tf32.f32 (PTX ISA, cvt: round to nearest, ties away), input_rounding='rna'")
+    if in_format == "tf32":
+        return ("xf32 operands sit in 32-bit registers; what the unit does with the low 13 bits of fp32 data is "
+                "not in our sources (Xie et al. 2025 feed xf32 values only): choose input_rounding yourself")
+    if in_format in ("fp16", "bf16"):
+        if arch in _NVIDIA:
+            return (f"packed 16-bit operands: wider data is converted before the instruction, by default with "
+                    f"cvt.rn.{'f16' if in_format == 'fp16' else 'bf16'}.f32 (PTX ISA, cvt: round to nearest even), "
+                    "input_rounding='rne'")
+        return ("packed 16-bit operands: wider data is converted in software before the MFMA (HIP's "
+                "__float2half / __float2bfloat16 round to nearest even), input_rounding='rne'")
+    if arch in _NVIDIA:
+        return ("packed 8/6/4-bit operands: wider data is converted before the instruction with "
+                "cvt.rn.satfinite.<type>.f32 (PTX ISA, cvt: round to nearest even, saturating); "
+                "input_rounding='rne' rounds the same but overflows to Inf/NaN instead of saturating")
+    return ("packed 8-bit operands: wider data is converted before the MFMA with v_cvt_pk_fp8_f32 / "
+            "v_cvt_pk_bf8_f32 (AMD CDNA3 ISA: round to nearest even) or their stochastic-rounding forms; "
+            "input_rounding='rne' for the former")
+
+
 def _add(arch: str, instruction: str, in_format: str, out_format: str, *, source: str,
          variant: str | None = None, default: bool = True, devices: tuple[str, ...] | None = None,
          notes: str = "", **params: Any) -> None:
     name = f"{arch}/{instruction}/{in_format}->{out_format}" + (f"/{variant}" if variant else "")
     _RECORDS.append(Preset(name=name, architecture=arch, devices=devices or ARCHITECTURES[arch],
                            instruction=instruction, variant=variant, default=default, source=source,
-                           notes=notes, in_format=in_format, out_format=out_format, **params))
+                           notes=notes, wider_inputs=_wider_inputs(arch, _formats.format(in_format).name),
+                           in_format=in_format, out_format=out_format, **params))
 
 
 def _nv_pair(arch: str, instruction: str, fin: str, L: int, F: int, ez32: int, ez16: int | None, *,
@@ -338,6 +380,7 @@ def presets() -> PresetTable:
                                "variant": r.variant, "default": r.default}
         row.update(r.params)
         row["source"] = r.source
+        row["wider_inputs"] = r.wider_inputs
         rows.append(row)
     return rows
 

@@ -166,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     try:
         return args._run(args)
-    except (ValueError, TypeError, FileNotFoundError) as exc:
+    except (ValueError, TypeError, FileNotFoundError, ConnectionError) as exc:
         print(f"workbench {args.command}: error: {exc}", file=sys.stderr)
         return 2
 

@@ -15,7 +15,17 @@ from .engine import core as _core
 from .engine.model import Model
 from .gate import real_matrix
 
-__all__ = ["gemm"]
+__all__ = ["gemm", "INPUT_ROUNDINGS"]
+
+#: How :func:`gemm` converts A and B that are wider than the unit's input format
+#: (``input_rounding``): the conversion a unit or library applies to wider data.
+INPUT_ROUNDINGS: dict[str, str] = {
+    "rz": "round toward zero: a tf32 unit fed fp32 registers ignores their low 13 significand bits "
+          "(Fasi et al. 2021, A100 tf32 tests)",
+    "rne": "round to nearest, ties to even: cvt.rn.f16.f32 / cvt.rn.bf16.f32 (PTX ISA, cvt), numpy/torch casts",
+    "rna": "round to nearest, ties away from zero: cvt.rna.tf32.f32 (PTX ISA, cvt), which cuBLAS and CUTLASS "
+           "use to make tf32 operands",
+}
 
 _NAN_BITS = {np.dtype(np.float32): (np.uint32, 0x7FFFFFFF), np.dtype(np.float16): (np.uint16, 0x7FFF)}
 
@@ -23,7 +33,7 @@ _NAN_BITS = {np.dtype(np.float32): (np.uint32, 0x7FFFFFFF), np.dtype(np.float16)
 def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike | None = None, *,
          model: Model, alpha: float = 1.0, beta: float = 1.0, accumulation: str = "chain",
          promote_every: int | None = None, scale_a: np.typing.ArrayLike | None = None,
-         scale_b: np.typing.ArrayLike | None = None) -> np.ndarray:
+         scale_b: np.typing.ArrayLike | None = None, input_rounding: str | None = None) -> np.ndarray:
     """D = alpha * A @ B + beta * C as the modelled matrix unit computes it, bit for bit.
 
     Parameters
@@ -59,6 +69,19 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
         ``scale_b`` of shape (ceil(K / k_block), N), values representable in
         ``model.scale_format`` (E8M0 or UE4M3).  Element k of row i of A is scaled by
         ``scale_a[i, k // k_block]``, likewise for B's columns.
+    input_rounding:
+        ``None`` (default): A and B must be representable in ``model.in_format``
+        (a ValueError names the first value that is not; nothing is rounded
+        silently).  ``"rz"``, ``"rne"`` or ``"rna"`` (:data:`INPUT_ROUNDINGS`): A and
+        B are first rounded to ``model.in_format`` in that mode, once, from their
+        float64 values, as the hardware or library converts wider data: ``"rz"`` is
+        the A100 tf32 unit fed fp32 registers (it ignores their low 13 bits; Fasi
+        et al. 2021's A100 tf32 tests reproduce with it), ``"rna"`` cuBLAS'
+        ``cvt.rna.tf32.f32``, ``"rne"`` the fp32 -> fp16/bf16/fp8 conversions
+        (``cvt.rn``).  Each preset's ``wider_inputs`` says what its hardware does.
+        Overflow follows :func:`workbench.round` (``"rz"`` gives the largest
+        finite value, the nearest modes Inf, or NaN for fn/fnuz fp8); NaN stays NaN.
+        C is not converted: it is the accumulator, already in the output format.
 
     Returns
     -------
@@ -77,7 +100,21 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
     M, K = A.shape
     N = B.shape[1]
     fout = model.out_fmt
-    ops = _core.prepare(model, A, B)
+    if input_rounding is not None:
+        if input_rounding not in INPUT_ROUNDINGS:
+            raise ValueError(f"input_rounding={input_rounding!r}: expected None (inputs must be representable) "
+                             f"or one of {tuple(INPUT_ROUNDINGS)}")
+        with _core.threads_for(A.size + B.size):
+            A = _formats.round(A, model.in_fmt, input_rounding)
+            B = _formats.round(B, model.in_fmt, input_rounding)
+    try:
+        ops = _core.prepare(model, A, B)
+    except ValueError as exc:
+        if input_rounding is None and "not representable" in str(exc):
+            raise ValueError(f"{exc}; or let gemm convert as the hardware does: input_rounding='rz', 'rne' or "
+                             f"'rna' (this preset: {getattr(model, 'wider_inputs', '') or 'see INPUT_ROUNDINGS'})"
+                             ) from None
+        raise
     if C is None:
         C64 = np.zeros((M, N))
     else:

@@ -230,7 +230,7 @@ def _fprev_cases(bb: BlackBox, K: int, allow_sub: bool) -> tuple[np.ndarray, flo
     n = np.full((K, K), -1, dtype=np.int64)
     for (i, j), t in idx.items():
         q = d[t] / v
-        if np.isfinite(q) and q == np.round(q) and q >= 0:
+        if np.isfinite(q) and q == np.round(q) and 0 <= q <= K:   # a count of v's (a directed rounding can leave U's ulp)
             n[i, j] = int(q)
     return n, v, eU - ev
 
@@ -635,7 +635,9 @@ def probe_exact(bb: BlackBox, st: Structure, allow_sub: bool = True) -> Measure:
     cs = Cases(K, bb.in_fmt, bb.out_fmt, allow_subnormal=allow_sub)
     U = 2.0 ** eU
     lo_c = r.out_lo
-    lo_p = r.prod_lo_sub if allow_sub else r.prod_lo
+    # a product eps below the output's smallest value cannot come back whatever the sum
+    # (the final rounding underflows it): probe down to what the output holds
+    lo_p = max(r.prod_lo_sub if allow_sub else r.prod_lo, lo_c)
     tries: list[tuple[int, str, float]] = []
     for ec in sorted({lo_c, lo_c + 1, max(lo_c, eU - 120), max(lo_c, eU - 60)}):
         for s in (1.0, -1.0):
@@ -715,7 +717,7 @@ def probe_alignment(bb: BlackBox, st: Structure, F: int, allow_sub: bool = True)
     table: dict[str, list[float]] = {}
 
     def mode(where: str) -> str:
-        if (where, ts[0], 1.0) not in rows:
+        if (where, ts[0], 1.0) not in rows or not below:   # nothing below the window fits the formats
             return "unprobed"
         pos = [float(d[rows[(where, t, 1.0)]]) for t in below]
         neg = [float(d[rows[(where, t, -1.0)]]) for t in below]

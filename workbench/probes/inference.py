@@ -13,7 +13,11 @@ Xie et al. 2025 Section 3.1 (CLFP: Steps 1-4) and Khattak & Mikaitis 2025 Algori
 4. a model via :func:`workbench.custom_model`, verified by randomised differential
    testing on several distributions (normal, log-uniform, random bit patterns with
    subnormals/Inf/NaN, cancellation) - "bit-exact on N inputs" or the smallest failing
-   input found (shrunk by zeroing terms, as Xie Section 3.1.4 debug failing cases).
+   input found (shrunk by zeroing terms, as Xie Section 3.1.4 debug failing cases);
+5. the revision of Xie Section 3.1.4, made exhaustive (:mod:`workbench.probes.search`):
+   a proposal that fails (or that the probes doubt) is replaced by the closest verified
+   model among all that reproduce the outputs, and the models the outputs cannot
+   separate are reported (``alternatives``, ``consistent``, ``unobservable``).
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from .. import formats as _formats
 from ..engine.model import PARAM_NAMES, ROUNDINGS, Model
 from . import features as _f
 from .blackbox import BlackBox, as_black_box, from_model
+from .differential import DISTRIBUTIONS, random_inputs, same_outputs
+from .search import SEARCHED, consistent_models, reproduce
 from .vectors import Cases, Ranges
 
 __all__ = ["infer", "verify", "InferenceResult", "Counterexample", "OBSERVABLE_NOTES"]
@@ -49,6 +55,10 @@ OBSERVABLE_NOTES = {
     "F2": "TR-FDPA's second precision shows only through the final rounding of c + T with c much larger "
           "than T (ties for round-to-nearest, c = -2^E for RZ/RU); with RD it is not observable",
 }
+
+
+#: the widest fused-sum window the engine models (Model checks 0 <= F <= 56)
+_MAX_F = 56
 
 
 def _engine_rounding(rd: Any, fallback: str, notes: list[str]) -> str:
@@ -95,6 +105,9 @@ class InferenceResult:
     consistent: dict[str, list[Any]] = field(default_factory=dict)
     #: the parameters the probes determined (the rest of ``params`` are Model defaults)
     inferred: tuple[str, ...] = ()
+    #: every model (parameter dict) the consistency search found to reproduce all the
+    #: outputs it saw, when the probes' proposal needed the search; ``params`` is one of them
+    alternatives: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def verdict(self) -> str:
@@ -124,56 +137,6 @@ class InferenceResult:
 
 
 # ---------------------------------------------------------------- comparison
-def _same(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Bitwise equality of values in one format held as float64 (NaN == NaN, -0 != +0)."""
-    x = np.asarray(x, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    both_nan = np.isnan(x) & np.isnan(y)
-    return both_nan | ((x == y) & (np.signbit(x) == np.signbit(y)))
-
-
-# ------------------------------------------------------------- distributions
-def _random_inputs(distribution: str, rng: np.random.Generator, fin: _formats.FloatFormat, fout: _formats.FloatFormat,
-                   M: int, K: int, N: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    def rnd(x: np.ndarray, f: _formats.FloatFormat) -> np.ndarray:
-        x = np.clip(x, -f.max, f.max)
-        return _formats.round(x, f, "rne")
-
-    def logu(shape: tuple[int, int], f: _formats.FloatFormat) -> np.ndarray:
-        lo = math.log2(f.min_subnormal) if f.subnormals else f.emin
-        e = rng.uniform(lo, f.emax + 1, size=shape)
-        return rnd(np.where(rng.random(shape) < 0.5, -1.0, 1.0) * np.exp2(e), f)
-
-    def bits(shape: tuple[int, int], f: _formats.FloatFormat) -> np.ndarray:
-        raw = rng.integers(0, 2 ** f.width, size=shape, dtype=np.uint64)
-        return _formats.from_bits(raw, f)
-
-    if distribution == "normal":
-        A, B = rnd(rng.standard_normal((M, K)), fin), rnd(rng.standard_normal((K, N)), fin)
-        C = rnd(rng.standard_normal((M, N)), fout)
-    elif distribution == "log-uniform":
-        A, B, C = logu((M, K), fin), logu((K, N), fin), logu((M, N), fout)
-        # keep products where the output can hold them most of the time
-        C[rng.random(C.shape) < 0.5] = 0.0
-    elif distribution == "bits":
-        A, B, C = bits((M, K), fin), bits((K, N), fin), bits((M, N), fout)
-    elif distribution == "cancellation":
-        A, B = rnd(rng.standard_normal((M, K)), fin), rnd(rng.standard_normal((K, N)), fin)
-        C = rnd(-(A @ B), fout)
-    elif distribution == "sparse-tiny":
-        A = logu((M, K), fin) * (rng.random((M, K)) < 0.5)
-        B = logu((K, N), fin) * (rng.random((K, N)) < 0.5)
-        A = rnd(np.abs(A) * np.sign(A), fin)
-        B = rnd(B, fin)
-        C = np.zeros((M, N))
-    else:
-        raise ValueError(f"unknown distribution {distribution!r}")
-    return A, B, C
-
-
-DISTRIBUTIONS = ("normal", "log-uniform", "bits", "cancellation", "sparse-tiny")
-
-
 def _model_dots(model: Model, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     return from_model(model).dots(a, b, c)
 
@@ -205,7 +168,7 @@ def _shrink(bb: BlackBox, model: Model, a: np.ndarray, b: np.ndarray, c: float,
         A, B, C = np.array(variants_a), np.array(variants_b), np.array(variants_c)
         d1 = bb.dots(A, B, C)
         d2 = _model_dots(model, A, B, C)
-        bad = np.nonzero(~_same(d1, d2))[0]
+        bad = np.nonzero(~same_outputs(d1, d2))[0]
         if first:
             if 0 not in bad:
                 return a, b, c, d_box, d_model   # not reproducible as a lone dot product
@@ -240,13 +203,13 @@ def verify(black_box: Any, model: Model, *, n: int = 20000, seed: int = 0, K: in
     while done < n:
         for dist in distributions:
             for Kc in Ks:
-                A, B, C = _random_inputs(dist, rng, fin, fout, M, Kc, N)
+                A, B, C = random_inputs(dist, rng, fin, fout, M, Kc, N)
                 D1 = bb.matmul(A, B, C)
                 if model.scale_format is not None:   # scaled model: unit scales, as from_model
                     D2 = np.asarray(from_model(model).matmul(A, B, C), dtype=np.float64)
                 else:
                     D2 = np.asarray(gemm(A, B, C, model=model), dtype=np.float64)
-                ok = _same(D1, D2)
+                ok = same_outputs(D1, D2)
                 if not ok.all():
                     i, j = map(int, np.argwhere(~ok)[0])
                     a, b, c, d1, d2 = _shrink(bb, model, A[i].copy(), B[:, j].copy(), float(C[i, j]),
@@ -316,7 +279,7 @@ def _search_zero_exponent(bb: BlackBox, base: dict[str, Any], allow_sub: bool, s
         m = Model(**{**base, "zero_exponent": ez})
         # without a row kernel the engine's dots loops in Python: batch them as GEMMs
         dm = _core.dots(m, a, b, c) if m.operation.has_row_kernel else _model_dots(m, a, b, c)
-        if _same(d, dm).all():
+        if same_outputs(d, dm).all():
             ok.append(ez)
     if not ok:
         return None, []
@@ -454,10 +417,14 @@ def _infer(black_box: Any, in_format: str | None, out_format: str | None, n_veri
         Fm = (_f.probe_precision_c(bb, allow_sub) if (is_narrow or few)
               else _f.probe_precision(bb, st, c_early, allow_sub))
         if Fm.value is None:
-            F = min(Fm.bound, 56)
+            F = min(Fm.bound, _MAX_F)
             unobs["F"] = f"every eps down to 2^-{Fm.bound} U was kept: F >= {Fm.bound} (formats' range)"
         else:
             F = Fm.value
+            if F > _MAX_F + 1:   # + 1: a sticky bit found below reads one bit too many
+                notes.append(f"eps down to 2^-{F} U survives next to U and -U: the sum keeps more than the "
+                             f"{_MAX_F} fractional bits of the engine's widest window, so no T-FDPA model holds "
+                             "it (e.g. a library summing in several partial sums or a wider accumulator)")
         params["F"] = F
         feats["fused-sum precision"] = f"F = {F} fractional bits (neab = {F - (fout.p - 1)})"
         pr = (_f.Measure(None, 0) if is_narrow else _f.probe_result_precision(bb, st, F, c_early, allow_sub))
@@ -500,7 +467,7 @@ def _infer(black_box: Any, in_format: str | None, out_format: str | None, n_veri
     if model is not None and "F" in unobs and verify_model and model.operation.windowed:
         # Step 4's revision (Xie Section 3.1.4): F is only bounded below by the probes;
         # take the smallest F above the bound that survives randomised testing
-        for F_try in range(model.F, 57):
+        for F_try in range(model.F, _MAX_F + 1):
             trial = model.with_params(F=F_try)
             n_try, cex_try = verify(bb, trial, n=2 * n_verify, seed=seed + 1)
             if cex_try is None:
@@ -508,6 +475,10 @@ def _infer(black_box: Any, in_format: str | None, out_format: str | None, n_veri
                 unobs["F"] += f"; F = {F_try} is the smallest value above the bound that passes verification"
                 break
     step(4)
+    searched: dict[str, list[Any]] = {}
+    alternatives: list[dict[str, Any]] = []
+    if verify_model and params.get("kind") != "gst-fdpa":
+        model = _revise(bb, model, params, n_verify, seed, searched, alternatives, unobs, notes)
     if model is not None and model.operation.has_zero_exponent:
         ez, ok = _search_zero_exponent(bb, model.params, allow_sub, seed)
         if not ok:
@@ -525,7 +496,7 @@ def _infer(black_box: Any, in_format: str | None, out_format: str | None, n_veri
                                                        if len(found) > 1 else "")
             if len(found) > 1:
                 unobs["zero_exponent"] = f"values {min(found)}..{max(found)} are equivalent on these formats"
-    consistent: dict[str, list[Any]] = {}
+    consistent: dict[str, list[Any]] = dict(searched)
     if model is not None and model.operation.has_zero_exponent and ok:
         consistent["zero_exponent"] = ok
     full = dict(model.params) if model is not None else {**Model().params, **params}
@@ -538,11 +509,80 @@ def _infer(black_box: Any, in_format: str | None, out_format: str | None, n_veri
             verified = cex is None
         except ValueError as exc:
             notes.append(f"verification impossible: {exc}")
-    inferred = tuple(params) + (("zero_exponent",) if "zero_exponent" in consistent else ())
+    inferred = tuple(dict.fromkeys(tuple(params) + tuple(searched)
+                                   + (("zero_exponent",) if "zero_exponent" in consistent else ())))
     step(6)
-    return InferenceResult(full, model, verified, cex, n_ok, feats, unobs, notes, bb.name, consistent, inferred)
+    return InferenceResult(full, model, verified, cex, n_ok, feats, unobs, notes, bb.name, consistent, inferred,
+                           alternatives)
 
 
+
+
+_MAX_TRIES = 8   # randomised verifications of the search's survivors before giving up
+
+
+def _revise(bb: BlackBox, model: Model | None, params: dict[str, Any], n_verify: int, seed: int,
+            searched: dict[str, list[Any]], alternatives: list[dict[str, Any]], unobs: dict[str, str],
+            notes: list[str]) -> Model | None:
+    """Xie et al.'s Step 4 revision, made exhaustive: when the probes' proposal fails a
+    first randomised test (or has no model, or came with doubts in ``notes``), keep
+    every model of the searched space (T-FDPA, E-FDPA, FMA chains; TR-/GTR-FDPA around
+    their proposal) that reproduces the outputs
+    (:func:`~workbench.probes.search.consistent_models`) and return the one closest to
+    the proposal that passes randomised verification (three seeds); each failure's
+    counterexample prunes the rest.  Parameters on which the
+    consistent models differ go to ``searched`` (values) and ``unobs`` (why), the
+    models themselves to ``alternatives``."""
+
+    cex = None
+    if model is not None:
+        _, cex = verify(bb, model, n=max(n_verify // 4, 1000), seed=seed + 2)
+        if cex is None and (model.kind not in ("t-fdpa", "fma") or not notes):
+            return model
+    base = dict(model.params) if model is not None else {**Model().params, **params}
+    extra = [] if cex is None else [(cex.a, cex.b, cex.c)]
+    why = ("had no model" if model is None else "failed randomised testing" if cex is not None
+           else "was uncertain")
+    flags = ("flush_subnormals", "flush_output_subnormals")
+    probed = tuple(base[f] for f in flags)
+    tries = found = 0
+    # the probes' subnormal handling first; a narrow window can make it look flushed
+    for variant in [probed] + [v for v in ((False, False), (False, True), (True, False), (True, True)) if v != probed]:
+        survivors = consistent_models(bb, {**base, **dict(zip(flags, variant))}, seed=seed, extra=extra)
+        found += len(survivors)
+        while survivors and tries < _MAX_TRIES:   # closest to the probes first
+            p = survivors[0]
+            trial = Model(**p)
+            tries += 1
+            cx = None
+            for s in (seed, seed + 3 + tries, seed + 101 + tries):   # the final verification's seed, fresh ones
+                _, cx = verify(bb, trial, n=n_verify, seed=s)
+                if cx is not None:
+                    break
+            if cx is not None:   # its counterexample rules out every survivor that agrees with it there
+                survivors = reproduce(bb, survivors[1:], [(cx.a, cx.b, cx.c)])
+                continue
+            alternatives.extend(survivors)
+            for k in SEARCHED:
+                vals = sorted({q.get(k) for q in survivors
+                               if k != "late_rounding" or q.get("c_position") == "late"}, key=str)
+                if len(vals) > 1:
+                    searched[k] = vals
+                    unobs[k] = (f"{len(survivors)} models reproduce every output seen and differ here: {k} in "
+                                f"{vals}; reporting {p.get(k)!r}, the value closest to the probes")
+            if model is None or trial.params != model.params:
+                notes.append(f"the probes' proposal {why}; a search of the model space kept "
+                             f"{len(survivors)} model(s) consistent with every output; reporting the one closest "
+                             "to the probes, verified below")
+            return trial
+    if not found:
+        notes.append(f"the probes' proposal {why}, and no model of the searched space reproduces the outputs "
+                     "(T-FDPA with L in 1..64, F in 0..56, any rounding, sticky bit or not, c early or late, E-FDPA, "
+                     "FMA chains; for a TR-/GTR-FDPA proposal every F2 and final rounding): the unit is outside it")
+    else:
+        notes.append(f"the probes' proposal {why}; the models of the searched space that reproduce the search's "
+                     f"batteries fail randomised testing ({tries} tried)")
+    return model
 
 
 def _exact_fdpa(bb: BlackBox, st: _f.Structure, allow_sub: bool, sub: _f.Subnormals, params: dict[str, Any],
@@ -676,7 +716,7 @@ def _rounded_alignment(bb: BlackBox, st: _f.Structure, F: int, allow_sub: bool, 
         notes.append(f"c keeps {al.c_kept_to} fractional bits, the products {F}: the engine uses one F for both")
     F2m = _f.probe_second_precision(bb, F, allow_sub)
     if F2m.value is None:
-        F2 = max(F, min(F2m.bound, 56)) if F2m.bound else F
+        F2 = max(F, min(F2m.bound, _MAX_F)) if F2m.bound else F
         unobs["F2"] = (f"every bit of T down to 2^-{F2m.bound} of c was kept: F2 >= {F2m.bound}" if F2m.bound
                        else "the final rounding hides T's bits next to a larger c") + f"; proposing F2 = {F2}"
     else:

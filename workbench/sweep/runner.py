@@ -9,27 +9,36 @@ tasks are submitted with the reference as an argument, so an exact reference is
 computed once per input and shared by every preset and algorithm.  Workers
 regenerate the (deterministic) inputs themselves and cache the last two.  Each
 finished task's row is written to disk before the next result is looked at.
+
+Faults: a job whose worker dies is run again (:data:`WORKER_RETRIES` times at most;
+:mod:`workbench.sweep.pool` tells exactly which job was on the dead worker), and the
+workers exit when this process dies, so a killed sweep leaves nothing running and
+resumes from its stored rows.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
-import contextlib
-import multiprocessing
+import math
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from . import pool as _pool
 from . import spec as _spec
 from . import store as _store
 from . import tasks as _tasks
 from . import warmup as _warmup
 
 _THREAD_ENV = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+#: How many times a job whose worker died (or whose result was lost on the way) is run again;
+#: after that its task is stored as an error row that says so.
+WORKER_RETRIES = 2
 
 
 class _SerialExecutor:
@@ -50,42 +59,26 @@ class _SerialExecutor:
         pass
 
 
-class _PoolExecutor:
-    """A local pool of spawned processes (``workers >= 2``)."""
-
-    def __init__(self, workers: int) -> None:
-        self.workers = workers
-        self.pool = self._new()
-
-    def _new(self) -> cf.ProcessPoolExecutor:
-        return cf.ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"))
-
-    def submit(self, fn: Any, *args: Any) -> cf.Future:
-        try:
-            return self.pool.submit(fn, *args)
-        except cf.process.BrokenProcessPool:
-            self.pool = self._new()
-            return self.pool.submit(fn, *args)
-
-    def wait_any(self, futures: set) -> set:
-        done, _ = cf.wait(futures, return_when=cf.FIRST_COMPLETED)
-        return done
-
-    def shutdown(self) -> None:
-        self.pool.shutdown(wait=False, cancel_futures=True)
-
-
 class _DaskExecutor:
     """``dask.distributed``: a Client for a scheduler address (or a given Client)."""
 
-    def __init__(self, scheduler: Any) -> None:
+    def __init__(self, scheduler: Any, timeout: float) -> None:
         from dask import distributed
 
         self._distributed = distributed
         if isinstance(scheduler, distributed.Client):
             self.client, self._own = scheduler, False
-        else:
-            self.client, self._own = distributed.Client(scheduler), True
+            return
+        if not isinstance(scheduler, str):
+            raise TypeError(f"scheduler={scheduler!r} must be an address such as 'tcp://host:8786' "
+                            "or a dask.distributed.Client")
+        try:
+            self.client, self._own = distributed.Client(scheduler, timeout=timeout), True
+        except ValueError as exc:  # a malformed address
+            raise ValueError(f"scheduler={scheduler!r}: {exc}") from None
+        except Exception as exc:  # noqa: BLE001 - nothing answered, or not a Dask scheduler (any garbage)
+            raise ConnectionError(f"no Dask scheduler answered at {scheduler!r} within {timeout:g} s "
+                                  f"({type(exc).__name__}: {exc})") from None
 
     def submit(self, fn: Any, *args: Any) -> Any:
         return self.client.submit(fn, *args, pure=False)
@@ -97,24 +90,6 @@ class _DaskExecutor:
     def shutdown(self) -> None:
         if self._own:
             self.client.close()
-
-
-@contextlib.contextmanager
-def _threads_per_worker(threads: int | None) -> Iterator[None]:
-    """Set the compute-thread environment that spawned workers inherit, then restore it."""
-    if threads is None:
-        yield
-        return
-    saved = {k: os.environ.get(k) for k in _THREAD_ENV}
-    os.environ.update({k: str(threads) for k in _THREAD_ENV})
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def _progress(total: int, enabled: bool, desc: str) -> Any:
@@ -132,7 +107,8 @@ def default_out(name: str) -> Path:
 
 def run(path_or_dict: str | Path | Mapping[str, Any], out: str | Path | None = None, *,
         workers: int | None = None, scheduler: Any = None, quick: bool = False, progress: bool = True,
-        retry_errors: bool = False, threads_per_worker: int | None = None, compact: bool = True) -> pd.DataFrame:
+        retry_errors: bool = False, threads_per_worker: int | None = None, compact: bool = True,
+        scheduler_timeout: float = 5.0) -> pd.DataFrame:
     """Run an experiment (file path or dict) and return its result table.
 
     Parameters
@@ -148,6 +124,9 @@ def run(path_or_dict: str | Path | Mapping[str, Any], out: str | Path | None = N
     scheduler:
         A ``dask.distributed`` scheduler address (``"tcp://host:8786"``) or Client;
         tasks then run on that cluster.
+    scheduler_timeout:
+        Seconds to wait for the scheduler to answer; past them a ConnectionError
+        naming the address is raised (nothing runs).
     quick:
         Apply the file's ``[quick]`` overrides (a small version of the grid).
     progress:
@@ -159,6 +138,11 @@ def run(path_or_dict: str | Path | Mapping[str, Any], out: str | Path | None = N
     compact:
         Merge the per-task files into one Parquet file at the end.
 
+    A worker process that dies (killed, crashed, out of memory) takes only its
+    current task with it: the task is run again, up to :data:`WORKER_RETRIES` times,
+    then stored as an error row saying how often its worker died.  If this process
+    is killed, its workers exit too; run it again to resume.
+
     Returns
     -------
     pandas.DataFrame with one row per task of the experiment, in grid order:
@@ -166,6 +150,9 @@ def run(path_or_dict: str | Path | Mapping[str, Any], out: str | Path | None = N
     ``error``/``traceback`` (None when the task succeeded) and the timing columns
     of :data:`workbench.sweep.tasks.TIMING_COLUMNS`.
     """
+    if not (isinstance(scheduler_timeout, (int, float)) and not isinstance(scheduler_timeout, bool)
+            and math.isfinite(scheduler_timeout) and scheduler_timeout > 0):
+        raise ValueError(f"scheduler_timeout={scheduler_timeout!r} must be a positive number of seconds")
     exp = _spec.parse(path_or_dict, quick=quick)
     _tasks.validate_experiment(exp.tasks)  # a bad preset, algorithm or params key fails here, before anything runs
     out = Path(out) if out is not None else default_out(exp.name)
@@ -181,22 +168,22 @@ def run(path_or_dict: str | Path | Mapping[str, Any], out: str | Path | None = N
         _store.save_progress(out, exp.name, "done", 0, 0)
     else:
         if scheduler is not None:
-            executor: Any = _DaskExecutor(scheduler)
-            threads = None
+            executor: Any = _DaskExecutor(scheduler, scheduler_timeout)
         else:
             n = workers if workers is not None else (os.cpu_count() or 1)
             if n < 1:
                 raise ValueError(f"workers={workers!r} must be at least 1")
             n = min(n, len(pending))
-            threads = threads_per_worker or max(1, (os.cpu_count() or 1) // n)
-            executor = _SerialExecutor() if n == 1 else _PoolExecutor(n)
             if n == 1:
-                threads = None
-        with _threads_per_worker(threads):
-            try:
-                _execute(exp, pending, executor, out, progress, first_here=scheduler is None)
-            finally:
-                executor.shutdown()
+                executor = _SerialExecutor()
+            else:  # only the workers start with these: this process, which compiles the warm-up
+                # tasks, keeps its own (numba refuses another NUMBA_NUM_THREADS once its threads run)
+                threads = threads_per_worker or max(1, (os.cpu_count() or 1) // n)
+                executor = _pool.WorkerPool(n, env=dict.fromkeys(_THREAD_ENV, str(threads)))
+        try:
+            _execute(exp, pending, executor, out, progress, first_here=scheduler is None)
+        finally:
+            executor.shutdown()
     if compact:
         _store.compact(out)
     table = _store.load(out)
@@ -266,46 +253,61 @@ def _execute(exp: _spec.Experiment, pending: list[_spec.Task], executor: Any, ou
 def _submit_all(exp: _spec.Experiment, pending: list[_spec.Task], executor: Any, references: dict[str, Any],
                 record: Callable[[dict[str, Any]], None]) -> None:
     """Submit the reference job of each input (largest first; ``references`` holds those
-    already computed), then its tasks as soon as it is done; ``record`` each row."""
+    already computed), then its tasks as soon as it is done; ``record`` each row.
+
+    The job functions never raise, so a failed future means the job's worker died or
+    its result was lost: the job is submitted again, up to :data:`WORKER_RETRIES` times."""
     by_input: dict[str, list[_spec.Task]] = {}
     for t in sorted(pending, key=lambda t: -t.cost):
         by_input.setdefault(t.input_hash, []).append(t)
     in_flight: dict[Any, tuple[str, Any]] = {}
+    lost: dict[tuple[str, str], int] = {}  # (role, hash) -> times its job was lost
+    unrecorded = {ih: len(group) for ih, group in by_input.items()}  # references are dropped at 0
 
-    def submit_tasks(ih: str, reference: Any) -> None:
-        for t in by_input[ih]:
-            in_flight[executor.submit(_tasks.run_task, _warmup.payload(exp, t), reference)] = ("task", t)
-
-    for ih, group in by_input.items():
-        if exp.reference == "none":
-            submit_tasks(ih, None)
-        elif ih in references:
-            submit_tasks(ih, references[ih])
+    def submit(role: str, what: Any) -> None:
+        if role == "ref":
+            job = executor.submit(_tasks.compute_reference, _spec.input_key(by_input[what][0].spec, exp.reference))
         else:
-            key = _spec.input_key(group[0].spec, exp.reference)
-            in_flight[executor.submit(_tasks.compute_reference, key)] = ("ref", ih)
+            job = executor.submit(_tasks.run_task, _warmup.payload(exp, what), references.get(what.input_hash))
+        in_flight[job] = (role, what)
+
+    for ih in by_input:
+        if exp.reference == "none" or ih in references:
+            for t in by_input[ih]:
+                submit("task", t)
+        else:
+            submit("ref", ih)
     while in_flight:
         for fut in executor.wait_any(set(in_flight)):
-            job, what = in_flight.pop(fut)
+            role, what = in_flight.pop(fut)
             try:
                 result = fut.result()
             except Exception as exc:  # noqa: BLE001 - a worker died or the transport failed
-                if job == "ref":
-                    result = (False, f"reference job failed: {type(exc).__name__}: {exc}", 0.0)
+                key = (role, what if role == "ref" else what.hash)
+                lost[key] = lost.get(key, 0) + 1
+                if lost[key] <= WORKER_RETRIES:
+                    submit(role, what)
+                    continue
+                why = f"its worker died {lost[key]} times (last: {type(exc).__name__}: {exc}); not run again"
+                if role == "ref":
+                    result = (False, f"reference job failed: {why}", 0.0)
                 else:
-                    result = _failed_row(exp, what, exc)
-            if job == "ref":
-                submit_tasks(what, result)
+                    result = _lost_row(exp, what, f"task not run: {why}")
+            if role == "ref":
+                references[what] = result
+                for t in by_input[what]:
+                    submit("task", t)
             else:
                 record(result)
+                unrecorded[what.input_hash] -= 1
+                if not unrecorded[what.input_hash]:
+                    references.pop(what.input_hash, None)
 
 
-def _failed_row(exp: _spec.Experiment, task: _spec.Task, exc: BaseException) -> dict[str, Any]:
-    import time
-
+def _lost_row(exp: _spec.Experiment, task: _spec.Task, error: str) -> dict[str, Any]:
+    """The row of a task that produced no row of its own, with ``error`` saying why."""
     row = _tasks.base_row(task.hash, task.input_hash, task.spec, exp.name, task.index, exp.reference)
-    row.update(error=f"worker failed: {type(exc).__name__}: {exc}", traceback=None, elapsed_s=None, cpu_s=None,
-               finished_at=time.time(), worker=None)
+    row.update(error=error, traceback=None, elapsed_s=None, cpu_s=None, finished_at=time.time(), worker=None)
     return row
 
 

@@ -16,6 +16,13 @@ writer never sees a partial file; temporary leftovers (``*.tmp``) are ignored an
 removed on the next run.  Compaction writes the merged file first and deletes its
 sources afterwards, so a kill in between only leaves duplicates, which
 :func:`load` drops (rows are keyed by ``task_hash``).
+
+Column types do not depend on the history of a folder (which rows were written when,
+by a first run, a resumed one or ``retry_errors``): the columns every row has are
+written with the types of :data:`COLUMN_TYPES`; a metric or ``param.*`` column has the
+Arrow type of its values, promoted across rows (int and float give float); files are
+merged as Arrow tables, duplicates dropped, and only then turned into pandas columns,
+so a table depends only on the rows it holds.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -40,6 +48,17 @@ PROGRESS = "_progress.json"
 _LEGACY_METADATA = "experiment.json"
 #: Columns kept even when every value is missing (other all-missing columns are dropped).
 KEEP = ("error", "traceback")
+#: Arrow types of the columns every row has (:func:`workbench.sweep.tasks.base_row`, the
+#: error and the timing columns), whether or not a row has a value for them.
+COLUMN_TYPES: dict[str, pa.DataType] = {
+    **dict.fromkeys(("task_hash", "input_hash", "experiment", "algorithm", "preset", "instruction", "variant",
+                     "model", "in_format", "out_format", "reference", "generator", "params", "input",
+                     "error", "traceback", "worker"), pa.string()),
+    **dict.fromkeys(("task_index", "m", "k", "n", "seed"), pa.int64()),
+    **dict.fromkeys(("alpha", "beta", "elapsed_s", "cpu_s", "reference_s", "finished_at"), pa.float64()),
+}
+#: Rows are ordered by these columns.
+_ORDER = ("experiment", "task_index", "task_hash")
 
 
 def _atomic_write_table(table: pa.Table, path: Path) -> None:
@@ -55,8 +74,12 @@ def _atomic_write_table(table: pa.Table, path: Path) -> None:
             tmp.unlink()
 
 
-def _jsonable(row: Mapping[str, Any]) -> dict[str, Any]:
-    return dict(row)
+def row_table(row: Mapping[str, Any]) -> pa.Table:
+    """One row as an Arrow table: :data:`COLUMN_TYPES` for the columns it names (pandas'
+    missing values, NaN included, are missing there), the values' own type for the
+    others (metrics, ``param.*``, ``input.*``; a NaN metric stays NaN)."""
+    return pa.Table.from_arrays([pa.array([v], type=COLUMN_TYPES.get(k), from_pandas=k in COLUMN_TYPES)
+                                 for k, v in row.items()], names=list(row))
 
 
 def write_row(out: Path, row: Mapping[str, Any]) -> Path:
@@ -64,7 +87,7 @@ def write_row(out: Path, row: Mapping[str, Any]) -> Path:
     parts = Path(out) / PARTS
     parts.mkdir(parents=True, exist_ok=True)
     path = parts / f"{row['task_hash']}.parquet"
-    _atomic_write_table(pa.Table.from_pylist([_jsonable(row)]), path)
+    _atomic_write_table(row_table(row), path)
     return path
 
 
@@ -92,24 +115,42 @@ def clean_temporaries(out: Path) -> None:
                 f.unlink(missing_ok=True)
 
 
-def _read(files: Iterable[Path]) -> pd.DataFrame:
-    frames = []
+def _read(files: Iterable[Path]) -> list[pa.Table]:
+    tables = []
     for f in files:
         try:
-            frames.append(pq.read_table(f).to_pandas())
+            table = pq.read_table(f)
         except FileNotFoundError:  # merged into a results file by a concurrent compaction
             continue
-    frames = [f for f in frames if len(f)]
-    if not frames:
-        return pd.DataFrame()
-    return pd.concat(frames, ignore_index=True, sort=False)
+        if table.num_rows:
+            tables.append(table.replace_schema_metadata(None))
+    return tables
+
+
+def _merge(tables: list[pa.Table]) -> pa.Table | None:
+    """The stored rows as one table: one row per task hash (the last file's), ordered by
+    experiment and task index, all-missing columns left out; None if the rows cannot
+    share one schema (a column that holds numbers in one file and text in another)."""
+    if not tables:
+        return pa.table({})
+    try:
+        table = pa.concat_tables(tables, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+    hashes = table.column("task_hash").to_numpy(zero_copy_only=False)
+    _, last_reversed = np.unique(hashes[::-1], return_index=True)
+    table = table.take(np.sort(len(hashes) - 1 - last_reversed))
+    table = table.sort_by([(c, "ascending") for c in _ORDER if c in table.column_names])
+    first = [c for c in ("task_hash", "input_hash", "experiment", "task_index") if c in table.column_names]
+    rest = sorted(c for c in table.column_names
+                  if c not in first and (c in KEEP or table.column(c).null_count < table.num_rows))
+    return table.select(first + rest)
 
 
 def _order(df: pd.DataFrame) -> pd.DataFrame:
-    if df.empty:
-        return df
+    """:func:`_merge` for rows that share no schema (pandas concatenation, object columns)."""
     df = df.drop_duplicates(subset="task_hash", keep="last")
-    df = df.sort_values(["experiment", "task_index", "task_hash"], kind="stable").reset_index(drop=True)
+    df = df.sort_values([c for c in _ORDER if c in df.columns], kind="stable").reset_index(drop=True)
     first = [c for c in ("task_hash", "input_hash", "experiment", "task_index") if c in df.columns]
     rest = sorted(c for c in df.columns if c not in first and (c in KEEP or df[c].notna().any()))
     return df[first + rest]
@@ -145,23 +186,28 @@ def load(out: str | Path) -> pd.DataFrame:
     out = Path(out)
     if not out.is_dir():
         raise FileNotFoundError(f"results folder {str(out)!r} does not exist")
-    return _order(_read(_files(out)))
+    tables = _read(_files(out))
+    merged = _merge(tables)
+    if merged is None:
+        return _order(pd.concat([t.to_pandas() for t in tables], ignore_index=True, sort=False))
+    return merged.to_pandas()
 
 
 def compact(out: Path) -> Path | None:
-    """Merge every stored file into one ``results-<stamp>.parquet``; returns it (None if nothing).
+    """Merge every stored file into one ``results-<stamp>.parquet`` (columns no row uses
+    left out, as in :func:`load`); returns it (None if nothing is stored).
 
     If the rows cannot share one schema (e.g. a parameter that is a number in one
     experiment and a string in another), the files are left as they are.
     """
     out = Path(out)
     files = _files(out)
-    if len(files) <= 1:
-        return files[0] if files else None
-    df = _order(_read(files))
-    try:
-        table = pa.Table.from_pandas(df, preserve_index=False)
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
+    if not files:
+        return None
+    if len(files) == 1 and files[0].parent == out:  # one merged file already
+        return files[0]
+    table = _merge(_read(files))
+    if table is None:
         return None
     path = out / f"results-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}.parquet"
     _atomic_write_table(table, path)

@@ -130,8 +130,12 @@ def _family(task: _spec.Task) -> int:
     return 1 if model is not None and model.operation.kernel_family == "amd" else 0
 
 
-def _run_family(todo: list[tuple[_spec.Experiment, _spec.Task]], queue: Any) -> None:
-    """Body of a compiling process: run ``todo`` here, reporting each compilation and task on ``queue``."""
+def _run_family(todo: list[tuple[_spec.Experiment, _spec.Task]], queue: Any, parent_pid: int) -> None:
+    """Body of a compiling process: run ``todo`` here, reporting each compilation and task on
+    ``queue``; it ends with its parent (a killed ``workbench reproduce`` leaves it not running)."""
+    from .pool import exit_with_parent
+
+    exit_with_parent(parent_pid)
     references: dict[str, Any] = {}
     with CompileWatch(on_compile=lambda count, name: queue.put(("compile", name))) as watch:
         for exp, task in todo:
@@ -195,7 +199,7 @@ def compile_experiments(experiments: Sequence[str | Path | dict], *, quick: bool
         if state["worker"] is None and other and parallel and (os.cpu_count() or 1) >= 2:
             ctx = multiprocessing.get_context("spawn")
             messages = ctx.Queue()
-            worker = ctx.Process(target=_run_family, args=(other, messages), daemon=True)
+            worker = ctx.Process(target=_run_family, args=(other, messages, os.getpid()), daemon=True)
             worker.start()
             state["worker"] = worker
             state["running"] = 1

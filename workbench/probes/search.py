@@ -1,0 +1,155 @@
+"""The models that explain what a black box returned: a consistency search over the
+T-FDPA / FMA-chain part of the engine's model space.
+
+The probes (:mod:`~workbench.probes.features`) read each parameter from vectors built
+for it, under the assumption that the others are what they measured; on units no
+preset resembles (a narrow window, one product per block, c added late with a
+directed rounding) one misread parameter misleads the next.  Xie et al. 2025 Section
+3.1.4 revise a model that fails randomised testing by re-examining its features;
+this module does that exhaustively: every T-FDPA with L in {1, 2, 4, ..., 64}, F in
+0..56, each final rounding the engine models, sticky bit or not, c early or late
+with each late rounding (and E-FDPA, and the FMA chains when the formats allow one) is run on a
+battery of random dot products and kept only if it reproduces every output, the
+probes' counterexample included.  Stages keep it cheap: a few rows reject most
+candidates, larger batteries the rest.  What survives is the set of models the
+outputs cannot separate (issue 14: report them all, never one confident guess).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..engine import core as _core
+from ..engine import kernels as _k
+from ..engine import ops as _ops
+from ..engine.model import ROUNDINGS, Model
+from ..engine.operands import padded_decomposed
+from ..engine.operations import tfdpa as tfdpa_op
+from .blackbox import BlackBox
+from .differential import random_inputs, same_outputs
+
+__all__ = ["consistent_models", "reproduce", "SEARCHED"]
+
+#: the parameters the search varies (the others are the probes' values); TR-/GTR-FDPA
+#: proposals are searched around their structure instead (F, F2, final rounding)
+SEARCHED = ("kind", "L", "F", "rounding", "sticky", "c_position", "late_rounding", "F2")
+_BLOCKS = tuple(2 ** i for i in range(7))      # L = 1 .. 64
+_STAGES = (8, 64, 480)                         # battery rows of the stages
+_DISTRIBUTIONS = ("normal", "log-uniform", "cancellation")
+_MODE_CODES = _ops.MODE_CODES
+_KEPT = ("in_format", "out_format", "zero_exponent", "flush_subnormals", "flush_output_subnormals")
+
+
+def _rounded_candidates(base: dict[str, Any], probed: dict[str, Any], Ls: tuple[int, ...]) -> Iterator[dict[str, Any]]:
+    """TR-/GTR-FDPA around the probes' proposal: their kind and alignment rounding,
+    every L, F within one bit of theirs, every F2 >= F and every final rounding (a
+    window narrower than the output hides the final rounding from the probes' ties)."""
+    for L in Ls:
+        for F in range(max(probed["F"] - 1, 0), min(probed["F"] + 1, 56) + 1):
+            for F2 in range(F, 57):
+                for rounding in ROUNDINGS:
+                    yield {**base, "kind": probed["kind"], "L": L, "F": F, "F2": F2, "rounding": rounding,
+                           "alignment_rounding": probed.get("alignment_rounding")}
+
+
+def _candidates(base: dict[str, Any], Ls: tuple[int, ...], fma: bool) -> Iterator[dict[str, Any]]:
+    lates = [("early", "rne")] + [("late", r) for r in ROUNDINGS]
+    for L in Ls:   # E-FDPA: the exact sum rounded once (with L = 1 an FMA in any rounding)
+        for rounding in ROUNDINGS:
+            yield {**base, "kind": "e-fdpa", "L": L, "rounding": rounding}
+    if fma:
+        for cpos, late in lates:
+            yield {**base, "kind": "fma", "L": 1, "c_position": cpos, "late_rounding": late,
+                   "sticky": False}
+    for L in Ls:
+        for cpos, late in lates:
+            for F in range(0, 57):
+                for rounding in ROUNDINGS:
+                    for sticky in (False, True):
+                        yield {**base, "kind": "t-fdpa", "L": L, "F": F, "rounding": rounding, "sticky": sticky,
+                               "c_position": cpos, "late_rounding": late}
+
+
+def _battery(bb: BlackBox, rows: int, K: int, rng: np.random.Generator,
+             extra: list[tuple[np.ndarray, np.ndarray, float]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    a, b, c = [], [], []
+    for x, y, z in extra:
+        a.append(np.pad(x, (0, K - x.size)))
+        b.append(np.pad(y, (0, K - y.size)))
+        c.append(z)
+    per = -(-max(rows - len(extra), 1) // len(_DISTRIBUTIONS))
+    for dist in _DISTRIBUTIONS:
+        A, B, C = random_inputs(dist, rng, bb.in_fmt, bb.out_fmt, per, K, per)
+        a.extend(A)
+        b.extend(B.T)
+        c.extend(np.diagonal(C))
+    return np.array(a[:rows]), np.array(b[:rows]), np.array(c[:rows])
+
+
+def _survivors(cands: list[dict[str, Any]], a: np.ndarray, b: np.ndarray, c: np.ndarray,
+               d: np.ndarray) -> list[dict[str, Any]]:
+    keep: list[dict[str, Any]] = []
+    operands: dict[int, tuple[np.ndarray, ...]] = {}
+    templates: dict[tuple[Any, ...], np.ndarray] = {}
+    with _core.threads_for(a.size):   # thousands of small calls: one thread each
+        for p in cands:
+            if p["kind"] != "t-fdpa":
+                try:
+                    if same_outputs(_core.dots(Model(**p), a, b, c), d).all():
+                        keep.append(p)
+                except ValueError:   # a model the engine cannot run (e.g. sums wider than its 62 bits)
+                    pass
+                continue
+            shape = (p["L"], p["c_position"], p["late_rounding"])
+            if shape not in templates:   # one Model per block shape; F, rounding, sticky go into its vector
+                m = Model(**{**p, "F": 0, "rounding": "rz", "sticky": False})
+                templates[shape] = _k.pack_tfdpa(tfdpa_op.kernel_params(m), a.shape[0], 1, 1)
+                if m.L not in operands:   # pad and decompose once per block size
+                    _, _, sa, ea, sb, eb = padded_decomposed(m, a, b, m.L)
+                    operands[m.L] = (sa, ea, sb.T, eb.T)
+            prm = templates[shape].copy()
+            prm[_k.P_F] = prm[_k.P_GF] = p["F"]
+            prm[_k.P_MODE] = _MODE_CODES[p["rounding"]]
+            prm[_k.P_STICKY] = p["sticky"]
+            acc = np.array(c, dtype=np.float64)
+            _k.tfdpa_rows(*operands[p["L"]], acc, prm)  # type: ignore[call-arg]  # numba's Dispatcher takes *args
+            if same_outputs(acc, d).all():
+                keep.append(p)
+    return keep
+
+
+def consistent_models(bb: BlackBox, base: dict[str, Any], *, seed: int = 0,
+                      extra: Sequence[tuple[np.ndarray, np.ndarray, float]] = ()) -> list[dict[str, Any]]:
+    """Every model of the searched space (:data:`SEARCHED`; formats, subnormal
+    handling and zero exponent from ``base``; for a TR-/GTR-FDPA ``base`` the models
+    around it) that reproduces the black box on two
+    batteries of random dot products (normal, log-uniform, cancelling data) and on
+    ``extra`` cases ``(a, b, c)``; ordered by how few parameters differ from ``base``."""
+    Ls = tuple(L for L in _BLOCKS if bb.max_k is None or L <= bb.max_k)
+    K = max([min(2 * max(Ls) + 3, bb.max_k or 131)] + [x.size for x, _, _ in extra])
+    # what the probes measured that the searched kinds read: formats, subnormal handling, zero exponent
+    fixed = {k: base[k] for k in _KEPT if k in base}
+    if base.get("kind") in ("tr-fdpa", "gtr-fdpa"):
+        cands = list(_rounded_candidates(fixed, base, Ls))
+    else:
+        cands = list(_candidates(fixed, Ls, bb.in_format == bb.out_format))
+    rng = np.random.default_rng(seed + 17)
+    for rows in _STAGES:
+        a, b, c = _battery(bb, rows, K, rng, list(extra))
+        cands = _survivors(cands, a, b, c, bb.dots(a, b, c))
+        if not cands:
+            break
+    return sorted(cands, key=lambda p: sum(p.get(k) != base.get(k) for k in SEARCHED))
+
+
+def reproduce(bb: BlackBox, cands: list[dict[str, Any]],
+              cases: list[tuple[np.ndarray, np.ndarray, float]]) -> list[dict[str, Any]]:
+    """The candidates (in order) that reproduce the black box on the dot products ``cases``."""
+    K = max(x.size for x, _, _ in cases)
+    a = np.array([np.pad(x, (0, K - x.size)) for x, _, _ in cases])
+    b = np.array([np.pad(y, (0, K - y.size)) for _, y, _ in cases])
+    c = np.array([z for _, _, z in cases], dtype=np.float64)
+    return _survivors(cands, a, b, c, bb.dots(a, b, c))

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-import workbench
+from workbench import formats, matmul
 from workbench.engine.model import Model
 from workbench.gate import real_matrix
 
@@ -43,12 +43,12 @@ def check_model(model: object, in_formats: Sequence[str], algorithm: str) -> Mod
     if not isinstance(model, Model):
         raise ValueError(f"{algorithm}: model= must be a matrix-unit model from workbench.preset(...) or "
                          f"workbench.custom_model(...); got {type(model).__name__}")
-    fin = workbench.format(model.in_format).name
+    fin = formats.format(model.in_format).name
     if fin not in in_formats:
         raise ValueError(f"{algorithm}: the words are {' or '.join(in_formats)} but the preset's input format is "
                          f"{fin}; choose a preset with in_format in {tuple(in_formats)}, e.g. "
                          f"workbench.preset('B200', '{in_formats[0]}', 'fp32')")
-    if workbench.format(model.out_format).name != "fp32":
+    if formats.format(model.out_format).name != "fp32":
         raise ValueError(f"{algorithm}: the algorithm accumulates in binary32 but the preset's output format is "
                          f"{model.out_format}; choose the preset with out_format='fp32'")
     return model
@@ -72,13 +72,13 @@ def split(X: np.ndarray, fmt: str, words: int, *, mode: str = "rne", scale: floa
     many words are asked for) is refused with a ValueError naming ``name``, the
     entry, the word and the limit, instead of carrying Inf/NaN into the product.
     """
-    f = workbench.format(fmt)
+    f = formats.format(fmt)
     out = []
     r = X
     factor = 1.0
     for j in range(words):
         with np.errstate(over="ignore", invalid="ignore"):  # a zero residual stays zero at any scaling
-            w = workbench.round(np.where(r == 0, 0.0, r * factor), f, mode)
+            w = formats.round(np.where(r == 0, 0.0, r * factor), f, mode)
         bad = ~np.isfinite(w)
         if bad.any():
             i = tuple(int(t) for t in np.argwhere(bad)[0])
@@ -126,10 +126,10 @@ def chain(model: Model, pairs: Sequence[tuple[np.ndarray, np.ndarray]], C: np.nd
     else:
         Abig = Xs.reshape(P, M, nb, L).transpose(1, 2, 0, 3).reshape(M, P * Kp)
         Bbig = Ys.reshape(P, nb, L, N).transpose(1, 0, 2, 3).reshape(P * Kp, N)
-    D = workbench.gemm(Abig, Bbig, C, model=model, input_rounding=input_rounding)
+    D = matmul.gemm(Abig, Bbig, C, model=model, input_rounding=input_rounding)
     return D.astype(np.float64)
 
 
 def fp32_add(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """fl32(x + y) with round-to-nearest-even (an FADD on the ordinary cores)."""
-    return workbench.round(x + y, "fp32", "rne")
+    return formats.round(x + y, "fp32", "rne")

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
+from typing import Any
+
 import numpy as np
 
 from .bf16xn import bf16xn
@@ -16,7 +18,8 @@ from .ozaki import ozaki
 from .refinement import RefinementResult, gmres_ir, lu_ir
 
 #: name -> f(A, B, C=None, *, model, **params) -> float64 ndarray
-ALGORITHMS: Mapping[str, Callable[..., np.ndarray]] = MappingProxyType({
+#: (with ``return_words=True`` they return (D, words) instead)
+ALGORITHMS: Mapping[str, Callable[..., Any]] = MappingProxyType({
     "markidis": markidis,
     "ootomo_yokota": ootomo_yokota,
     "multiword": multiword,

@@ -30,7 +30,7 @@ PRODUCT_SETS: dict[int, tuple[tuple[int, int], ...]] = {
 
 def bf16xn(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike | None = None, *,
            model: Model, products: int = 3, order: str = "sequential",
-           return_words: bool = False, input_rounding: str | None = None) -> np.ndarray | tuple[np.ndarray, dict[str, list[np.ndarray]]]:
+           return_words: bool = False, input_rounding: str | None = None) -> np.ndarray | tuple[np.ndarray, dict[str, object]]:
     """D = A B + C by Henry et al.'s bf16x3 / bf16x6 / bf16x9 scheme.
 
     Parameters
@@ -69,5 +69,6 @@ def bf16xn(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLik
     pairs = [(Aw[j - 1], Bw[k - 1]) for j, k in idx]
     D = chain(model, pairs, None if C64 is None else to_fp32(C64), order=order, input_rounding=input_rounding)
     if return_words:
-        return D, {"A": Aw, "B": Bw, "pairs": idx}
+        words: dict[str, object] = {"A": Aw, "B": Bw, "pairs": idx}
+        return D, words
     return D

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
-import workbench
+from workbench import formats, matmul
 from workbench.engine.model import Model
 
 __all__ = ["PRECISIONS", "UPDATE_C", "Factorization", "cholesky", "lu"]
@@ -71,7 +71,7 @@ def rounder(precision: str) -> Rounder:
         return lambda x: x
     if precision == "fp32":
         return lambda x: x.astype(np.float32).astype(np.float64)
-    return lambda x: workbench.round(x, precision)
+    return lambda x: formats.round(x, precision)
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ class Factorization:
         if dt is None:
             raise ValueError(f"precision={precision!r}: the triangular solves run in 'fp32' or 'fp64'")
         rp = np.asarray(r, dtype=np.float64)[self.perm].astype(dt)
-        y = scipy.linalg.solve_triangular(self.L.astype(dt), rp, lower=True, unit_diagonal=self.kind == "lu",
+        y = scipy.linalg.solve_triangular(self.L.astype(dt), rp, lower=True, unit_diagonal=self.kind != "cholesky",
                                           check_finite=False)
         z = scipy.linalg.solve_triangular(self.U.astype(dt), y, lower=False, check_finite=False)
         return z.astype(np.float64)
@@ -141,8 +141,8 @@ def _settings(model: Model | None, unit_format: str | None, precision: str, upda
     if not isinstance(model, Model):
         raise ValueError(f"{name}: model= must be None (idealised) or a unit from workbench.preset(...) / "
                          f"workbench.custom_model(...); got {type(model).__name__}")
-    fin = workbench.format(model.in_format).name
-    fout = workbench.format(model.out_format).name
+    fin = formats.format(model.in_format).name
+    fout = formats.format(model.out_format).name
     if unit_format is not None and unit_format != fin:
         raise ValueError(f"{name}: unit_format={unit_format!r} but the model's input format is {fin!r}")
     if fout != precision:
@@ -166,7 +166,7 @@ def _store(A: np.ndarray, precision: str) -> np.ndarray:
 
 def _to_unit(X: np.ndarray, fmt: str, what: str) -> np.ndarray:
     """An update operand rounded (RNE) to the unit's input format; overflow is an error."""
-    Xh = workbench.round(X, fmt)
+    Xh = formats.round(X, fmt)
     if not np.isfinite(Xh).all():
         i, j = np.argwhere(~np.isfinite(Xh))[0]
         raise ValueError(f"{what} entry {X[i, j]!r} overflows {fmt} when rounded for the unit; scale A first "
@@ -179,21 +179,23 @@ def _idealised_update(C: np.ndarray, Lh: np.ndarray, Uh: np.ndarray, precision: 
     """C - Lh @ Uh with exact products summed recursively in K order, RNE in ``precision``."""
     if precision in ("fp32", "fp64"):
         dt = np.float32 if precision == "fp32" else np.float64
-        Lc, Uc = Lh.astype(dt), Uh.astype(dt)  # products of fp16/bf16 values are exact in fp32
+        Lc: np.ndarray = Lh.astype(dt)  # products of fp16/bf16 values are exact in fp32
+        Uc: np.ndarray = Uh.astype(dt)
+        acc: np.ndarray
         if update_c == "accumulator":
             acc = C.astype(dt)
-            for l in range(Lc.shape[1]):
-                acc -= np.multiply.outer(Lc[:, l], Uc[l])
+            for k in range(Lc.shape[1]):
+                acc -= np.multiply.outer(Lc[:, k], Uc[k])
             return acc.astype(np.float64)
         acc = np.zeros(C.shape, dtype=dt)
-        for l in range(Lc.shape[1]):
-            acc += np.multiply.outer(Lc[:, l], Uc[l])
+        for k in range(Lc.shape[1]):
+            acc += np.multiply.outer(Lc[:, k], Uc[k])
         return (C.astype(dt) - acc).astype(np.float64)
     rnd = rounder(precision)
     acc = C.copy() if update_c == "accumulator" else np.zeros_like(C)
     sign = -1.0 if update_c == "accumulator" else 1.0
-    for l in range(Lh.shape[1]):
-        acc = rnd(acc + sign * np.multiply.outer(Lh[:, l], Uh[l]))
+    for k in range(Lh.shape[1]):
+        acc = rnd(acc + sign * np.multiply.outer(Lh[:, k], Uh[k]))
     return acc if update_c == "accumulator" else rnd(C - acc)
 
 
@@ -207,12 +209,12 @@ def trailing_update(C: np.ndarray, L21: np.ndarray, U12: np.ndarray, *, model: M
     if model is None:
         return _idealised_update(C, Lh, Uh, precision, update_c)
     if update_c == "accumulator":
-        return workbench.gemm(-Lh, Uh, C, model=model).astype(np.float64)
+        return matmul.gemm(-Lh, Uh, C, model=model).astype(np.float64)
     # The epilogue of gemm(Lh, Uh, C, alpha=-1, beta=1) is fl(C - P) with P the unit's
     # product from a zero accumulator; forming it here skips the re-check and re-rounding
     # of C and the rounding of -P that gemm's general epilogue does (same bits: the test's
     # per-tile reference calls gemm with alpha=-1, beta=1).
-    P = workbench.gemm(Lh, Uh, model=model).astype(np.float64)
+    P = matmul.gemm(Lh, Uh, model=model).astype(np.float64)
     return rounder(precision)(C - P)
 
 

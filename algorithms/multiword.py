@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import numpy as np
 
-import workbench
+from workbench import formats, matmul
 from workbench.engine.model import Model
 
 from ._common import ORDERS, as_matrices, chain, check_model, split
@@ -120,8 +120,8 @@ def multiword(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.Array
     A64, B64, C64 = as_matrices(A, B, C)
     if not isinstance(model, Model):
         raise ValueError("multiword: model= must be a matrix-unit model from workbench.preset(...)")
-    unit_fmt = workbench.format(model.in_format)
-    wf = workbench.format(word_format if word_format is not None else model.in_format)
+    unit_fmt = formats.format(model.in_format)
+    wf = formats.format(word_format if word_format is not None else model.in_format)
     if wf.name not in WORD_FORMATS:
         raise ValueError(f"word_format={wf.name!r}: expected one of {WORD_FORMATS}")
     check_model(model, (unit_fmt.name,), "multiword")
@@ -141,7 +141,7 @@ def multiword(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.Array
     p = int(words)
     n = A64.shape[1]
     u = 2.0 ** -wf.p
-    out = workbench.format(model.out_format)
+    out = formats.format(model.out_format)
     theta = min(wf.max, float(np.sqrt(out.max / max(n, 1))))
     if scaling:
         Ls = _scales(A64, theta, axis=1)
@@ -155,12 +155,12 @@ def multiword(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.Array
     if alpha_placement == "input":
         pairs = [(u ** (j + k - 2) * Aw[j - 1], Bw[k - 1]) for j, k in idx]   # exact in float64
         if input_rounding is None:   # GEMM.m rounds the alpha-scaled words itself, to nearest even
-            pairs = [(workbench.round(X, unit_fmt, "rne"), Y) for X, Y in pairs]
+            pairs = [(formats.round(X, unit_fmt, "rne"), Y) for X, Y in pairs]
         Cs = chain(model, pairs, order=order, input_rounding=input_rounding)
     else:
         Cs = np.zeros((A64.shape[0], B64.shape[1]))
         for j, k in idx:
-            Cs = Cs + u ** (j + k - 2) * workbench.gemm(Aw[j - 1], Bw[k - 1], model=model,
+            Cs = Cs + u ** (j + k - 2) * matmul.gemm(Aw[j - 1], Bw[k - 1], model=model,
                                                             input_rounding=input_rounding).astype(np.float64)
     D = Cs / Ls[:, None] / Ms[None, :]
     if C64 is not None:

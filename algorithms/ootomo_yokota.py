@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-import workbench
+from workbench import formats, matmul
 from workbench.engine.model import Model
 
 from ._common import ORDERS, as_matrices, chain, check_model, fp32_add, split
@@ -95,15 +95,15 @@ def ootomo_yokota(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.A
     B_hi, RB = split(B64, fmt, 2, mode=mode, scale=scale, name="B")
     C32 = np.zeros((A64.shape[0], B64.shape[1])) if C64 is None else C64.astype(np.float32).astype(np.float64)
     if accumulation == "rz":
-        D_hi = workbench.gemm(A_hi, B_hi, C32, model=model, input_rounding=input_rounding)
+        D_hi = matmul.gemm(A_hi, B_hi, C32, model=model, input_rounding=input_rounding)
     elif hi_block is None or hi_block == model.L:
-        D_hi = workbench.gemm(A_hi, B_hi, C32, model=model, accumulation="outside", input_rounding=input_rounding)
+        D_hi = matmul.gemm(A_hi, B_hi, C32, model=model, accumulation="outside", input_rounding=input_rounding)
     else:
-        D_hi = workbench.gemm(A_hi, B_hi, C32, model=model, accumulation="promote", promote_every=int(hi_block),
+        D_hi = matmul.gemm(A_hi, B_hi, C32, model=model, accumulation="promote", promote_every=int(hi_block),
                               input_rounding=input_rounding)
     D_hi = D_hi.astype(np.float64)
     D_lo = chain(model, [(A_hi, RB), (RA, B_hi)], order=order, input_rounding=input_rounding)
-    D = fp32_add(D_hi, workbench.round(D_lo / scale, "fp32", "rne"))
+    D = fp32_add(D_hi, formats.round(D_lo / scale, "fp32", "rne"))
     if return_words:
         return D, {"A_hi": A_hi, "R_A": RA, "B_hi": B_hi, "R_B": RB, "D_hi": D_hi, "D_lo": D_lo}
     return D

@@ -36,12 +36,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import scipy.linalg
 
-import workbench
+from workbench import formats
 from workbench.engine.model import Model
 
 from .lu import Factorization, lu, rounder
@@ -90,7 +90,8 @@ def _exact_residual(A: np.ndarray, x: np.ndarray, b: np.ndarray) -> np.ndarray:
     """b - A x computed exactly and rounded once to fp64."""
     from workbench import exact
 
-    return exact.gemm(A, x[:, None], b[:, None], alpha=-1.0, beta=1.0)[:, 0]
+    D = cast(np.ndarray, exact.gemm(A, x[:, None], b[:, None], alpha=-1.0, beta=1.0))  # D alone: no return_exact
+    return D[:, 0]
 
 
 def reference_solution(A: np.typing.ArrayLike, b: np.typing.ArrayLike, *, max_iterations: int = 10) -> np.ndarray:
@@ -127,8 +128,8 @@ def _problem(A: np.typing.ArrayLike, b: np.typing.ArrayLike, working: str, resid
         raise ValueError(f"A must be a square matrix; got shape {A.shape}")
     if b_in.shape not in ((A.shape[0],), (A.shape[0], 1)):
         raise ValueError(f"b must have shape ({A.shape[0]},) or ({A.shape[0]}, 1); got {b_in.shape}")
-    A = workbench.check_representable(A, working, "A")
-    b_vec = workbench.check_representable(b_in.reshape(-1), working, "b")
+    A = formats.check_representable(A, working, "A")
+    b_vec = formats.check_representable(b_in.reshape(-1), working, "b")
     return A, b_vec, b_in.shape
 
 
@@ -149,11 +150,11 @@ def _refine(A: np.typing.ArrayLike, b: np.typing.ArrayLike, factorize: Callable[
             x_exact: np.typing.ArrayLike | None) -> RefinementResult:
     A, b, shape = _problem(A, b, working, residual, max_iterations, rho_max)
     n = A.shape[0]
-    u = 2.0 ** -workbench.format(working).p
+    u = 2.0 ** -formats.format(working).p
     wr = rounder(working)
     xs = reference_solution(A, b) if x_exact is None else np.asarray(x_exact, dtype=np.float64).reshape(-1)
     if xs.shape != (n,):
-        raise ValueError(f"x_exact must have {n} entries; got shape {np.shape(x_exact)}")
+        raise ValueError(f"x_exact must have {n} entries; got shape {np.shape(np.asarray(x_exact))}")
     norm_A, norm_b, norm_xs = float(np.max(np.abs(A).sum(axis=1))), _norm(b), _norm(xs)
     F = factorize(A)
 
@@ -164,7 +165,10 @@ def _refine(A: np.typing.ArrayLike, b: np.typing.ArrayLike, factorize: Callable[
         return eta, _norm(x - xs) / norm_xs
 
     x = wr(_scaled_solve(b, F, solve_precision))
-    iterates, be, fe, inner = [x], [], [], []
+    iterates: list[np.ndarray] = [x]
+    be: list[float] = []
+    fe: list[float] = []
+    inner: list[int | None] = []
     for err, hist in zip(errors(x), (be, fe)):
         hist.append(err)
     d_prev = np.inf

@@ -18,7 +18,8 @@ import pytest
 
 import workbench as wb
 from workbench import formats as F
-from workbench.engine import core
+from workbench.engine import core, operands
+from workbench.engine.operations import tfdpa as tfdpa_op
 from workbench.engine import kernels as K
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -81,12 +82,12 @@ def test_small_chains_against_fraction_reference(mi, vi):
 
 def _general(m, A, B, C, accumulation, promote_every):
     """core.run through the general per-block path."""
-    Ap, BTp = core._pad_k(A, np.ascontiguousarray(B.T), m.L)
+    Ap, BTp = operands.pad_k(A, np.ascontiguousarray(B.T), m.L)
     fin = m.in_fmt
     sa, ea = core.decompose(Ap, fin.man_bits, fin.emin, m.flush_subnormals)
     sb, eb = core.decompose(BTp, fin.man_bits, fin.emin, m.flush_subnormals)
-    params = core._tfdpa_params(m)
-    params[K.P_ACCMODE] = {"chain": 0, "outside": 1, "promote": 2}[accumulation]
+    params = tfdpa_op.kernel_params(m)
+    params[K.P_ACCMODE] = {"chain": 0, "outside": 1, "promote": 2}[accumulation]  # layout.ACC_MODES
     params[K.P_PROMOTE] = (promote_every or m.L) // m.L
     params[K.P_GENERAL] = 1
     acc = np.array(C, dtype=np.float64, copy=True)
@@ -159,9 +160,9 @@ def test_lane_kernel_equals_general_path(mi, vi):
     accumulation mode, with scattered Inf/NaN and, for the fp16-output model,
     overflowing chains."""
     m = LANE_MODELS[mi].with_params(**VARIANTS[vi])
-    assert core.lane_layout(m, 70)
+    assert tfdpa_op.lane_layout(m, 70)
     rng = np.random.default_rng(11 + 100 * mi + vi)
-    nblocks = K.pack_tfdpa(core._tfdpa_params(m), 1, 1, 1)[K.P_BC] + 5
+    nblocks = K.pack_tfdpa(tfdpa_op.kernel_params(m), 1, 1, 1)[K.P_BC] + 5
     for accumulation, pe in (("chain", None), ("outside", None), ("promote", 8 * m.L)):
         M, K_, N = 5, nblocks * m.L - 1, 70
         spread = 3 if m.out_format == "fp16" or m.in_format.startswith("fp8") else 14
@@ -187,7 +188,7 @@ def test_mx_lane_kernel_equals_scalar_kernel(ri, monkeypatch):
     NaN scale and Inf/NaN elements scattered."""
     r = MX[ri]
     m = wb.preset(r.architecture, r.in_format, r.out_format, instruction=r.instruction, variant=r.variant)
-    assert core.lane_layout(m, 20)
+    assert tfdpa_op.lane_layout(m, 20)
     rng = np.random.default_rng(40 + ri)
     M, K_, N = 6, 8 * m.L + 5, 20
     A = _values(rng, (M, K_), m.in_format, False, 2)
@@ -201,7 +202,7 @@ def test_mx_lane_kernel_equals_scalar_kernel(ri, monkeypatch):
         B[7, 4] = np.nan
     got = wb.gemm(A, B, C, model=m, scale_a=sa, scale_b=sb)
     monkeypatch.setattr(K, "LANES_MIN_N", 10 ** 9)
-    assert not core.lane_layout(m, 20)
+    assert not tfdpa_op.lane_layout(m, 20)
     want = wb.gemm(A, B, C, model=m, scale_a=sa, scale_b=sb)
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), m.describe()
     assert np.isnan(got[2]).all() and np.isfinite(got).mean() > 0.5

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.engine import core, dots
+from workbench.engine import dots
+from workbench.engine.operations import tfdpa as tfdpa_op
 
 from hw_data import hw_vectors_dir
 
@@ -117,7 +118,7 @@ def _rows_through_gemm(model, a: np.ndarray, b: np.ndarray, c: np.ndarray, width
 
 @pytest.mark.parametrize("dev,fmt,out,instruction,cmode", SETS, ids=[f"{s[0]}-{s[1]}-{s[2]}" for s in SETS])
 def test_every_row_bit_exact_through_gemm(dev, fmt, out, instruction, cmode):
-    """The same rows through the whole-matrix path (``core.lane_layout`` says which
+    """The same rows through the whole-matrix path (``tfdpa_op.lane_layout`` says which
     models run on the lane kernel; the others on the scalar tile kernel)."""
     a, b, c, d_bits = _load(dev, fmt, out, cmode)
     model = wb.preset(dev, fmt, out, instruction=instruction)
@@ -132,5 +133,6 @@ def test_every_row_bit_exact_through_gemm(dev, fmt, out, instruction, cmode):
 def test_the_lane_kernel_serves_most_sets():
     """The previous test exercises the lane kernel: every set but the interleaved
     (fp8 mma.sync) and c-late ones runs on it."""
-    lanes = [s for s in SETS if core.lane_layout(wb.preset(s[0], s[1], s[2], instruction=s[3]), 64)]
+    models = [wb.preset(s[0], s[1], s[2], instruction=s[3]) for s in SETS]
+    lanes = [s for s, m in zip(SETS, models) if m.kind in ("t-fdpa", "st-fdpa") and tfdpa_op.lane_layout(m, 64)]
     assert len(lanes) >= len(SETS) - 8, [s for s in SETS if s not in lanes]

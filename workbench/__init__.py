@@ -1,15 +1,16 @@
 """Mixed-precision workbench: bit-exact models of GPU matrix multiply-accumulate units.
 
 The top level re-exports the public API.  Number formats and rounding
-(:mod:`workbench.formats`) load at import; everything else (the engine, presets,
-exact references, sweeps, probes) loads on first use, so ``import workbench`` stays
-light and pulls in no optional back end.
+(:mod:`workbench.formats`) load at import; every other name loads from its module on
+first use (``_ON_FIRST_USE`` below), so that ``import workbench`` and the command line
+stay light and pull in no optional back end.  Type checkers and IDEs read the same
+names from the ``TYPE_CHECKING`` imports, which a test keeps equal to that table.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .formats import (
     ROUNDING_MODES,
@@ -17,49 +18,87 @@ from .formats import (
     check_representable,
     format,
     format_table,
-    list_formats,
     from_bits,
     is_representable,
+    list_formats,
     round,
     to_bits,
 )
 
+if TYPE_CHECKING:
+    from . import bounds, cli, engine, exact, inputs, metrics, probes, sweep, torch
+    from .catalogue import Preset, custom_model, preset, presets
+    from .discrimination import discriminate, find_worse
+    from .engine import (
+        EFDPA,
+        GSTFDPA,
+        GTRFDPA,
+        STFDPA,
+        TFDPA,
+        TRFDPA,
+        EFDPAParams,
+        FMAChain,
+        FMAParams,
+        FTZAddMul,
+        FTZAddMulParams,
+        GSTFDPAParams,
+        GTRFDPAParams,
+        Model,
+        Operation,
+        STFDPAParams,
+        TFDPAParams,
+        Trace,
+        TRFDPAParams,
+        register,
+    )
+    from .engine.explain import explain
+    from .matmul import gemm
+
 __version__ = "0.1.0"
 
+_ENGINE_NAMES = ("Model", "Operation", "register", "Trace", "TFDPA", "TFDPAParams", "FMAChain", "FMAParams",
+                 "EFDPA", "EFDPAParams", "FTZAddMul", "FTZAddMulParams", "TRFDPA", "TRFDPAParams", "GTRFDPA",
+                 "GTRFDPAParams", "STFDPA", "STFDPAParams", "GSTFDPA", "GSTFDPAParams")
 # Public names defined in submodules that load on first use: name -> module.  The
 # modules are not named after the functions (``workbench.gemm`` is a function, so
 # its module is ``workbench.matmul``): importing a submodule binds its name on the
 # package and would shadow a function of the same name.
-_LAZY_ATTRIBUTES: dict[str, str] = {
+_ON_FIRST_USE: dict[str, str] = {
+    **{name: "workbench.engine" for name in _ENGINE_NAMES},
+    "explain": "workbench.engine.explain",
+    "Preset": "workbench.catalogue",
     "preset": "workbench.catalogue",
     "presets": "workbench.catalogue",
     "custom_model": "workbench.catalogue",
     "gemm": "workbench.matmul",
-    "explain": "workbench.engine",
     "discriminate": "workbench.discrimination",
     "find_worse": "workbench.discrimination",
 }
-_LAZY_SUBMODULES = {"exact", "metrics", "bounds", "engine", "sweep", "probes", "cli", "torch"}
+_SUBMODULES = ("bounds", "cli", "engine", "exact", "inputs", "metrics", "probes", "sweep", "torch")
 
 __all__ = [
-    "ROUNDING_MODES",
-    "FloatFormat",
-    "check_representable",
-    "format",
-    "format_table",
-    "list_formats",
-    "from_bits",
-    "is_representable",
-    "round",
-    "to_bits",
-    *_LAZY_ATTRIBUTES,
+    # formats (loaded at import)
+    "ROUNDING_MODES", "FloatFormat", "check_representable", "format", "format_table", "list_formats",
+    "from_bits", "is_representable", "round", "to_bits",
+    # the engine: models, elementary operations and their parameters, traces
+    "Model", "Operation", "register", "explain", "Trace", "TFDPA", "TFDPAParams", "FMAChain", "FMAParams",
+    "EFDPA", "EFDPAParams", "FTZAddMul", "FTZAddMulParams", "TRFDPA", "TRFDPAParams", "GTRFDPA", "GTRFDPAParams",
+    "STFDPA", "STFDPAParams", "GSTFDPA", "GSTFDPAParams",
+    # presets, products, discrimination
+    "Preset", "preset", "presets", "custom_model", "gemm", "discriminate", "find_worse",
+    # submodules
+    "bounds", "cli", "engine", "exact", "inputs", "metrics", "probes", "sweep", "torch",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY_SUBMODULES:
+    if name in _SUBMODULES:
         return importlib.import_module(f"workbench.{name}")
-    module = _LAZY_ATTRIBUTES.get(name)
+    module = _ON_FIRST_USE.get(name)
     if module is None:
         raise AttributeError(f"module 'workbench' has no attribute {name!r}")
     return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -24,6 +24,8 @@ from typing import Literal
 
 import numpy as np
 
+from .engine import OPERATIONS
+from .engine.checks import positive_int
 from .formats import FloatFormat
 from .formats import format as _get_format
 
@@ -56,12 +58,6 @@ def _check_rounding(rounding: str) -> None:
         )
 
 
-def _pos_int(x: int, name: str) -> int:
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 1:
-        raise ValueError(f"{name} must be a positive integer; got {x!r}")
-    return int(x)
-
-
 def unit_roundoff(p: int, rounding: str = "rne") -> float:
     """Relative error bound of rounding to precision ``p`` (normal range).
 
@@ -69,7 +65,7 @@ def unit_roundoff(p: int, rounding: str = "rne") -> float:
     round-to-odd (Higham 2002, Thm. 2.2; Xie et al. 2025, Table 9: 0.5 ulp for RNE,
     1 ulp for RZ).
     """
-    p = _pos_int(p, "p")
+    p = positive_int("p", p)
     _check_rounding(rounding)
     return 2.0**-p if rounding in _NEAREST else 2.0 ** (1 - p)
 
@@ -120,13 +116,13 @@ def block_fma_bound(
     ``2 u_low + n u_high + (n / b) u_FMA`` (their Sec. 3, the bound of Algorithm
     3.1 with block size ``b = L``).  Underflow and overflow are not covered.
     """
-    n = _pos_int(n, "n")
-    L = _pos_int(L, "L")
+    n = positive_int("n", n)
+    L = positive_int("L", L)
     _check_rounding(rounding)
     if (F is None) == (u_high is None):
         raise ValueError("give exactly one of F (fused summation fraction bits) and u_high (internal precision)")
     if F is not None:
-        F = _pos_int(F, "F")
+        F = positive_int("F", F)
         delta = (L + 1) * 2.0**-F
     else:
         if not (0 < u_high < 1):  # type: ignore[operator]
@@ -170,7 +166,6 @@ class ErrorSource:
             return math.inf
 
 
-_FDPA_MODELS = ("t-fdpa", "st-fdpa", "gst-fdpa", "tr-fdpa", "gtr-fdpa")
 
 
 def mma_sim_error_sources(
@@ -203,31 +198,14 @@ def mma_sim_error_sources(
         model, "output rounding", f"{half:g} ulp_{out.name} = {half:g} x 2^(e_result - {out.p - 1}) ({rname})",
         half, "e_result", ulp_off,
     )
-    if key == "ftz-addmul":
-        fin = _fmt(in_format, "in_format")
-        if fin.name not in ("fp16", "bf16"):
-            raise ValueError(f"ftz-addmul takes fp16 or bf16 inputs (Xie et al., Sec. 6.1); got {fin.name!r}")
-        return (
-            ErrorSource(model, "input FTZ", f"MinNormal({fin.name}) = 2^{fin.emin}", 1.0, "absolute", fin.emin),
-            ErrorSource(model, "add/mul", "0.5 ulp_fp32 = 0.5 x 2^(e_result - 23)", 0.5, "e_result", -23),
-            ErrorSource(model, "output FTZ", "MinNormal(fp32) = 2^-126", 1.0, "absolute", -126),
-        )
-    if key in ("fma", "e-fdpa"):
-        return (out_round,)
-    if key in _FDPA_MODELS:
-        if L is None or F is None:
-            raise ValueError(f"model {model!r} needs L (products per block) and F (fraction bits)")
-        L = _pos_int(L, "L")
-        F = _pos_int(F, "F")
-        return (
-            ErrorSource(model, "fused summation", f"(L + 1) 2^(e_max - F) = {L + 1} x 2^(e_max - {F})",
-                        float(L + 1), "e_max", -F),
-            out_round,
-        )
-    raise ValueError(
-        f"model={model!r} is not in Xie et al. Table 9; expected 'ftz-addmul', 'fma', 'e-fdpa' or one of "
-        f"{', '.join(repr(m) for m in _FDPA_MODELS)}"
-    )
+    op = OPERATIONS.get(key)
+    terms = None if op is None else op.error_terms(L, F, _fmt(in_format, "in_format"))
+    if op is None or terms is None:
+        listed = [k for k, o in OPERATIONS.items() if o.error_terms(8, 24, _fmt("fp16", "in_format")) is not None]
+        raise ValueError(f"model={model!r} is not in Xie et al. Table 9; expected one of "
+                         f"{', '.join(repr(m) for m in listed)}")
+    own = tuple(ErrorSource(model, t.source, t.expression, t.coefficient, t.reference, t.offset) for t in terms)
+    return own + ((out_round,) if op.includes_output_rounding() else ())
 
 
 def multiword_bound(

@@ -43,7 +43,7 @@ from . import formats as _formats
 from .engine.model import PARAM_NAMES, Model
 from .gate import unknown_name
 
-__all__ = ["Preset", "preset", "presets", "custom_model", "PresetTable", "ARCHITECTURES", "DEVICES"]
+__all__ = ["Preset", "preset", "presets", "custom_model", "architecture_of", "PresetTable", "ARCHITECTURES", "DEVICES"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -268,7 +268,9 @@ _scaled_records()
 
 
 # ------------------------------------------------------------------- lookup
-def _arch_of(device_or_arch: str) -> str:
+def architecture_of(device_or_arch: str) -> str:
+    """The architecture key (``"hopper"``, ``"cdna3"``, ...) of a device or architecture
+    name, case and aliases ignored; a ValueError lists the known names otherwise."""
     if not isinstance(device_or_arch, str):
         raise TypeError(f"device_or_arch must be a str, got {type(device_or_arch).__name__}")
     key = device_or_arch.strip().lower()
@@ -318,7 +320,7 @@ def preset(device_or_arch: str, in_format: str, out_format: str = "fp32", instru
     name (``"rn"``, ``"1k"``, ``"mx"``, ``"nvfp4"``...).  On AMD CDNA3, ``fp8_e4m3`` and
     ``fp8_e5m2`` mean the FNUZ encodings the hardware uses.
     """
-    arch = _arch_of(device_or_arch)
+    arch = architecture_of(device_or_arch)
     fin = _fmt_name(in_format)
     fout = _fmt_name(out_format)
     if arch == "cdna3" and fin in ("fp8_e4m3", "fp8_e5m2"):

@@ -64,7 +64,7 @@ def _presets_run(args: argparse.Namespace) -> int:
 
     rows = list(catalogue.presets())
     if args.device is not None:
-        arch = catalogue._arch_of(args.device)
+        arch = catalogue.architecture_of(args.device)
         rows = [r for r in rows if r["architecture"] == arch]
     if args.fmt is not None:
         family = catalogue.format_family(args.fmt)
@@ -96,7 +96,7 @@ def _only_in_format(device: str, out_format: str, instruction: str | None, varia
 
     if variant is None and instruction is None:
         return "fp16"
-    arch = catalogue._arch_of(device)
+    arch = catalogue.architecture_of(device)
     out = _formats.format(out_format).name
     found = {r.in_format for r in catalogue.records() if r.architecture == arch and r.out_format == out
              and (variant is None or r.variant == variant)

@@ -45,7 +45,7 @@ from __future__ import annotations
 import math
 import types
 from fractions import Fraction
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numba
 import numpy as np
@@ -665,7 +665,7 @@ def gemm(
 
     if method == "mpmath":
         exact_mp = _mpmath_gemm(A, B, Cf, alpha, beta)
-        fr = np.empty((m, n), dtype=object)
+        fr: Any = np.empty((m, n), dtype=object)  # Fractions
         D = np.empty((m, n), np.float64)
         for idx in np.ndindex(m, n):
             fr[idx] = _mpf_to_fraction(exact_mp[idx])
@@ -674,7 +674,7 @@ def gemm(
             return D
         if return_exact == "fraction":
             return D, fr
-        exact_out = np.empty((m, n), dtype=object)
+        exact_out: Any = np.empty((m, n), dtype=object)
         for idx in np.ndindex(m, n):
             exact_out[idx] = _fraction_to_mpf(fr[idx])
         return D, exact_out
@@ -710,8 +710,8 @@ def gemm(
         return D
     ex = np.empty((m, n), dtype=object)
     for o in range(m * n):
-        fr = _words_to_fraction(words[o])
-        ex.flat[o] = fr if return_exact == "fraction" else _fraction_to_mpf(fr)
+        frac = _words_to_fraction(words[o])
+        ex.flat[o] = frac if return_exact == "fraction" else _fraction_to_mpf(frac)
     return D, ex
 
 
@@ -739,6 +739,6 @@ def dot(
     c = _as_scalar(c, "c")
     res = gemm(a[None, :], b[:, None], np.array([[c]]), 1.0, 1.0, return_exact=return_exact, method=method)
     if return_exact is None:
-        return float(res[0, 0])
-    D, ex = res
+        return float(cast(np.ndarray, res)[0, 0])
+    D, ex = cast("tuple[np.ndarray, np.ndarray]", res)
     return float(D[0, 0]), ex[0, 0]

@@ -49,7 +49,6 @@ IN_FORMATS = ("fp16", "bf16", "tf32", "fp8_e4m3", "fp8_e5m2", "fp32")
 OUT_FORMATS = ("fp32", "fp16")
 #: the inner dimensions of the K range slider
 K_CHOICES = tuple(2**i for i in range(2, 15))
-_FUSED = ("t-fdpa", "tr-fdpa", "gtr-fdpa")
 #: the bound's internal precision for units that add their block exactly (E-FDPA, FMA):
 #: delta = 0 there; block_fma_bound needs a positive u_high, and 2^-60 loosens it negligibly
 _EXACT_SUM_U = 2.0**-60
@@ -105,13 +104,12 @@ def a_priori_bound(model: Model, k: int) -> float:
     """The constant c of ``|D - AB| <= c |A||B|`` for K = ``k`` on ``model``
     (:func:`workbench.bounds.block_fma_bound`; inputs already in the unit's format).
     Units that add a block exactly (E-FDPA; an FMA chain, block 1) have delta = 0."""
-    if model.kind in _FUSED:
-        return bounds.block_fma_bound(k, model.L, model.F, model.rounding, model.out_format)
-    if model.kind == "e-fdpa":
-        return bounds.block_fma_bound(k, model.L, None, model.rounding, model.out_format, u_high=_EXACT_SUM_U)
-    if model.kind == "fma":  # each step rounds once; its mode is not a model parameter, so take the looser RZ
-        return bounds.block_fma_bound(k, 1, None, "rz", model.out_format, u_high=_EXACT_SUM_U)
-    raise ValueError(f"kind={model.kind!r}: no a-priori bound here (expected one of {(*_FUSED, 'e-fdpa', 'fma')})")
+    shape = model.operation.bound_shape(model)
+    if shape is None:
+        raise ValueError(f"kind={model.kind!r}: no a-priori bound here (the operation gives no block-FMA bound)")
+    if shape.F is None:  # the block is summed exactly
+        return bounds.block_fma_bound(k, shape.block, None, shape.rounding, model.out_format, u_high=_EXACT_SUM_U)
+    return bounds.block_fma_bound(k, shape.block, shape.F, shape.rounding, model.out_format)
 
 
 def _pre(text: str) -> str:
@@ -147,7 +145,7 @@ class Explorer:
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name}={v!r}: expected a positive integer")
         self._m, self._n = m, n
-        records = [r for r in catalogue.records() if r.kind not in ("st-fdpa", "gst-fdpa")]
+        records = [r for r in catalogue.records() if not r.operation.scaled]
         self._records = {r.name: r for r in records}
         start = None if preset is None else self._resolve_preset(preset, in_format, out_format)
         style = {"description_width": "90px"}

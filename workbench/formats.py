@@ -42,6 +42,7 @@ from .gate import real_array, unknown_name
 __all__ = [
     "FloatFormat",
     "ROUNDING_MODES",
+    "ROUNDING_CODES",
     "format",
     "list_formats",
     "format_table",
@@ -66,7 +67,10 @@ ROUNDING_MODES: dict[str, str] = {
     "ro": "round to odd (inexact results get an odd last bit)",
     "sr": "stochastic rounding: up with probability equal to the distance from the value below",
 }
-_MODE_CODE = {name: code for code, name in enumerate(ROUNDING_MODES)}
+#: The integer code of each rounding mode: the one enumeration used from here to the
+#: engine's compiled kernels (:data:`workbench.engine.ops.MODE_CODES` is its subset).
+ROUNDING_CODES: dict[str, int] = {name: code for code, name in enumerate(ROUNDING_MODES)}
+RNE, RNA, RNZ, RZ, RD, RU, RA, RO, SR = (ROUNDING_CODES[m] for m in ROUNDING_MODES)
 
 
 @dataclass(frozen=True)
@@ -278,7 +282,7 @@ class FloatFormat:
         return cls(name, exp_bits, man_bits, bias, special, subnormals, signed)
 
 
-_NUMPY_DTYPES = {
+_NUMPY_DTYPES: dict[tuple[int, int, int, str, bool], np.dtype] = {
     (11, 52, 1023, "ieee", True): np.dtype(np.float64),
     (8, 23, 127, "ieee", True): np.dtype(np.float32),
     (5, 10, 15, "ieee", True): np.dtype(np.float16),
@@ -409,21 +413,21 @@ def _round_one(x, p, emin, emax_q, max_sig, mode, sub, ovf, sat, ufl_min, u):
         f = s - fl
         up = False
         if f != 0.0:
-            if mode == 0:  # rne
+            if mode == RNE:
                 up = f > 0.5 or (f == 0.5 and (fl % 2.0) == 1.0)
-            elif mode == 1:  # rna
+            elif mode == RNA:
                 up = f >= 0.5
-            elif mode == 2:  # rnz
+            elif mode == RNZ:
                 up = f > 0.5
-            elif mode == 3:  # rz
+            elif mode == RZ:
                 up = False
-            elif mode == 4:  # rd
+            elif mode == RD:
                 up = neg
-            elif mode == 5:  # ru
+            elif mode == RU:
                 up = not neg
-            elif mode == 6:  # ra
+            elif mode == RA:
                 up = True
-            elif mode == 7:  # ro
+            elif mode == RO:
                 up = (fl % 2.0) == 0.0
             else:  # sr
                 up = u < f
@@ -433,7 +437,7 @@ def _round_one(x, p, emin, emax_q, max_sig, mode, sub, ovf, sat, ufl_min, u):
         r = math.ldexp(sig, qe)
         # overflow: compare the significand at the format's top exponent
         if r > math.ldexp(max_sig, emax_q):
-            toward_zero = mode == 3 or mode == 7 or (mode == 4 and not neg) or (mode == 5 and neg)
+            toward_zero = mode == RZ or mode == RO or (mode == RD and not neg) or (mode == RU and neg)
             if sat or toward_zero or ovf == _OVF_SAT:
                 r = math.ldexp(max_sig, emax_q)
             elif ovf == _OVF_INF:
@@ -471,21 +475,21 @@ def _round_bits_fast(ab, p, emin, mode, sub, neg, u):
         return ab
     half = np.int64(1) << (d - 1)
     odd = True if d == 52 else ((ab >> d) & 1) == 1
-    if mode == 0:
+    if mode == RNE:
         up = low > half or (low == half and odd)
-    elif mode == 1:
+    elif mode == RNA:
         up = low >= half
-    elif mode == 2:
+    elif mode == RNZ:
         up = low > half
-    elif mode == 3:
+    elif mode == RZ:
         up = False
-    elif mode == 4:
+    elif mode == RD:
         up = neg
-    elif mode == 5:
+    elif mode == RU:
         up = not neg
-    elif mode == 6:
+    elif mode == RA:
         up = True
-    elif mode == 7:
+    elif mode == RO:
         up = not odd
     else:
         up = u * (np.int64(1) << d) < low
@@ -589,7 +593,7 @@ def round(  # noqa: A001 - public API name
     negative inputs; E8M0 has no zero and rejects it.
     """
     fmt = format(fmt)
-    if mode not in _MODE_CODE:
+    if mode not in ROUNDING_CODES:
         raise unknown_name("rounding mode", mode, ROUNDING_MODES)
     arr = real_array(x, "x")
     flat = np.ascontiguousarray(arr).reshape(-1)
@@ -615,7 +619,7 @@ def round(  # noqa: A001 - public API name
     out = np.empty_like(flat)
     _round_kernel(
         flat, out, fmt.p, fmt.emin, fmt.emax - fmt.man_bits, float(fmt.max_significand),
-        _MODE_CODE[mode], bool(subnormals and fmt.subnormals), ovf, bool(saturate),
+        ROUNDING_CODES[mode], bool(subnormals and fmt.subnormals), ovf, bool(saturate),
         not fmt.has_zero, not fmt.has_negative_zero, rand,
     )
     return out.reshape(arr.shape)
@@ -673,7 +677,7 @@ def is_representable(x: np.typing.ArrayLike, fmt: str | FloatFormat) -> np.ndarr
         r = np.empty_like(vals)
         _round_kernel(
             vals, r, fmt.p, fmt.emin, fmt.emax - fmt.man_bits, float(fmt.max_significand),
-            _MODE_CODE["rz"], fmt.subnormals, _OVF_SAT, True, not fmt.has_zero, False, np.empty(0),
+            ROUNDING_CODES["rz"], fmt.subnormals, _OVF_SAT, True, not fmt.has_zero, False, np.empty(0),
         )
         ok &= (r == vals) & (np.abs(vals) <= fmt.max)
     if fmt.has_nan:

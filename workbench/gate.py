@@ -46,6 +46,12 @@ def _where(name: str, index: tuple[int, ...]) -> str:
     return f"{name}[{', '.join(map(str, index))}]" if index else name
 
 
+def _custom_float(dtype: np.dtype) -> bool:
+    """A float type numpy knows only as raw bytes (ml_dtypes' bfloat16, float8_*, ...)."""
+    letter = dtype.kind
+    return letter == "V" and "float" in str(dtype)
+
+
 def _exact_float(v: Any) -> float | None:
     """``v`` as a float64 when it is exactly one, else None; TypeError for non-numbers."""
     if isinstance(v, (bool, np.bool_)):
@@ -75,7 +81,7 @@ def _exact_float(v: Any) -> float | None:
             return math.copysign(math.inf, 1 if v > 0 else -1)
         f = float(v)
         return f if math.isfinite(f) and Decimal(f) == v else None
-    if isinstance(v, np.generic) and v.dtype.kind == "V" and "float" in str(v.dtype):
+    if isinstance(v, np.generic) and _custom_float(v.dtype):
         return float(v)  # ml_dtypes scalars (bfloat16, float8_*, ...) widen exactly
     raise TypeError(type(v).__name__)
 
@@ -126,31 +132,31 @@ def real_array(x: Any, name: str, *, ndim: Iterable[int] | None = None, finite: 
         arr = np.asarray(x)
     except (TypeError, ValueError) as exc:  # ragged nested sequences
         raise TypeError(f"{name} cannot be read as an array of numbers ({exc}); expected {ACCEPTED}") from None
-    kind = arr.dtype.kind
+    letter = arr.dtype.kind
     if arr.dtype == np.float64:
         out = arr
-    elif kind in "fb" and arr.dtype.itemsize <= 8:
+    elif letter in "fb" and arr.dtype.itemsize <= 8:
         out = arr.astype(np.float64)
-    elif kind == "f":  # long double
+    elif letter == "f":  # long double
         out = arr.astype(np.float64)
         bad = (out.astype(arr.dtype) != arr) & np.isfinite(arr)
         if bad.any():
             index = tuple(int(i) for i in np.unravel_index(int(np.flatnonzero(bad)[0]), arr.shape))
             raise _not_float64(name, index, arr[index], "long double")
-    elif kind in "iu":
+    elif letter in "iu":
         out = arr.astype(np.float64)
         with np.errstate(invalid="ignore"):
             bad = out.astype(arr.dtype) != arr
         if arr.dtype.itemsize >= 8:  # 2**63 (and 2**64) round-trip through float64 as int64 overflow
-            bad |= np.abs(out) >= 2.0 ** (63 if kind == "i" else 64)
+            bad |= np.abs(out) >= 2.0 ** (63 if letter == "i" else 64)
         if bad.any():
             index = tuple(int(i) for i in np.unravel_index(int(np.flatnonzero(bad)[0]), arr.shape))
             raise _not_float64(name, index, int(arr[index]), "integer")
-    elif kind == "O":
+    elif letter == "O":
         out = _from_objects(arr, name)
-    elif kind == "c":
+    elif letter == "c":
         raise TypeError(f"{name} has complex dtype {arr.dtype}; expected {ACCEPTED}")
-    elif kind == "V" and "float" in str(arr.dtype):  # ml_dtypes: bfloat16, float8_*, ... widen exactly
+    elif _custom_float(arr.dtype):  # ml_dtypes: bfloat16, float8_*, ... widen exactly
         out = arr.astype(np.float64)
     else:
         raise TypeError(f"{name} has dtype {arr.dtype}; expected {ACCEPTED}")

@@ -6,11 +6,14 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from . import formats as _formats
 from .engine import core as _core
 from .engine.model import Model
+from .gate import real_matrix
 
 __all__ = ["gemm", "INPUT_ROUNDINGS"]
 
@@ -25,19 +28,6 @@ INPUT_ROUNDINGS: dict[str, str] = {
 }
 
 _NAN_BITS = {np.dtype(np.float32): (np.uint32, 0x7FFFFFFF), np.dtype(np.float16): (np.uint16, 0x7FFF)}
-
-
-def _as_matrix(x: object, name: str) -> np.ndarray:
-    arr = np.asarray(x)
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D array, got shape {arr.shape}")
-    return arr
-
-
-def _real_matrix(arr: np.ndarray, name: str) -> np.ndarray:
-    if arr.dtype.kind not in "fiub":
-        raise ValueError(f"{name} must hold real numbers to be rounded (input_rounding); got dtype {arr.dtype}")
-    return arr.astype(np.float64)
 
 
 def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike | None = None, *,
@@ -103,8 +93,8 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
     """
     if not isinstance(model, Model):
         raise TypeError(f"model must be a workbench Model/Preset (workbench.preset(...)), got {type(model).__name__}")
-    A = _as_matrix(A, "A")
-    B = _as_matrix(B, "B")
+    A = real_matrix(A, "A")
+    B = real_matrix(B, "B")
     if A.shape[1] != B.shape[0]:
         raise ValueError(f"A is {A.shape[0]}x{A.shape[1]} and B is {B.shape[0]}x{B.shape[1]}: inner dimensions differ")
     M, K = A.shape
@@ -115,8 +105,8 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
             raise ValueError(f"input_rounding={input_rounding!r}: expected None (inputs must be representable) "
                              f"or one of {tuple(INPUT_ROUNDINGS)}")
         with _core.threads_for(A.size + B.size):
-            A = _formats.round(_real_matrix(A, "A"), model.in_fmt, input_rounding)
-            B = _formats.round(_real_matrix(B, "B"), model.in_fmt, input_rounding)
+            A = _formats.round(A, model.in_fmt, input_rounding)
+            B = _formats.round(B, model.in_fmt, input_rounding)
     try:
         ops = _core.prepare(model, A, B)
     except ValueError as exc:
@@ -128,7 +118,7 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
     if C is None:
         C64 = np.zeros((M, N))
     else:
-        Cm = _as_matrix(C, "C")
+        Cm = real_matrix(C, "C")
         if Cm.shape != (M, N):
             raise ValueError(f"C has shape {Cm.shape}; expected {(M, N)}")
         with _core.threads_for(M * N):
@@ -140,17 +130,18 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
     C_unit = C64 if (in_unit and beta == 1) else np.zeros((M, N))
     sa = sb = None
     if scale_a is not None or scale_b is not None:
-        if model.scale_format is None:
+        if not model.operation.scaled:
             raise ValueError(f"scale_a/scale_b given but model kind {model.kind!r} takes no scale factors")
         if scale_a is None or scale_b is None:
             raise ValueError("scaled models need both scale_a and scale_b")
         nb = -(-K // model.k_block)
-        sa = _formats.check_representable(_as_matrix(scale_a, "scale_a"), model.scale_format, "scale_a")
-        sb = _formats.check_representable(_as_matrix(scale_b, "scale_b"), model.scale_format, "scale_b")
+        sf = cast(str, model.scale_format)  # a scaled operation's parameter class requires it
+        sa = _formats.check_representable(real_matrix(scale_a, "scale_a"), sf, "scale_a")
+        sb = _formats.check_representable(real_matrix(scale_b, "scale_b"), sf, "scale_b")
         if sa.shape != (M, nb) or sb.shape != (nb, N):
             raise ValueError(f"scale_a must have shape {(M, nb)} and scale_b {(nb, N)} (k_block={model.k_block}); "
                              f"got {sa.shape} and {sb.shape}")
-    elif model.scale_format is not None:
+    elif model.operation.scaled:
         raise ValueError(f"model kind {model.kind!r} needs scale_a and scale_b (block scale factors)")
     D = _core.run_prepared(model, ops, C_unit, accumulation=accumulation, promote_every=promote_every,
                            scale_a=sa, scale_b=sb)

@@ -34,7 +34,7 @@ import pandas as pd
 __all__ = ["Report", "repository_root", "markdown_table", "parameter_list", "feature_row", "STYLE"]
 
 #: matplotlib settings of every figure the notebooks write
-STYLE: dict[str, Any] = {"figure.dpi": 100, "axes.grid": True, "grid.alpha": 0.3, "font.size": 9,
+STYLE: dict[Any, Any] = {"figure.dpi": 100, "axes.grid": True, "grid.alpha": 0.3, "font.size": 9,
                          "legend.fontsize": 8, "savefig.bbox": "tight"}
 
 

@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 __all__ = ["NOTEBOOKS", "NEEDS", "EXPERIMENTS", "reproduce", "notebooks_dir", "kernel_environment",
            "KERNEL_NAME", "QUICK_FIGURES", "default_figures_dir"]
@@ -110,7 +111,7 @@ class _SweepProgress(threading.Thread):
         super().__init__(daemon=True)
         self.root, self.label, self.since = root, label, time.time()
         self._stop_event = threading.Event()
-        self._bars: dict[str, object] = {}
+        self._bars: dict[str, Any] = {}
 
     def run(self) -> None:
         while not self._stop_event.wait(0.5):

@@ -61,6 +61,7 @@ import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
@@ -295,7 +296,7 @@ class _Session:
                       model=unit, accumulation=pol.accumulation, promote_every=pol.promote_every)
             return _formats.round(np.ldexp(D.astype(np.float64), int(ea + eb)), "fp32")
         if pol.scaling == "mx":
-            kb = unit.k_block
+            kb = cast(int, unit.k_block)  # an MX unit has a scale block (STFDPAParams)
             ea = scale_exponents(_block_amax(A, 1, kb), fmt, "mx")
             eb = scale_exponents(_block_amax(B, kb, 1), fmt, "mx")
             Aq = self._to_unit(A, _expand(ea, 1, kb, A.shape), fmt, what_a, counts)

@@ -69,7 +69,7 @@ def agree(x: np.ndarray, y: np.ndarray, compare: str = "bits") -> np.ndarray:
     return (np.isnan(x) & np.isnan(y)) | (x == y)
 
 
-def same_bits(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+def same_bits(x: np.ndarray | float, y: np.ndarray | float) -> np.ndarray:
     """Elementwise: do two float64 arrays hold the same output (NaN equals NaN, +0
     differs from -0)?  Outputs of the engine carry canonical NaNs, so comparing values
     this way is comparing the hardware's bits."""

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..engine.model import Model
 from . import _eval
-from .search import Discrimination, DiscriminationOutcome
+from .outcome import Discrimination, DiscriminationOutcome
 
 __all__ = ["discriminate_smt", "supported"]
 
@@ -130,6 +130,7 @@ def _model_output(en: _Enc, m: Model, a: list, b: list, c: tuple, K: int) -> tup
     st = 1 if m.sticky else 0
     use_ez = m.zero_exponent is not None
     NEG = -(1 << (_EW - 3))
+    ez = NEG if m.zero_exponent is None else m.zero_exponent
     nblocks = max(1, -(-K // L))
     c_sign, c_sig, c_exp = c
     inf_prev = z3.BoolVal(False)
@@ -149,10 +150,10 @@ def _model_output(en: _Enc, m: Model, a: list, b: list, c: tuple, K: int) -> tup
         terms.append((c_sign, c_sig, c_exp, mc, c_sig != 0))
         emax: Any = en.e(NEG)
         for _, _, e, _, nz in terms:
-            cand = z3.If(nz, e, en.e(m.zero_exponent if use_ez else NEG))
+            cand = z3.If(nz, e, en.e(ez))
             emax = z3.If(cand > emax, cand, emax)
         if use_ez and n_pad:
-            emax = z3.If(en.e(m.zero_exponent) > emax, en.e(m.zero_exponent), emax)
+            emax = z3.If(en.e(ez) > emax, en.e(ez), emax)
         S = en.w(0)
         for sg, mag, e, frac, nz in terms:
             sh = en.e(F - frac) + e - emax

@@ -8,6 +8,7 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Any
 
+from ..engine.model import Model
 from .search import discriminate_outcome, model_label
 
 __all__ = ["discrimination_table"]
@@ -32,7 +33,7 @@ def discrimination_table(presets: list[Any] | None = None, *, budget: int = 50_0
     from .search import resolve_model
 
     if presets is None:
-        recs = [r for r in catalogue.records() if r.kind not in ("st-fdpa", "gst-fdpa")
+        recs: list[Model] = [r for r in catalogue.records() if not r.operation.scaled
                 and (include_variants or r.default)]
     else:
         recs = [resolve_model(p) for p in presets]

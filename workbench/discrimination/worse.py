@@ -12,11 +12,12 @@ Ootomo-Yokota's Type 1 range, 2^-15 .. 2^14), screens against the exact product
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 import numpy as np
+
+import algorithms
 
 from ..engine.model import Model
 from .search import resolve_model
@@ -30,10 +31,6 @@ def _algorithm(alg: Algorithm | str, name: str) -> tuple[Algorithm, str]:
     if callable(alg):
         return alg, getattr(alg, "__name__", repr(alg))
     if isinstance(alg, str):
-        try:
-            algorithms = importlib.import_module("algorithms")
-        except ImportError as exc:
-            raise ValueError(f"{name}={alg!r}: the algorithms package is not importable ({exc})") from exc
         return algorithms.get(alg), alg
     raise TypeError(f"{name} must be a callable f(A, B, C, *, model) or an algorithm name, got {type(alg).__name__}")
 

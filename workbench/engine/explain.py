@@ -40,13 +40,28 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import cast
 
 import numpy as np
 
 from .. import formats as _formats
+from . import fdpa_amd as _amd
+from . import gst as _g
 from . import ops as _ops
+from .kernels import exact_add, fma32, fma64
 from .model import Model
+from .operands import decompose
+from .operation import OPERATIONS, operation
+from .others import ftz_add, ftz_mul
 
+
+
+def explained_kinds() -> tuple[str, ...]:
+    """The kinds :func:`explain` traces: every registered operation."""
+    return tuple(OPERATIONS)
+
+
+#: The built-in kinds (Xie et al. Table 1), all traced.
 EXPLAINED_KINDS = ("t-fdpa", "e-fdpa", "tr-fdpa", "gtr-fdpa", "fma", "ftz-addmul", "st-fdpa", "gst-fdpa")
 
 
@@ -114,8 +129,8 @@ class Trace:
         m = self.model
         lines = [f"{m.kind} ({m.describe()})", f"a = {list(self.a)}", f"b = {list(self.b)}", f"c = {self.c!r}"]
         if self.scale_a is not None:
-            lines += [f"scale_a = {list(self.scale_a)}", f"scale_b = {list(self.scale_b)}"]
-        L = _block_size(m)
+            lines += [f"scale_a = {list(self.scale_a)}", f"scale_b = {list(self.scale_b or ())}"]
+        L = operation(m.kind).block_size(m)
         n = 1
         for blk in self.blocks:
             if blk.label:
@@ -179,19 +194,10 @@ def _fused_lines(blk: Block, n: int, lines: list[str]) -> int:
             lost = f", lost {_p2(t.lost)}" if t.lost else ", exact"
             lines.append(f"     {t.label}: {_p2(t.value)} -> {_p2(t.aligned)}{lost}")
         n += 1
-        lines.append(f"{n}. the aligned terms are added exactly: {_p2(blk.fixed_sum)} "
+        lines.append(f"{n}. the aligned terms are added exactly: {_p2(blk.fixed_sum or Fraction(0))} "
                      f"(not normalised)")
         n += 1
     return n
-
-
-def _block_size(m: Model) -> int:
-    """Elements consumed by one elementary operation (one Block of the trace)."""
-    if m.kind == "fma":
-        return 1
-    if m.kind == "ftz-addmul":
-        return int(m.P)
-    return m.L
 
 
 def _norm(x: Fraction) -> str:
@@ -234,7 +240,7 @@ def _fused_trace(blk: Block, ops_, d: float, F: int, m: Model, c_label: str = "c
             codes.append(_ops.special_product(s1, e1, s2, e2))
     cs, ce = _decomp(d, out)
     if ce >= _ops.SPECIAL:
-        codes.append(3 if cs == 2 else (1 if cs > 0 else 2))
+        codes.append(_ops.special_value(cs))
     if codes:
         return _special_block(blk, codes).result
     emax = _ops.NEG_BIG
@@ -298,7 +304,7 @@ def _elements(ks) -> str:
     return ",".join(map(str, ks[:4])) + ",...," + ",".join(map(str, ks[-2:]))
 
 
-def _tfdpa_block(idx, a, b, d, m, scale_exp=None) -> Block:
+def tfdpa_block(idx, a, b, d, m, scale_exp=None) -> Block:
     """One T-FDPA (or ST-FDPA, with the scale exponents ``scale_exp`` = (per element of
     a, per element of b), None for a NaN scale) instruction, as
     :func:`workbench.engine.kernels.tfdpa_step`: one fused sum with c early, or - c
@@ -348,7 +354,6 @@ def _tfdpa_block(idx, a, b, d, m, scale_exp=None) -> Block:
         blk.F = gF
         blk.rounding = blk.groups[-1].rounding + f" (group {ng - 1})"
     if late:
-        from .kernels import exact_add
         res = m.res_fmt
         r = float(exact_add(part, float(d), res.p, res.emin, res.emax, _ops.MODE_CODES[m.late_rounding],
                             m.flush_output_subnormals))
@@ -367,8 +372,8 @@ def _tfdpa_block(idx, a, b, d, m, scale_exp=None) -> Block:
 _MIN_NORMAL32 = Fraction(1, 2 ** 126)
 
 
-def _fr(x: float) -> Fraction | None:
-    return Fraction(x) if math.isfinite(x) else None
+def _fr(x: float) -> Fraction:
+    return Fraction(x)
 
 
 def _ftz_note(exact: Fraction | None, r: float) -> str:
@@ -382,11 +387,10 @@ def _ftz_note(exact: Fraction | None, r: float) -> str:
     return f"= RNE-FP32({_p2(exact)}) = {r!r}"
 
 
-def _ftz_block(idx, a, b, d, m) -> Block:
+def ftz_block(idx, a, b, d, m) -> Block:
     """One step of FTZ-AddMul (Xie et al. Algorithms 1-2, AMD CDNA2), as
     :func:`workbench.engine.others.ftz_addmul_gemm`: P products by FTZ-Mul, summed
     pairwise by FTZ-Add, the sum added to the running c by FTZ-Add."""
-    from .others import ftz_add, ftz_mul
 
     P = int(m.P)
     k0 = idx * P
@@ -430,6 +434,23 @@ def _ftz_block(idx, a, b, d, m) -> Block:
     return blk
 
 
+def fma_block(start: int, a: np.ndarray, b: np.ndarray, d: float, m: Model) -> Block:
+    """One IEEE FMA a_k * b_k + d of a chain (Xie et al. Algorithm 4), RNE in the output format."""
+    r = float(fma32(a[0], b[0], d)) if m.out_fmt.name == "fp32" else float(fma64(a[0], b[0], d))
+    return Block(index=start, c_in=d, rounding=f"IEEE FMA a{start}*b{start} + d, RNE to {m.out_fmt.name}", result=r)
+
+
+def st_block(idx: int, start: int, K: int, a: np.ndarray, b: np.ndarray, d: float, m: Model,
+             sa: np.ndarray | None, sb: np.ndarray | None) -> Block:
+    """One ST-FDPA (Xie et al. Algorithm 8): the scale exponents of the block's
+    elements (``start ...`` of K) added to the products', then the T-FDPA steps."""
+    pre = Block(index=idx, c_in=d)
+    xs = _st_scales(pre, start, K, len(a), cast(int, m.k_block), sa, sb)  # STFDPAParams checked k_block
+    blk = tfdpa_block(idx, a, b, d, m, scale_exp=xs)
+    blk.pre = pre.pre + blk.pre
+    return blk
+
+
 def _scale_exp(v: float) -> int | None:
     """Exponent of an E8M0 scale factor (a power of two); None for NaN."""
     if not math.isfinite(v):
@@ -464,19 +485,17 @@ def _st_scales(blk: Block, k0: int, K: int, L: int, kb: int, sa, sb):
     return xa, xb
 
 
-def _gst_block(idx, a, b, d, m, sca, scb) -> Block:
+def gst_block(idx, a, b, d, m, sca, scb) -> Block:
     """One GST-FDPA (Xie et al. Algorithm 9; NVFP4/MXFP4 k64): exact group dot
     products (the kernel's :func:`~workbench.engine.gst.gst_group`), each times the two
     scales' significands at the scales' exponent, then the truncated fused sum of the
     L/G group terms and c, as :func:`~workbench.engine.gst.gst_step`."""
-    from . import gst as _g
-    from .core import decompose
 
     fin, out, res = m.in_fmt, m.out_fmt, m.res_fmt
     sf = _formats.format(m.scale_format)
     r = _g.gst_params(m)
     L, G, kb, F = m.L, int(m.G), int(m.k_block), m.F
-    fx = int(r[_g.R_FX])
+    fx = int(r[_g.P_FX])
     fp = 2 * fin.man_bits
     k0 = idx * L
     blk = Block(index=idx, c_in=d, F=F)
@@ -531,7 +550,7 @@ def _gst_block(idx, a, b, d, m, sca, scb) -> Block:
     cs, ce = _decomp(d, out)
     if ce >= _ops.SPECIAL:
         spec = True
-        pos, neg, nan = _ops.combine_special(3 if cs == 2 else (1 if cs > 0 else 2), pos, neg, nan)
+        pos, neg, nan = _ops.combine_special(_ops.special_value(cs), pos, neg, nan)
     if spec:
         blk.pre = [t for t in blk.pre if "Inf/NaN" in t]
         blk.result = float(_ops.special_result(pos, neg, nan))
@@ -572,11 +591,20 @@ def _gst_block(idx, a, b, d, m, sca, scb) -> Block:
     return blk
 
 
-def _amd_block(idx, a, b, d, m) -> Block:
-    from . import fdpa_amd as _amd
+def efdpa_block(idx: int, a: np.ndarray, b: np.ndarray, d: float, m: Model) -> Block:
+    """One E-FDPA (Xie et al. Algorithm 6): the products and c added exactly, rounded once."""
+    return _amd_block(idx, a, b, d, m, _amd.KIND_E)
+
+
+def tr_block(idx: int, a: np.ndarray, b: np.ndarray, d: float, m: Model, grouped: bool) -> Block:
+    """One TR-FDPA (Xie et al. Algorithm 10), or GTR-FDPA (Algorithm 11) when ``grouped``."""
+    return _amd_block(idx, a, b, d, m, _amd.KIND_GTR if grouped else _amd.KIND_TR)
+
+
+def _amd_block(idx, a, b, d, m, code) -> Block:
 
     fin, out = m.in_fmt, m.out_fmt
-    q = _amd.amd_params(m)
+    q = _amd.amd_params(m, code)
     sa = np.empty((1, len(a)), np.int32)
     ea = np.empty_like(sa)
     sb = np.empty_like(sa)
@@ -586,7 +614,7 @@ def _amd_block(idx, a, b, d, m) -> Block:
     fp = 2 * fin.man_bits
     blk = Block(index=idx, c_in=d, F=m.F)
     cs, ce = _decomp(d, out)
-    spec, pos, neg, nan = _amd.scan_specials(sa, ea, sb.T, eb.T, 0, 0, 0, len(a), cs, ce, fp, q[_amd.Q_OVF])
+    spec, pos, neg, nan = _amd.scan_specials(sa, ea, sb.T, eb.T, 0, 0, 0, len(a), cs, ce, fp, q[_amd.P_OVF])
     if spec:
         blk.result = float(_ops.special_result(pos, neg, nan))
         blk.special = "NaN" if nan or (pos and neg) else ("+Inf" if pos else "-Inf")
@@ -595,12 +623,12 @@ def _amd_block(idx, a, b, d, m) -> Block:
         p = int(sa[0, k]) * int(sb[0, k])
         e = int(ea[0, k] + eb[0, k])
         blk.terms.append(Term(f"a{k}*b{k}", _val(p, 0, fp), e if p else m.zero_exponent, _val(p, e, fp)))
-    if m.kind == "e-fdpa":
-        limbs = np.zeros(max(1, int(q[_amd.Q_NLIMBS])), np.int64)
+    if code == _amd.KIND_E:
+        limbs = np.zeros(max(1, int(q[_amd.P_NLIMBS])), np.int64)
         exact = sum((t.value for t in blk.terms), Fraction(0)) + _val(cs, ce, out.man_bits)
         blk.stages.append(f"c = {d!r} and the products are added exactly (no alignment loss): {_p2(exact)}")
         blk.normalised = _norm(exact)
-        q[_amd.Q_K] = len(a)
+        q[_amd.P_K] = len(a)
         blk.result = float(_amd.efdpa_step(np.asarray([a], float), np.asarray([b], float), sa, ea, sb.T, eb.T, 0, 0,
                                            0, float(d), q, limbs))
         blk.rounding = f"{m.rounding.upper()} to {m.res_fmt.name} (once)"
@@ -612,19 +640,19 @@ def _amd_block(idx, a, b, d, m) -> Block:
     R = "RD" if rd else "RZ"
     if has_T:
         blk.e_max = int(emax)
-        if m.kind == "gtr-fdpa":
+        if code == _amd.KIND_GTR:
             blk.stages.append("products of even and of odd index form two truncated fused sums, aligned at "
                               f"the larger exponent and {cut} to F bits (Xie Alg. 11)")
-        gmax = {}
+        gmax: dict[int, int] = {}
         for k, t in enumerate(blk.terms):  # window of each term: the block's (TR) or its group's (GTR) e_max
-            g = k % 2 if m.kind == "gtr-fdpa" else 0
-            if t.value:
+            g = k % 2 if code == _amd.KIND_GTR else 0
+            if t.value and t.exponent is not None:
                 gmax[g] = max(gmax.get(g, t.exponent), t.exponent)
         for k, t in enumerate(blk.terms):
-            if t.value:
-                g = k % 2 if m.kind == "gtr-fdpa" else 0
+            if t.value and t.exponent is not None:
+                g = k % 2 if code == _amd.KIND_GTR else 0
                 p = int(t.significand * 2 ** fp)
-                al = int(_ops.align_term(abs(p), F - fp + int(t.exponent) - gmax[g], False))
+                al = int(_ops.align_term(abs(p), F - fp + t.exponent - gmax[g], False))
                 t.aligned = _val(al if p > 0 else -al, gmax[g], F)
                 t.lost = t.value - t.aligned
         blk.fixed_sum = _val(int(T), int(emax), F)
@@ -653,8 +681,7 @@ def explain(a, b, c: float = 0.0, model: Model | None = None, *, scale_a=None, s
     ``scale_b[k // k_block]``."""
     if not isinstance(model, Model):
         raise TypeError(f"model must be a workbench Model/Preset, got {type(model).__name__}")
-    if model.kind not in EXPLAINED_KINDS:
-        raise ValueError(f"explain does not trace kind={model.kind!r}; traced kinds: {EXPLAINED_KINDS}")
+    op = operation(model.kind)
     a = np.asarray(a, dtype=float).reshape(-1)
     b = np.asarray(b, dtype=float).reshape(-1)
     if a.shape != b.shape:
@@ -662,7 +689,8 @@ def explain(a, b, c: float = 0.0, model: Model | None = None, *, scale_a=None, s
     _formats.check_representable(a, model.in_fmt, "a")
     _formats.check_representable(b, model.in_fmt, "b")
     c = float(_formats.check_representable(np.array([c], float), model.out_fmt, "c")[0])
-    scaled = model.kind in ("st-fdpa", "gst-fdpa")
+    scaled = op.scaled
+    sa = sb = None
     if scaled:
         if scale_a is None or scale_b is None:
             raise ValueError(f"model kind {model.kind!r} needs scale_a and scale_b (block scale factors)")
@@ -672,54 +700,33 @@ def explain(a, b, c: float = 0.0, model: Model | None = None, *, scale_a=None, s
         if sa.size != nb or sb.size != nb:
             raise ValueError(f"scale_a and scale_b must each hold ceil(K / k_block) = {nb} values "
                              f"(K={a.size}, k_block={model.k_block}); got {sa.size} and {sb.size}")
-        sa = _formats.check_representable(sa, model.scale_format, "scale_a")
-        sb = _formats.check_representable(sb, model.scale_format, "scale_b")
+        sf = cast(str, model.scale_format)  # scaled parameter classes require it
+        sa = _formats.check_representable(sa, sf, "scale_a")
+        sb = _formats.check_representable(sb, sf, "scale_b")
     elif scale_a is not None or scale_b is not None:
         raise ValueError(f"scale_a/scale_b given but model kind {model.kind!r} takes no scale factors")
-    L = _block_size(model)
+    L = op.block_size(model)
     K = max(1, a.size)
     pad = (-K) % L
     ap = np.concatenate([a, np.zeros(pad + (K - a.size))])
     bp = np.concatenate([b, np.zeros(pad + (K - b.size))])
-    if model.kind == "gst-fdpa":  # scales of the padding: 1, as run_gst pads them
-        nbp = ap.size // model.k_block
-        spa = np.concatenate([sa, np.ones(nbp - sa.size)])
-        spb = np.concatenate([sb, np.ones(nbp - sb.size)])
-    fma_late = model.kind == "fma" and model.c_position == "late"
-    d = 0.0 if fma_late else c     # a late c waits until the chain is done
+    late_c = op.late_c(model)
+    d = 0.0 if late_c else c     # a late c waits until the chain is done
     blocks = []
     for i in range(0, ap.size, L):
-        x, y = ap[i:i + L], bp[i:i + L]
-        if model.kind == "fma":
-            from .kernels import fma32, fma64
-            r = float(fma32(x[0], y[0], d)) if model.out_fmt.name == "fp32" else float(fma64(x[0], y[0], d))
-            blk = Block(index=i, c_in=d, rounding=f"IEEE FMA a{i}*b{i} + d, RNE to {model.out_fmt.name}", result=r)
-        elif model.kind == "ftz-addmul":
-            blk = _ftz_block(i // L, x, y, d, model)
-        elif model.kind == "t-fdpa":
-            blk = _tfdpa_block(i // L, x, y, d, model)
-        elif model.kind == "st-fdpa":
-            pre = Block(index=i // L, c_in=d)
-            xs = _st_scales(pre, i, a.size, L, model.k_block, sa, sb)
-            blk = _tfdpa_block(i // L, x, y, d, model, scale_exp=xs)
-            blk.pre = pre.pre + blk.pre
-        elif model.kind == "gst-fdpa":
-            q0, q1 = i // model.k_block, (i + L) // model.k_block
-            blk = _gst_block(i // L, x, y, d, model, spa[q0:q1], spb[q0:q1])
-        else:
-            blk = _amd_block(i // L, x, y, d, model)
+        blk = op.explain_block(i // L, i, a.size, ap[i:i + L], bp[i:i + L], d, model, sa, sb)
         blocks.append(blk)
         d = blk.result
-    if fma_late:
-        from .kernels import exact_add
+    if late_c:
         out = model.out_fmt
         r = float(exact_add(d, c, out.p, out.emin, out.emax, _ops.MODE_CODES[model.late_rounding],
                             model.flush_output_subnormals))
         blocks.append(Block(index=ap.size, c_in=d, result=r, label="c added late",
                             rounding=f"d + c, {model.late_rounding.upper()} to {out.name}"))
         d = r
-    scales = {"scale_a": tuple(sa.tolist()), "scale_b": tuple(sb.tolist())} if scaled else {}
+    scales = {"scale_a": tuple(sa.tolist()), "scale_b": tuple(sb.tolist())} if sa is not None and sb is not None else {}
     return Trace(model=model, a=tuple(a.tolist()), b=tuple(b.tolist()), c=c, blocks=blocks, value=d, **scales)
 
 
-__all__ = ["explain", "Trace", "Block", "Term", "EXPLAINED_KINDS"]
+__all__ = ["explain", "Trace", "Block", "Term", "EXPLAINED_KINDS", "explained_kinds", "tfdpa_block", "fma_block",
+           "st_block", "gst_block", "ftz_block", "efdpa_block", "tr_block"]

@@ -23,7 +23,7 @@ The direction of those re-alignments (Algorithm 10 lines 14-15, Algorithm 11 lin
 15-16 and 22-23) is the model's ``alignment_rounding``: ``"rd"`` as CDNA3 does, or
 ``"rz"`` (toward zero, sign-magnitude) for the hypothetical twin ``Phi'_TR-FDPA`` of
 MMA-Sim Section 6.2.4 / Figure 3, whose errors are symmetric.  It is one entry of the
-kernels' parameter vector (``Q_ARZ``), not a second copy of the kernels.
+kernels' parameter vector (``P_ARZ``), not a second copy of the kernels.
 
 Special values (Section 4.2): NaN and infinite operands propagate as in IEEE
 arithmetic; in TR-/GTR-FDPA a finite product whose magnitude reaches 2**128 (the
@@ -43,8 +43,33 @@ import math
 import numba
 import numpy as np
 
+from ..formats import RD, RU, RZ
+from . import kernels as _k
 from .kernels import lane_tile, lane_value, lanes_from_c
 from .nans import efdpa_nan
+from .layout import (  # the one parameter layout (see workbench.engine.layout)
+    P_ARZ,
+    P_BASE,
+    P_EMAXRES,
+    P_EMINC,
+    P_EMINRES,
+    P_EZ,
+    P_F,
+    P_F2,
+    P_FLUSHOUT,
+    P_FP,
+    P_K,
+    P_KIND,
+    P_L,
+    P_MC,
+    P_MODE,
+    P_NLIMBS,
+    P_OVF,
+    P_PRES,
+    P_USE_EZ,
+    fused_params,
+)
+from .operands import padded_decomposed
 from .ops import (
     NEG_BIG,
     SPECIAL,
@@ -63,10 +88,6 @@ from .ops import (
 LIMB_BITS = 30
 _LIMB_MASK = (1 << LIMB_BITS) - 1
 
-# indices into the int64 parameter vector of the AMD kernels
-(Q_KIND, Q_L, Q_F, Q_F2, Q_FP, Q_MC, Q_EMINC, Q_EZ, Q_USE_EZ, Q_MODE, Q_PRES, Q_EMINRES,
- Q_EMAXRES, Q_FLUSHOUT, Q_OVF, Q_BASE, Q_NLIMBS, Q_ARZ, Q_K) = range(19)
-N_Q = 19
 KIND_E, KIND_TR, KIND_GTR = 0, 1, 2
 
 
@@ -192,7 +213,7 @@ def limb_round(limbs, base, p, emin, emax, mode, flush):
         S = (S << 1) | (1 if sticky else 0)
         lsb -= 1
     r = round_fixed(-S if neg else S, base + lsb, p, emin, emax, mode, flush)
-    if math.isinf(r) and (mode == 1 or (mode == 2 and not neg) or (mode == 3 and neg)):
+    if math.isinf(r) and (mode == RZ or (mode == RD and not neg) or (mode == RU and neg)):
         # IEEE 754 Sec. 7.4: directed roundings away from the overflow give the largest finite value
         big = math.ldexp(2.0 - math.ldexp(1.0, 1 - p), emax)
         r = -big if neg else big
@@ -204,17 +225,17 @@ def efdpa_step(A, BT, sa, ea, sb, eb, i, j, k0, d, q, limbs):
     """One E-FDPA (Xie Algorithm 6): rho(c + sum of the L exact products).  A NaN
     result carries the payload :func:`~workbench.engine.nans.efdpa_nan` selects from
     the float64 operands ``A``, ``BT`` (the block's real products: those below
-    ``q[Q_K]``, as MMA-Sim sums a last block shorter than L)."""
-    L = q[Q_L]
-    fp = q[Q_FP]
-    mc = q[Q_MC]
-    c_sig, c_exp = decompose_one(d, mc, q[Q_EMINC], False)
+    ``q[P_K]``, as MMA-Sim sums a last block shorter than L)."""
+    L = q[P_L]
+    fp = q[P_FP]
+    mc = q[P_MC]
+    c_sig, c_exp = decompose_one(d, mc, q[P_EMINC], False)
     spec, pos, neg, nan = scan_specials(sa, ea, sb, eb, i, j, k0, L, c_sig, c_exp, fp, 0)
     if spec:
         if nan:
-            return efdpa_nan(A, BT, i, j, k0, max(0, min(L, q[Q_K] - k0)), d)
+            return efdpa_nan(A, BT, i, j, k0, max(0, min(L, q[P_K] - k0)), d)
         return special_result(pos, neg, nan)
-    base = q[Q_BASE]
+    base = q[P_BASE]
     for t in range(limbs.size):
         limbs[t] = 0
     for jj in range(L):
@@ -225,7 +246,7 @@ def efdpa_step(A, BT, sa, ea, sb, eb, i, j, k0, d, q, limbs):
     if c_sig != 0:
         m = np.int64(c_sig)
         _limb_add(limbs, m if m > 0 else -m, m < 0, c_exp - mc - base)
-    return limb_round(limbs, base, q[Q_PRES], q[Q_EMINRES], q[Q_EMAXRES], q[Q_MODE], q[Q_FLUSHOUT] != 0)
+    return limb_round(limbs, base, q[P_PRES], q[P_EMINRES], q[P_EMAXRES], q[P_MODE], q[P_FLUSHOUT] != 0)
 
 
 # ------------------------------------------------------------ TR / GTR-FDPA
@@ -268,14 +289,14 @@ def tr_parts(sa, ea, sb, eb, i, j, k0, c_sig, c_exp, q):
     T' = RD_F2(T * 2**(e_max - E)) and s'_c = RD_F(s_c * 2**(e_c - E)) as integers
     with F2 and F fractional bits at E, and S = T' + s'_c with G = max(F, F2)
     fractional bits at E (value S * 2**(E - G))."""
-    L = q[Q_L]
-    F = q[Q_F]
-    F2 = q[Q_F2]
-    fp = q[Q_FP]
-    ez = q[Q_EZ]
-    use_ez = q[Q_USE_EZ] != 0
-    gtr = q[Q_KIND] == KIND_GTR
-    rz = q[Q_ARZ] != 0
+    L = q[P_L]
+    F = q[P_F]
+    F2 = q[P_F2]
+    fp = q[P_FP]
+    ez = q[P_EZ]
+    use_ez = q[P_USE_EZ] != 0
+    gtr = q[P_KIND] == KIND_GTR
+    rz = q[P_ARZ] != 0
     if gtr:
         T0, e0, h0 = group_sum(sa, ea, sb, eb, i, j, k0, L, 0, 2, fp, F, ez, use_ez)
         T1, e1, h1 = group_sum(sa, ea, sb, eb, i, j, k0, L, 1, 2, fp, F, ez, use_ez)
@@ -306,7 +327,7 @@ def tr_parts(sa, ea, sb, eb, i, j, k0, c_sig, c_exp, q):
     scp = np.int64(0)
     c_used = False
     if c_sig != 0 and not (gtr and ec < E - F - 1):
-        scp = shift_align(np.int64(c_sig), F - q[Q_MC] + ec - E, rz)
+        scp = shift_align(np.int64(c_sig), F - q[P_MC] + ec - E, rz)
         c_used = True
     S = (Tp << (G - F2)) + (scp << (G - F))
     return T, emax, has_T, E, Tp, scp, c_used, S, G
@@ -315,24 +336,24 @@ def tr_parts(sa, ea, sb, eb, i, j, k0, c_sig, c_exp, q):
 @numba.njit(cache=True)
 def trfdpa_step(sa, ea, sb, eb, i, j, k0, d, q):
     """One TR-FDPA (Xie Algorithm 10) or GTR-FDPA (Algorithm 11) with c = d."""
-    c_sig, c_exp = decompose_one(d, q[Q_MC], q[Q_EMINC], False)
-    spec, pos, neg, nan = scan_specials(sa, ea, sb, eb, i, j, k0, q[Q_L], c_sig, c_exp, q[Q_FP], q[Q_OVF])
-    if spec and q[Q_KIND] == KIND_GTR and c_exp >= SPECIAL:
+    c_sig, c_exp = decompose_one(d, q[P_MC], q[P_EMINC], False)
+    spec, pos, neg, nan = scan_specials(sa, ea, sb, eb, i, j, k0, q[P_L], c_sig, c_exp, q[P_FP], q[P_OVF])
+    if spec and q[P_KIND] == KIND_GTR and c_exp >= SPECIAL:
         # MMA-Sim 2.1.1 gtr_fdpa: an Inf/NaN c gets exponent -1 (torch.frexp's 0, less
         # one in frexp_and_normalize) and falls to the special truncation
         # (``s_c[e_c < e_max - F - 1] = 0``) when finite products reach e_max >= F + 1;
         # the block is then the products' sum alone.
-        spec_p, _, _, _ = scan_specials(sa, ea, sb, eb, i, j, k0, q[Q_L], 0, 0, q[Q_FP], q[Q_OVF])
+        spec_p, _, _, _ = scan_specials(sa, ea, sb, eb, i, j, k0, q[P_L], 0, 0, q[P_FP], q[P_OVF])
         if not spec_p:
             T, emax, has_T, E, Tp, scp, c_used, S, G = tr_parts(sa, ea, sb, eb, i, j, k0, 0, 0, q)
-            if has_T and emax > q[Q_F]:
-                return round_fixed(S, E - G, q[Q_PRES], q[Q_EMINRES], q[Q_EMAXRES], q[Q_MODE], q[Q_FLUSHOUT] != 0)
+            if has_T and emax > q[P_F]:
+                return round_fixed(S, E - G, q[P_PRES], q[P_EMINRES], q[P_EMAXRES], q[P_MODE], q[P_FLUSHOUT] != 0)
     if spec:
         return special_result(pos, neg, nan)
     T, emax, has_T, E, Tp, scp, c_used, S, G = tr_parts(sa, ea, sb, eb, i, j, k0, c_sig, c_exp, q)
     if E == NEG_BIG:
         return 0.0
-    return round_fixed(S, E - G, q[Q_PRES], q[Q_EMINRES], q[Q_EMAXRES], q[Q_MODE], q[Q_FLUSHOUT] != 0)
+    return round_fixed(S, E - G, q[P_PRES], q[P_EMINRES], q[P_EMAXRES], q[P_MODE], q[P_FLUSHOUT] != 0)
 
 
 # ------------------------------------------------------------------ GEMMs
@@ -340,9 +361,9 @@ def trfdpa_step(sa, ea, sb, eb, i, j, k0, d, q):
 def _amd_chain(A, BT, sa, ea, sb, eb, i, j, d, q, limbs):
     """Output (i, j): the chain of E-/TR-/GTR-FDPA blocks over K from c = d (Xie
     Algorithm 5)."""
-    L = q[Q_L]
+    L = q[P_L]
     for blk in range(sa.shape[1] // L):
-        if q[Q_KIND] == KIND_E:
+        if q[P_KIND] == KIND_E:
             d = efdpa_step(A, BT, sa, ea, sb, eb, i, j, blk * L, d, q, limbs)
         else:
             d = trfdpa_step(sa, ea, sb, eb, i, j, blk * L, d, q)
@@ -359,7 +380,7 @@ def amd_gemm(A, BT, sa, ea, sb, eb, acc, q):
     for t in numba.prange(M * N):
         i = t // N
         j = t - i * N
-        limbs = np.zeros(max(1, q[Q_NLIMBS]), dtype=np.int64)
+        limbs = np.zeros(max(1, q[P_NLIMBS]), dtype=np.int64)
         acc[i, j] = _amd_chain(A, BT, sa, ea, sb, eb, i, j, acc[i, j], q, limbs)
 
 
@@ -406,23 +427,23 @@ def trfdpa_gemm_lanes(A, BT, sa, ea, sb, eb, row_special, col_special, acc, q, T
     M, Kp = sa.shape
     N = acc.shape[1]
     Np = sb.shape[1]
-    L = q[Q_L]
-    F = q[Q_F]
-    F2 = q[Q_F2]
-    fp = q[Q_FP]
-    mc = q[Q_MC]
-    eminc = q[Q_EMINC]
-    ez = q[Q_EZ]
-    use_ez = q[Q_USE_EZ] != 0
+    L = q[P_L]
+    F = q[P_F]
+    F2 = q[P_F2]
+    fp = q[P_FP]
+    mc = q[P_MC]
+    eminc = q[P_EMINC]
+    ez = q[P_EZ]
+    use_ez = q[P_USE_EZ] != 0
     ezp = ez if use_ez else NEG_BIG
-    gtr = q[Q_KIND] == KIND_GTR
-    rz = q[Q_ARZ] != 0
-    ovf = q[Q_OVF]
-    mode = q[Q_MODE]
-    pr = q[Q_PRES]
-    eminr = q[Q_EMINRES]
-    emaxr = q[Q_EMAXRES]
-    flush = q[Q_FLUSHOUT] != 0
+    gtr = q[P_KIND] == KIND_GTR
+    rz = q[P_ARZ] != 0
+    ovf = q[P_OVF]
+    mode = q[P_MODE]
+    pr = q[P_PRES]
+    eminr = q[P_EMINRES]
+    emaxr = q[P_EMAXRES]
+    flush = q[P_FLUSHOUT] != 0
     G = F2 if F2 > F else F
     ngroups = 2 if gtr else 1
     n_it = (M + TI - 1) // TI
@@ -485,66 +506,48 @@ def trfdpa_gemm_lanes(A, BT, sa, ea, sb, eb, row_special, col_special, acc, q, T
                     acc[i, j] = lane_value(neg[u], mag[u], qq[u])
 
 
-def amd_params(model) -> np.ndarray:
-    """The int64 parameter vector of :func:`amd_gemm` for a model (validated)."""
+def amd_params(model, code: int) -> np.ndarray:
+    """The int64 parameter vector of :func:`amd_gemm` for a model computing ``code``
+    (:data:`KIND_E`, :data:`KIND_TR` or :data:`KIND_GTR`), validated."""
     fin = model.in_fmt
     out = model.out_fmt
     res = model.res_fmt
-    q = np.zeros(N_Q, dtype=np.int64)
-    kind = {"e-fdpa": KIND_E, "tr-fdpa": KIND_TR, "gtr-fdpa": KIND_GTR}[model.kind]
     if 2 * fin.p > 62:
         raise ValueError(f"in_format={model.in_format!r}: products of {fin.p}-bit significands do not fit the "
                          f"64-bit kernels of {model.kind!r}")
-    q[Q_KIND] = kind
-    q[Q_L] = model.L
-    q[Q_FP] = 2 * fin.man_bits
-    q[Q_MC] = out.man_bits
-    q[Q_EMINC] = out.emin
-    q[Q_EZ] = 0 if model.zero_exponent is None else model.zero_exponent
-    q[Q_USE_EZ] = model.zero_exponent is not None
-    from .ops import MODE_CODES
-    q[Q_MODE] = MODE_CODES[model.rounding]
-    q[Q_PRES] = res.p
-    q[Q_EMINRES] = res.emin
-    q[Q_EMAXRES] = res.emax
-    q[Q_FLUSHOUT] = model.flush_output_subnormals
-    if kind == KIND_E:
+    q = fused_params(model, 0 if code == KIND_E else model.F)
+    q[P_KIND] = code
+    if code == KIND_E:
         if res.p > 59:
             raise ValueError(f"result precision {res.p} is too wide for the E-FDPA rounding (at most 59 bits)")
         base = min(2 * (fin.emin - fin.man_bits), out.emin - out.man_bits)
         top = max(2 * (fin.emax + 1) + 1, out.emax + 2) + int(math.ceil(math.log2(model.L + 2))) + 2
-        q[Q_BASE] = base
-        q[Q_NLIMBS] = (top - base) // LIMB_BITS + 3
+        q[P_BASE] = base
+        q[P_NLIMBS] = (top - base) // LIMB_BITS + 3
     else:
         F, F2 = model.F, model.F2
         width = max(F, F2) + 3 + int(math.ceil(math.log2(model.L + 1))) + 1
         if width > 62 or out.p + F > 61:
             raise ValueError(f"F={F}, F2={F2}, L={model.L}: the fixed-point sums of {model.kind!r} need {width} bits, "
                              "more than the kernel's 62")
-        q[Q_F] = F
-        q[Q_F2] = F2
-        q[Q_OVF] = out.emax + 1
-        q[Q_ARZ] = model.alignment_rounding == "rz"
+        q[P_F2] = F2
+        q[P_OVF] = out.emax + 1
+        q[P_ARZ] = model.alignment_rounding == "rz"
     return q
 
 
-def run_amd(model, A, BT, acc):
+def run_amd(model, code: int, A, BT, acc):
     """E-FDPA / TR-FDPA / GTR-FDPA over whole matrices (K zero-padded to L): the lane
     kernel for TR-/GTR-FDPA products with at least
     :data:`~workbench.engine.kernels.LANES_MIN_N` columns whose result format fits
     the output format, :func:`amd_gemm` otherwise."""
-    from . import kernels as _k
-    from .core import _pad_k, decompose
-
-    q = amd_params(model)
-    q[Q_K] = A.shape[1]
-    A2, BT2 = _pad_k(np.asarray(A, dtype=np.float64), np.asarray(BT, dtype=np.float64), model.L)
+    q = amd_params(model, code)
+    q[P_K] = A.shape[1]
+    A2, BT2, sa, ea, sb, eb = padded_decomposed(model, A, BT, model.L)
     fin = model.in_fmt
-    sa, ea = decompose(A2, fin.man_bits, fin.emin, model.flush_subnormals)
-    sb, eb = decompose(BT2, fin.man_bits, fin.emin, model.flush_subnormals)
     M, N = acc.shape
     res, out = model.res_fmt, model.out_fmt
-    if q[Q_KIND] == KIND_E or N < _k.LANES_MIN_N or res.p > out.p or res.emin < out.emin:
+    if q[P_KIND] == KIND_E or N < _k.LANES_MIN_N or res.p > out.p or res.emin < out.emin:
         amd_gemm(A2, BT2, sa, ea, sb.T, eb.T, acc, q)
         return acc
     sbl, ebl, row_special, col_special = _k.lane_operands(sa, ea, sb.T, eb.T, N, fin.emin)

@@ -20,8 +20,27 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .. import formats as _formats
+from .layout import (  # the one parameter layout (see workbench.engine.layout)
+    P_EMAXRES,
+    P_EMINC,
+    P_EMININ,
+    P_EMINRES,
+    P_EZ,
+    P_F,
+    P_FLUSHOUT,
+    P_FX,
+    P_G,
+    P_KB,
+    P_L,
+    P_MC,
+    P_MODE,
+    P_PRES,
+    P_USE_EZ,
+    fused_params,
+)
+from .operands import decompose, padded_decomposed
 from .ops import (
-    MODE_CODES,
     NEG_BIG,
     SPECIAL,
     align_term,
@@ -33,9 +52,6 @@ from .ops import (
     special_value,
 )
 
-(R_L, R_G, R_KB, R_F, R_FP, R_EMININ, R_FX, R_MC, R_EMINC, R_EZ, R_USE_EZ, R_MODE, R_PRES, R_EMINRES,
- R_EMAXRES, R_FLUSHOUT) = range(16)
-N_R = 16
 
 
 @numba.njit(cache=True)
@@ -43,9 +59,9 @@ def gst_group(sa, ea, sb, eb, xsa, xea, xsb, xeb, i, j, k0, g, r):
     """Group ``g`` of the block starting at ``k0``: (X, e_g, special?, +inf, -inf, nan).
 
     X is the exact group dot product times the scales' significands, an integer
-    whose value is ``X * 2**(e_g - fx)`` with fx = ``r[R_FX]`` fractional bits."""
-    G = r[R_G]
-    emin2 = 2 * r[R_EMININ]
+    whose value is ``X * 2**(e_g - fx)`` with fx = ``r[P_FX]`` fractional bits."""
+    G = r[P_G]
+    emin2 = 2 * r[P_EMININ]
     P = np.int64(0)
     spec = False
     pos = False
@@ -62,7 +78,7 @@ def gst_group(sa, ea, sb, eb, xsa, xea, xsb, xeb, i, j, k0, g, r):
         p = np.int64(sa[i, k]) * np.int64(sb[j, k])
         if p != 0:
             P += p << (e1 + e2 - emin2)
-    blk = (k0 + g * G) // r[R_KB]
+    blk = (k0 + g * G) // r[P_KB]
     if xea[i, blk] >= SPECIAL or xeb[j, blk] >= SPECIAL:
         return np.int64(0), 0, True, False, False, True
     X = P * np.int64(xsa[i, blk]) * np.int64(xsb[j, blk])
@@ -74,14 +90,14 @@ def gst_parts(sa, ea, sb, eb, xsa, xea, xsb, xeb, i, j, k0, c_sig, c_exp, r, Xs,
     """Fill Xs/Es with the L/G group terms and return (emax, special?, +inf, -inf, nan).
 
     A NaN scale anywhere in the block gives NaN before any other special value."""
-    L = r[R_L]
-    G = r[R_G]
+    L = r[P_L]
+    G = r[P_G]
     ng = L // G
-    ez = r[R_EZ]
-    use_ez = r[R_USE_EZ] != 0
+    ez = r[P_EZ]
+    use_ez = r[P_USE_EZ] != 0
     nan_scale = False
     for g in range(ng):
-        blk = (k0 + g * G) // r[R_KB]
+        blk = (k0 + g * G) // r[P_KB]
         if xea[i, blk] >= SPECIAL or xeb[j, blk] >= SPECIAL:
             nan_scale = True
     if nan_scale:
@@ -119,25 +135,25 @@ def gst_parts(sa, ea, sb, eb, xsa, xea, xsb, xeb, i, j, k0, c_sig, c_exp, r, Xs,
 @numba.njit(cache=True)
 def gst_step(sa, ea, sb, eb, xsa, xea, xsb, xeb, i, j, k0, d, r, Xs, Es):
     """One GST-FDPA (Xie Algorithm 9) with c = d."""
-    c_sig, c_exp = decompose_one(d, r[R_MC], r[R_EMINC], False)
+    c_sig, c_exp = decompose_one(d, r[P_MC], r[P_EMINC], False)
     emax, spec, pos, neg, nan = gst_parts(sa, ea, sb, eb, xsa, xea, xsb, xeb, i, j, k0, c_sig, c_exp, r, Xs, Es)
     if spec:
         return special_result(pos, neg, nan)
     if emax == NEG_BIG:
         return 0.0
-    F = r[R_F]
-    fx = r[R_FX]
+    F = r[P_F]
+    fx = r[P_FX]
     S = np.int64(0)
-    for g in range(r[R_L] // r[R_G]):
+    for g in range(r[P_L] // r[P_G]):
         X = Xs[g]
         if X != 0:
             t = align_term(X if X > 0 else -X, F - fx + Es[g] - emax, False)
             S += t if X > 0 else -t
     if c_sig != 0:
         m = np.int64(c_sig)
-        t = align_term(m if m > 0 else -m, F - r[R_MC] + c_exp - emax, False)
+        t = align_term(m if m > 0 else -m, F - r[P_MC] + c_exp - emax, False)
         S += t if m > 0 else -t
-    return round_fixed(S, emax - F, r[R_PRES], r[R_EMINRES], r[R_EMAXRES], r[R_MODE], r[R_FLUSHOUT] != 0)
+    return round_fixed(S, emax - F, r[P_PRES], r[P_EMINRES], r[P_EMAXRES], r[P_MODE], r[P_FLUSHOUT] != 0)
 
 
 @numba.njit(cache=True, parallel=True)
@@ -148,8 +164,8 @@ def gst_gemm(sa, ea, sb, eb, xsa, xea, xsb, xeb, acc, r):
     scale factors of A's rows and B's columns."""
     M, K = sa.shape
     N = sb.shape[0]
-    L = r[R_L]
-    ng = L // r[R_G]
+    L = r[P_L]
+    ng = L // r[P_G]
     for t in numba.prange(M * N):
         i = t // N
         j = t - i * N
@@ -163,30 +179,15 @@ def gst_gemm(sa, ea, sb, eb, xsa, xea, xsb, xeb, acc, r):
 
 def gst_params(model) -> np.ndarray:
     """Parameter vector of :func:`gst_gemm` (validates that the sums fit in int64)."""
-    from .. import formats as _formats
-
     fin = model.in_fmt
     sf = _formats.format(model.scale_format)
     out = model.out_fmt
-    res = model.res_fmt
-    r = np.zeros(N_R, dtype=np.int64)
-    r[R_L] = model.L
-    r[R_G] = model.G
-    r[R_KB] = model.k_block
-    r[R_F] = model.F
-    r[R_FP] = 2 * fin.man_bits
-    r[R_EMININ] = fin.emin
+    r = fused_params(model, model.F)
+    r[P_G] = model.G
+    r[P_KB] = model.k_block
+    r[P_EMININ] = fin.emin
     fx = 2 * fin.man_bits - 2 * fin.emin + 2 * sf.man_bits
-    r[R_FX] = fx
-    r[R_MC] = out.man_bits
-    r[R_EMINC] = out.emin
-    r[R_EZ] = 0 if model.zero_exponent is None else model.zero_exponent
-    r[R_USE_EZ] = model.zero_exponent is not None
-    r[R_MODE] = MODE_CODES[model.rounding]
-    r[R_PRES] = res.p
-    r[R_EMINRES] = res.emin
-    r[R_EMAXRES] = res.emax
-    r[R_FLUSHOUT] = model.flush_output_subnormals
+    r[P_FX] = fx
     # exact group sums: 2p bits, exponent span 2 (emax - emin), G terms, two scale significands
     gbits = 2 * fin.p + 2 * (fin.emax - fin.emin) + int(np.ceil(np.log2(model.G))) + 2 * sf.p
     # aligned terms: the largest group term shifted to F fractional bits at e_max
@@ -198,28 +199,19 @@ def gst_params(model) -> np.ndarray:
     return r
 
 
-def run_gst(model, A, BT, acc, scale_a, scale_b, accumulation):
+def run_gst(model, A, BT, acc, scale_a, scale_b):
     """GST-FDPA over whole matrices: K and the scales padded to whole blocks of L."""
-    from .core import _pad_k, decompose
-
-    if accumulation != "chain":
-        raise ValueError(f"accumulation={accumulation!r}: GST-FDPA models support accumulation='chain' only")
     r = gst_params(model)
     M, K = A.shape
     kb = model.k_block
-    A2, BT2 = _pad_k(np.asarray(A, dtype=np.float64), np.asarray(BT, dtype=np.float64), model.L)
+    A2, BT2, sa, ea, sb, eb = padded_decomposed(model, A, BT, model.L)
     nb_pad = A2.shape[1] // kb
     xa = np.ones((M, nb_pad))
     xb = np.ones((BT2.shape[0], nb_pad))
     nb = scale_a.shape[1]
     xa[:, :nb] = scale_a
     xb[:, :nb] = np.asarray(scale_b).T
-    fin = model.in_fmt
-    from .. import formats as _formats
-
     sf = _formats.format(model.scale_format)
-    sa, ea = decompose(A2, fin.man_bits, fin.emin, model.flush_subnormals)
-    sb, eb = decompose(BT2, fin.man_bits, fin.emin, model.flush_subnormals)
     xsa, xea = decompose(xa, sf.man_bits, sf.emin, False)
     xsb, xeb = decompose(xb, sf.man_bits, sf.emin, False)
     gst_gemm(sa, ea, sb, eb, xsa, xea, xsb, xeb, acc, r)

@@ -5,8 +5,8 @@ Khattak-Mikaitis' generic block FMA: sticky bit, c early/late, interleaved group
 the other elementary operations have their own small kernels below.  Both T-FDPA
 kernels walk tiles of outputs (rows x columns) in parallel; inside a tile they walk K
 in chunks of a few hundred elements and, for each chunk, update every output of the
-tile, so a chunk of A and B is reused from cache across the tile (DESIGN.md: the
-untiled kernel fell to 5e7 MAC/s at 10 x 1,000,000 x 10).
+tile, so a chunk of A and B is reused from cache across the tile (docs/architecture.md,
+"Facts measured": the untiled kernel fell to 5e7 MAC/s at 10 x 1,000,000 x 10).
 
 * :func:`tfdpa_gemm_lanes` (the models of :func:`lane_eligible` - every NVIDIA
   T-FDPA and ST-FDPA preset, interleaved fp8 ``mma.sync`` and c-late ones included -
@@ -20,8 +20,8 @@ untiled kernel fell to 5e7 MAC/s at 10 x 1,000,000 x 10).
   common models, the general :func:`tfdpa_step` for blocks holding Inf/NaN and for
   interleaved or c-late models.
 
-Parameters travel as one int64 array (``prm``, built by :func:`pack_tfdpa`) so that a
-single compiled specialisation serves every model.
+Parameters travel as one int64 array (``prm``, laid out by :mod:`workbench.engine.layout`,
+tiles set by :func:`pack_tfdpa`) so that a single compiled specialisation serves every model.
 """
 
 from __future__ import annotations
@@ -52,11 +52,34 @@ from .ops import (
     special_value,
 )
 
-# indices into prm
-P_L, P_F, P_FP, P_EZ, P_USE_EZ, P_MODE, P_PRES, P_EMINRES, P_EMAXRES, P_MC, P_EMINC, \
-    P_STICKY, P_CLATE, P_LATEMODE, P_NG, P_GF, P_FLUSHOUT, P_ACCMODE, P_PROMOTE, \
-    P_TI, P_TJ, P_BC, P_GENERAL = range(23)
-N_PRM = 23   # P_GENERAL = 1 forces the general per-block path (differential tests)
+from .layout import (  # the one parameter layout (see workbench.engine.layout)
+    ACC_CHAIN,
+    ACC_OUTSIDE,
+    ACC_PROMOTE,
+    P_BC,
+    P_CLATE,
+    P_EMAXRES,
+    P_EMINC,
+    P_EMINRES,
+    P_F,
+    P_FLUSHOUT,
+    P_FP,
+    P_GENERAL,
+    P_GF,
+    P_L,
+    P_LATEMODE,
+    P_MC,
+    P_MODE,
+    P_NG,
+    P_PRES,
+    P_PROMOTE,
+    P_STICKY,
+    P_TI,
+    P_TJ,
+    P_USE_EZ,
+    P_EZ,
+    P_ACCMODE,
+)
 
 
 @numba.njit(cache=True)
@@ -360,9 +383,9 @@ def _accumulate(sa, ea, sb, eb, i, j, b0, b1, d, part, prm, fast):
     blocks for mode 2, and the end of K); at each boundary it is added to the fp32
     accumulator ``d`` with round-to-nearest (:func:`exact_add`) and restarts from 0."""
     accmode = prm[P_ACCMODE]
-    if accmode == 0:
+    if accmode == ACC_CHAIN:
         return _chain(sa, ea, sb, eb, i, j, b0, b1, d, prm, fast), part
-    nprom = 1 if accmode == 1 else prm[P_PROMOTE]
+    nprom = 1 if accmode == ACC_OUTSIDE else prm[P_PROMOTE]
     nblocks = sa.shape[1] // prm[P_L]
     blk = b0
     while blk < b1:
@@ -532,7 +555,7 @@ def tfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, prm):
     TJ = (prm[P_TJ] + LANE_PAD - 1) // LANE_PAD * LANE_PAD
     BC = prm[P_BC]
     accmode = prm[P_ACCMODE]
-    nprom = 1 if accmode == 1 else (prm[P_PROMOTE] if accmode == 2 else nblocks)
+    nprom = 1 if accmode == ACC_OUTSIDE else (prm[P_PROMOTE] if accmode == ACC_PROMOTE else nblocks)
     fp, ezp, sticky, mode, pr, eminr, emaxr, mc, eminc, flush = _sum_params(prm)
     ng = prm[P_NG]
     F = prm[P_F] if ng == 1 else prm[P_GF]
@@ -556,7 +579,7 @@ def tfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, prm):
         for ii in range(ti):
             lanes_from_c(acc, i0 + ii, j0, nl, row_special, col_special, mc, eminc, neg[ii], mag[ii], q[ii],
                          bad[ii])
-            if accmode != 0:                  # partial chains start from 0, C waits in the fp32 total
+            if accmode != ACC_CHAIN:                  # partial chains start from 0, C waits in the fp32 total
                 for u in range(nl):
                     total[ii, u] = acc[i0 + ii, j0 + u]
                     neg[ii, u] = False
@@ -583,7 +606,7 @@ def tfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, prm):
                             rmag[u] = keep
                             rq[u] = qq
                             rbad[u] |= inf
-                    if accmode != 0 and ((blk + 1) % nprom == 0 or blk + 1 == nblocks):
+                    if accmode != ACC_CHAIN and ((blk + 1) % nprom == 0 or blk + 1 == nblocks):
                         for u in range(nv):
                             total[ii, u] = exact_add(total[ii, u], lane_value(neg[ii, u], mag[ii, u], q[ii, u]),
                                                      _FP32_ACC[0], _FP32_ACC[1], _FP32_ACC[2], 0, False)
@@ -595,7 +618,7 @@ def tfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, prm):
                 j = j0 + u
                 if bad[ii, u]:
                     acc[i, j] = _accumulate(sa, ea, sb, eb, i, j, np.int64(0), nblocks, acc[i, j], 0.0, prm, fast)[0]
-                elif accmode != 0:
+                elif accmode != ACC_CHAIN:
                     acc[i, j] = total[ii, u]
                 else:
                     acc[i, j] = lane_value(neg[ii, u], mag[ii, u], q[ii, u])
@@ -698,11 +721,10 @@ def output_tiles(M: int, N: int, nthreads: int) -> tuple[int, int]:
     return max(1, min(-(-M // n_it), 32)), TJ
 
 
-def pack_tfdpa(params: dict, M: int, N: int, nthreads: int) -> np.ndarray:
-    """The int64 parameter vector of :func:`tfdpa_gemm` (tile sizes included)."""
-    prm = np.zeros(N_PRM, dtype=np.int64)
-    for k, v in params.items():
-        prm[k] = int(v)
+def pack_tfdpa(params: np.ndarray, M: int, N: int, nthreads: int) -> np.ndarray:
+    """The parameter vector of :func:`tfdpa_gemm` (:mod:`workbench.engine.layout`):
+    a copy of ``params`` with the output tiles for M x N outputs on ``nthreads``."""
+    prm = np.array(params, dtype=np.int64, copy=True)
     prm[P_TI], prm[P_TJ] = output_tiles(M, N, nthreads)
     prm[P_BC] = max(1, 256 // max(1, int(params[P_L])))
     return prm
@@ -725,8 +747,8 @@ def lane_operands(sa: np.ndarray, ea: np.ndarray, sb: np.ndarray, eb: np.ndarray
         ebl[:, :N] = eb[:, :N]
         sb, eb = sbl, ebl
     if special:
-        row_special = (ea >= SPECIAL).any(axis=1).astype(np.int8)
-        col_special = (eb[:, :N] >= SPECIAL).any(axis=0).astype(np.int8)
+        row_special = np.asarray((ea >= SPECIAL).any(axis=1), dtype=np.int8)
+        col_special = np.asarray((eb[:, :N] >= SPECIAL).any(axis=0), dtype=np.int8)
     else:
         row_special = np.zeros(sa.shape[0], dtype=np.int8)
         col_special = np.zeros(N, dtype=np.int8)

@@ -80,33 +80,28 @@ return inferred models as ``.params`` dictionaries with these keys:
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
 
 from .. import formats as _formats
-from ..gate import unknown_name
+from .operation import OPERATIONS, Operation, operation
+from . import checks as _checks
 
+#: The built-in elementary operations (Xie et al. Table 1); :func:`kinds` lists every
+#: registered one (:mod:`workbench.engine.operation`).
 KINDS = ("t-fdpa", "fma", "e-fdpa", "ftz-addmul", "tr-fdpa", "gtr-fdpa", "st-fdpa", "gst-fdpa")
-ROUNDINGS = ("rne", "rz", "rd", "ru")
+ROUNDINGS = _checks.ROUNDINGS
 #: Directions of TR-/GTR-FDPA's re-alignment (Xie Algorithms 10-11; "rz": the Figure 3 twin).
 ALIGNMENT_ROUNDINGS = ("rd", "rz")
-_TR = ("tr-fdpa", "gtr-fdpa")
 #: Parameter names shared with the probes (``.params`` keys).
 PARAM_NAMES = (
     "kind", "in_format", "out_format", "L", "F", "rounding", "result_format", "sticky",
     "c_position", "late_rounding", "zero_exponent", "interleave", "group_F", "P", "F2",
     "alignment_rounding", "k_block", "G", "scale_format", "flush_subnormals", "flush_output_subnormals",
 )
-_SCALED = ("st-fdpa", "gst-fdpa")
 _INT_FIELDS = ("L", "F", "zero_exponent", "interleave", "group_F", "P", "F2", "k_block", "G")
-#: Fields a kind's arithmetic never reads (left at their defaults; :meth:`Model.describe` omits them).
-_UNUSED_BY_KIND = {
-    "fma": ("L", "F", "rounding", "result_format", "sticky", "zero_exponent", "interleave", "group_F"),
-    "ftz-addmul": ("L", "F", "rounding", "result_format", "sticky", "c_position", "late_rounding",
-                   "zero_exponent", "interleave", "group_F"),
-}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -137,50 +132,44 @@ class Model:
 
     def __post_init__(self) -> None:
         self._check_types()
-        if self.kind not in KINDS:
-            raise unknown_name("kind", self.kind, KINDS, extra=" (the elementary operations of Xie et al.)")
+        op = operation(self.kind)
         for name in ("in_format", "out_format"):
             _formats.format(getattr(self, name))  # raises on unknown names
         out = _formats.format(self.out_format)
         if out.name not in ("fp64", "fp32", "fp16", "bf16"):
             raise ValueError(f"out_format={self.out_format!r}: expected fp64, fp32, fp16 or bf16")
-        if self.result_format is not None:
-            _formats.format(self.result_format)
-        if not isinstance(self.L, int) or self.L < 1:
-            raise ValueError(f"L={self.L!r}: expected a positive block size")
-        if self.kind != "fma" and self.kind != "e-fdpa" and self.kind != "ftz-addmul":
-            if not isinstance(self.F, int) or not 0 <= self.F <= 56:
-                raise ValueError(f"F={self.F!r}: expected 0 <= F <= 56 fractional bits")
-        for name in ("rounding", "late_rounding"):
-            if getattr(self, name) not in ROUNDINGS:
-                raise unknown_name(f"{name} mode", getattr(self, name), ROUNDINGS)
-        if self.c_position not in ("early", "late"):
-            raise ValueError(f"c_position={self.c_position!r}: expected 'early' or 'late'")
+        # the domains of the flat fields, whichever operation reads them
+        _checks.check_format("result_format", self.result_format)
+        _checks.check_block("L", self.L)
+        _checks.check_rounding("rounding", self.rounding)
+        _checks.check_rounding("late_rounding", self.late_rounding)
+        _checks.check_c_position(self.c_position)
         if self.interleave < 1 or self.L % (2 * self.interleave if self.interleave > 1 else 1):
             raise ValueError(f"interleave={self.interleave!r} must be >= 1 and split L={self.L} into pairs")
-        if self.kind == "ftz-addmul" and self.P not in (2, 4):
-            raise ValueError(f"P={self.P!r}: FTZ-AddMul needs P in {{2, 4}} (Xie et al. Algorithm 2)")
-        if self.kind in ("tr-fdpa", "gtr-fdpa") and self.F2 is None:
-            raise ValueError(f"kind={self.kind!r} needs F2 (Xie et al. Table 7)")
-        if self.kind in _TR:
-            if self.alignment_rounding is None:  # CDNA3 rounds down (Xie et al. Algorithms 10-11)
-                object.__setattr__(self, "alignment_rounding", "rd")
-            elif self.alignment_rounding not in ALIGNMENT_ROUNDINGS:
-                raise ValueError(f"alignment_rounding={self.alignment_rounding!r}: expected one of "
-                                 f"{ALIGNMENT_ROUNDINGS} (Xie et al. Algorithms 10-11 round down; 'rz' is the "
-                                 "round-toward-zero twin of their Figure 3)")
-        elif self.alignment_rounding is not None:
+        names = {f.name for f in fields(op.params)}
+        if self.alignment_rounding is not None and "alignment_rounding" not in names:
             raise ValueError(f"alignment_rounding={self.alignment_rounding!r}: only TR-FDPA and GTR-FDPA "
                              f"re-align their fused sums (Xie et al. Algorithms 10-11), not kind={self.kind!r}")
-        if self.kind in _SCALED:
-            if self.k_block is None or self.scale_format is None:
-                raise ValueError(f"kind={self.kind!r} needs k_block and scale_format")
-            if self.L % self.k_block:
-                raise ValueError(f"L={self.L} must be a multiple of k_block={self.k_block}")
-            if self.kind == "gst-fdpa" and (self.G is None or self.k_block % self.G):
-                raise ValueError(f"G={self.G!r} must divide k_block={self.k_block}")
-        if self.kind in ("fma",) and _formats.format(self.in_format).name != out.name:
-            raise ValueError("kind='fma' computes in one format: in_format must equal out_format")
+        params = op.make_params(self)
+        for name in names:  # defaults the operation fills in (TR-FDPA's alignment_rounding)
+            if getattr(params, name) != getattr(self, name):
+                object.__setattr__(self, name, getattr(params, name))
+        op.check_formats(self)
+        object.__setattr__(self, "_operation_params", params)
+
+    @classmethod
+    def from_params(cls, params: Any, *, in_format: str, out_format: str, kind: str | None = None) -> "Model":
+        """The model of an operation's parameter dataclass (e.g.
+        :class:`~workbench.engine.operations.TFDPAParams`) on the given formats; ``kind``
+        picks the operation when several share the parameter class."""
+        if kind is None:
+            matches = [k for k, op in OPERATIONS.items() if op.params is type(params)]
+            if len(matches) != 1:
+                raise ValueError(f"{type(params).__name__} is the parameter class of {matches or 'no operation'}: "
+                                 "pass kind=")
+            kind = matches[0]
+        values = {f.name: getattr(params, f.name) for f in fields(params)}
+        return cls(kind=kind, in_format=in_format, out_format=out_format, **values)
 
     def _check_types(self) -> None:
         """Integer fields take ints (numpy ints are converted; bool is refused: ``L=True``
@@ -213,7 +202,17 @@ class Model:
         ordinary float operations, :mod:`workbench.engine.nans`); False for the fused
         kinds, which return the canonical NaN (Xie et al. 2025 Section 4.2;
         ``ldexp_and_normalize`` in MMA-Sim, TR-/GTR-FDPA included)."""
-        return self.kind in ("fma", "e-fdpa", "ftz-addmul")
+        return self.operation.propagates_nan
+
+    @property
+    def operation(self) -> Operation:
+        """The registered elementary operation of :attr:`kind`."""
+        return operation(self.kind)
+
+    @property
+    def operation_params(self) -> Any:
+        """The operation's parameter dataclass: the parameters it reads."""
+        return self.__dict__["_operation_params"]
 
     @property
     def in_fmt(self) -> _formats.FloatFormat:
@@ -239,15 +238,11 @@ class Model:
     def describe(self) -> str:
         """``name=value`` of the parameters this kind uses (those left at None/False,
         interleave 1 and the late rounding of an early c omitted)."""
-        unused = _UNUSED_BY_KIND.get(self.kind, ())
+        used = {"kind", "in_format", "out_format"} | {f.name for f in fields(self.operation.params)}
         keep = {k: v for k, v in self.params.items()
-                if v not in (None, False) and k not in unused and not (k == "interleave" and v == 1)
+                if v not in (None, False) and k in used and not (k == "interleave" and v == 1)
                 and not (k == "late_rounding" and self.c_position != "late")}
         return ", ".join(f"{k}={v}" for k, v in keep.items())
 
 
-def model_fields() -> tuple[str, ...]:
-    return tuple(f.name for f in fields(Model))
-
-
-__all__ = ["Model", "KINDS", "ROUNDINGS", "ALIGNMENT_ROUNDINGS", "PARAM_NAMES", "asdict"]
+__all__ = ["Model", "KINDS", "ROUNDINGS", "ALIGNMENT_ROUNDINGS", "PARAM_NAMES"]

@@ -1,6 +1,6 @@
 """Elementary pieces of the arithmetic, as small compiled (numba) functions.
 
-Representation (DESIGN.md): every finite operand is decomposed once into a signed
+Representation (docs/architecture.md, "The representation"): every finite operand is decomposed once into a signed
 integer significand with ``m`` fraction bits and an exponent clamped at the format's
 ``emin``, so that ``x = sig * 2**(exp - m)`` and subnormals need no special case.
 Infinities and NaN carry the exponent :data:`SPECIAL` and the significand +1/-1
@@ -28,12 +28,16 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
 
+from ..formats import RD, RNE, ROUNDING_CODES, RU
+
 SPECIAL = 1 << 24          # exponent marking Inf/NaN operands
 NEG_BIG = -(1 << 30)       # "no term yet" for the running maximum exponent
 SIG_NAN = 2
+#: Codes of special terms (:func:`special_product`, :func:`special_value`).
+POS_INF, NEG_INF, IS_NAN = 1, 2, 3
 
-# rounding mode codes shared by the kernels
-MODE_CODES = {"rne": 0, "rz": 1, "rd": 2, "ru": 3}
+#: The engine's rounding directions, coded as everywhere else (:data:`workbench.formats.ROUNDING_CODES`).
+MODE_CODES = {name: ROUNDING_CODES[name] for name in ("rne", "rz", "rd", "ru")}
 
 
 @intrinsic
@@ -369,13 +373,13 @@ def round_int(S, scale, p, emin, emax, mode, flush_sub):
     keep = m >> r
     rem = m - (keep << r)
     half = (np.int64(1) << (r - 1)) if r > 0 else np.int64(0)
-    if mode == 0:
+    if mode == RNE:
         up = (rem > half) | ((rem == half) & ((keep & 1) == 1))
-    elif mode == 2:
+    elif mode == RD:
         up = neg
-    elif mode == 3:
+    elif mode == RU:
         up = not neg
-    else:
+    else:  # RZ
         up = False
     up = up & (rem != 0)
     left = -sh if sh < 0 else 0
@@ -439,34 +443,34 @@ def decode_value(sig, exp, man_bits):
 @numba.njit(cache=True)
 def special_product(s1, e1, s2, e2):
     """Code of the product of two decomposed operands of which one is Inf/NaN:
-    1 = +Inf, 2 = -Inf, 3 = NaN."""
+    :data:`POS_INF`, :data:`NEG_INF` or :data:`IS_NAN`."""
     nan1 = e1 >= SPECIAL and s1 == SIG_NAN
     nan2 = e2 >= SPECIAL and s2 == SIG_NAN
     if nan1 or nan2:
-        return 3
+        return IS_NAN
     if s1 == 0 or s2 == 0:  # Inf * 0
-        return 3
+        return IS_NAN
     neg = (s1 < 0) != (s2 < 0)
-    return 2 if neg else 1
+    return NEG_INF if neg else POS_INF
 
 
 @numba.njit(cache=True)
 def special_value(s):
     """Code of one decomposed value known to be Inf/NaN (the accumulator c), as
-    :func:`special_product` codes products: 1 = +Inf, 2 = -Inf, 3 = NaN."""
+    :func:`special_product` codes products."""
     if s == SIG_NAN:
-        return 3
-    return 1 if s > 0 else 2
+        return IS_NAN
+    return POS_INF if s > 0 else NEG_INF
 
 
 @numba.njit(cache=True)
 def combine_special(code, pos, neg, nan):
     """Accumulate special codes into (pos_inf, neg_inf, nan) flags."""
-    if code == 1:
+    if code == POS_INF:
         pos = True
-    elif code == 2:
+    elif code == NEG_INF:
         neg = True
-    elif code == 3:
+    elif code == IS_NAN:
         nan = True
     return pos, neg, nan
 

@@ -18,7 +18,14 @@ cupy) are in :mod:`~workbench.probes.targets`; nothing optional is imported here
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what type checkers and IDEs read; the names load on first use below
+    from .authentication import authenticate
+    from .blackbox import BlackBox, as_black_box, from_model
+    from .fasi import fasi_suite
+    from .inference import Counterexample, InferenceResult, infer, verify
+    from .targets import target
 
 # name -> submodule; loaded on first use so that ``workbench.probes.cli`` (imported when
 # the command line is built) pulls in neither the engine nor numba
@@ -27,7 +34,8 @@ _LAZY = {
     "infer": "inference", "verify": "inference", "InferenceResult": "inference", "Counterexample": "inference",
     "fasi_suite": "fasi", "authenticate": "authentication", "target": "targets",
 }
-__all__ = list(_LAZY)
+__all__ = ["BlackBox", "as_black_box", "from_model", "infer", "verify", "InferenceResult", "Counterexample",
+           "fasi_suite", "authenticate", "target"]
 
 
 def __getattr__(name: str) -> Any:

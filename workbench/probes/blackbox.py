@@ -1,6 +1,6 @@
 """The adapter every probe talks to: a black box ``f(A, B, C) -> D``.
 
-Design (DESIGN.md, "Probes take a tiny adapter interface"): a probe never knows what
+Design (docs/architecture.md, "Habits of the house"): a probe never knows what
 it probes.  It hands float64 matrices to :class:`BlackBox` and reads float64 results;
 the adapter converts to whatever the target wants (a numpy dtype, a torch tensor, a
 GPU kernel launch).  MMA-Sim's Step 1 (Xie et al. 2025, Section 3.1.1) reduces an MMA

@@ -1,7 +1,7 @@
 """``workbench probe TARGET``: run the inference and print the feature sheet.
 
 Registered by the lead in :mod:`workbench.cli` with :func:`add_arguments` and
-:func:`run_command` (the CLI holds no logic of its own; DESIGN.md).
+:func:`run_command` (the CLI holds no logic of its own; docs/architecture.md, "Layers").
 """
 
 from __future__ import annotations

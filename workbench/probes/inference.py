@@ -32,6 +32,8 @@ from .. import formats as _formats
 from ..engine.model import PARAM_NAMES, ROUNDINGS, Model
 from . import features as _f
 from .blackbox import BlackBox, as_black_box, from_model
+from .differential import DISTRIBUTIONS, random_inputs, same_outputs
+from .search import SEARCHED, consistent_models, reproduce
 from .vectors import Cases, Ranges
 
 __all__ = ["infer", "verify", "InferenceResult", "Counterexample", "OBSERVABLE_NOTES"]
@@ -135,56 +137,6 @@ class InferenceResult:
 
 
 # ---------------------------------------------------------------- comparison
-def _same(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Bitwise equality of values in one format held as float64 (NaN == NaN, -0 != +0)."""
-    x = np.asarray(x, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    both_nan = np.isnan(x) & np.isnan(y)
-    return both_nan | ((x == y) & (np.signbit(x) == np.signbit(y)))
-
-
-# ------------------------------------------------------------- distributions
-def _random_inputs(kind: str, rng: np.random.Generator, fin: _formats.FloatFormat, fout: _formats.FloatFormat,
-                   M: int, K: int, N: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    def rnd(x: np.ndarray, f: _formats.FloatFormat) -> np.ndarray:
-        x = np.clip(x, -f.max, f.max)
-        return _formats.round(x, f, "rne")
-
-    def logu(shape: tuple[int, int], f: _formats.FloatFormat) -> np.ndarray:
-        lo = math.log2(f.min_subnormal) if f.subnormals else f.emin
-        e = rng.uniform(lo, f.emax + 1, size=shape)
-        return rnd(np.where(rng.random(shape) < 0.5, -1.0, 1.0) * np.exp2(e), f)
-
-    def bits(shape: tuple[int, int], f: _formats.FloatFormat) -> np.ndarray:
-        raw = rng.integers(0, 2 ** f.width, size=shape, dtype=np.uint64)
-        return _formats.from_bits(raw, f)
-
-    if kind == "normal":
-        A, B = rnd(rng.standard_normal((M, K)), fin), rnd(rng.standard_normal((K, N)), fin)
-        C = rnd(rng.standard_normal((M, N)), fout)
-    elif kind == "log-uniform":
-        A, B, C = logu((M, K), fin), logu((K, N), fin), logu((M, N), fout)
-        # keep products where the output can hold them most of the time
-        C[rng.random(C.shape) < 0.5] = 0.0
-    elif kind == "bits":
-        A, B, C = bits((M, K), fin), bits((K, N), fin), bits((M, N), fout)
-    elif kind == "cancellation":
-        A, B = rnd(rng.standard_normal((M, K)), fin), rnd(rng.standard_normal((K, N)), fin)
-        C = rnd(-(A @ B), fout)
-    elif kind == "sparse-tiny":
-        A = logu((M, K), fin) * (rng.random((M, K)) < 0.5)
-        B = logu((K, N), fin) * (rng.random((K, N)) < 0.5)
-        A = rnd(np.abs(A) * np.sign(A), fin)
-        B = rnd(B, fin)
-        C = np.zeros((M, N))
-    else:
-        raise ValueError(f"unknown distribution {kind!r}")
-    return A, B, C
-
-
-DISTRIBUTIONS = ("normal", "log-uniform", "bits", "cancellation", "sparse-tiny")
-
-
 def _model_dots(model: Model, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     return from_model(model).dots(a, b, c)
 
@@ -216,7 +168,7 @@ def _shrink(bb: BlackBox, model: Model, a: np.ndarray, b: np.ndarray, c: float,
         A, B, C = np.array(variants_a), np.array(variants_b), np.array(variants_c)
         d1 = bb.dots(A, B, C)
         d2 = _model_dots(model, A, B, C)
-        bad = np.nonzero(~_same(d1, d2))[0]
+        bad = np.nonzero(~same_outputs(d1, d2))[0]
         if first:
             if 0 not in bad:
                 return a, b, c, d_box, d_model   # not reproducible as a lone dot product
@@ -251,13 +203,13 @@ def verify(black_box: Any, model: Model, *, n: int = 20000, seed: int = 0, K: in
     while done < n:
         for dist in distributions:
             for Kc in Ks:
-                A, B, C = _random_inputs(dist, rng, fin, fout, M, Kc, N)
+                A, B, C = random_inputs(dist, rng, fin, fout, M, Kc, N)
                 D1 = bb.matmul(A, B, C)
                 if model.scale_format is not None:   # scaled model: unit scales, as from_model
                     D2 = np.asarray(from_model(model).matmul(A, B, C), dtype=np.float64)
                 else:
                     D2 = np.asarray(gemm(A, B, C, model=model), dtype=np.float64)
-                ok = _same(D1, D2)
+                ok = same_outputs(D1, D2)
                 if not ok.all():
                     i, j = map(int, np.argwhere(~ok)[0])
                     a, b, c, d1, d2 = _shrink(bb, model, A[i].copy(), B[:, j].copy(), float(C[i, j]),
@@ -298,8 +250,8 @@ def _zero_exponent_cases(bb: BlackBox, L: int, allow_sub: bool, rng: np.random.G
         a = np.zeros(K)
         b = np.zeros(K)
         m = rng.integers(1, min(K, 4) + 1)
-        pos = rng.choice(K, size=m, replace=False)
-        for p in pos:
+        where = rng.choice(K, size=m, replace=False)
+        for p in where:
             e = lo + rng.integers(0, span)
             sig = 1 + rng.integers(0, 1 << max(fin.p - 1, 0)) * 2.0 ** (1 - fin.p)
             val = float(sig * 2.0 ** e * (1 if rng.random() < 0.8 else -1))
@@ -325,9 +277,9 @@ def _search_zero_exponent(bb: BlackBox, base: dict[str, Any], allow_sub: bool, s
     ok: list[int | None] = []
     for ez in cands:
         m = Model(**{**base, "zero_exponent": ez})
-        # the engine's row-wise dots loop in Python for the AMD kinds: batch them as GEMMs
-        dm = _core.dots(m, a, b, c) if m.kind == "t-fdpa" else _model_dots(m, a, b, c)
-        if _same(d, dm).all():
+        # without a row kernel the engine's dots loops in Python: batch them as GEMMs
+        dm = _core.dots(m, a, b, c) if m.operation.has_row_kernel else _model_dots(m, a, b, c)
+        if same_outputs(d, dm).all():
             ok.append(ez)
     if not ok:
         return None, []
@@ -512,7 +464,7 @@ def _infer(black_box: Any, in_format: str | None, out_format: str | None, n_veri
         model = Model(**params)
     except (ValueError, TypeError) as exc:
         notes.append(f"no model: {exc}")
-    if model is not None and "F" in unobs and verify_model and model.kind in _WINDOWED:
+    if model is not None and "F" in unobs and verify_model and model.operation.windowed:
         # Step 4's revision (Xie Section 3.1.4): F is only bounded below by the probes;
         # take the smallest F above the bound that survives randomised testing
         for F_try in range(model.F, _MAX_F + 1):
@@ -527,7 +479,7 @@ def _infer(black_box: Any, in_format: str | None, out_format: str | None, n_veri
     alternatives: list[dict[str, Any]] = []
     if verify_model and params.get("kind") != "gst-fdpa":
         model = _revise(bb, model, params, n_verify, seed, searched, alternatives, unobs, notes)
-    if model is not None and model.kind in _WINDOWED + ("gst-fdpa",):
+    if model is not None and model.operation.has_zero_exponent:
         ez, ok = _search_zero_exponent(bb, model.params, allow_sub, seed)
         if not ok:
             notes.append("no zero-operand exponent explains the tiny-value probes")
@@ -539,11 +491,13 @@ def _infer(black_box: Any, in_format: str | None, out_format: str | None, n_veri
             feats["zero-operand exponent"] = "not observable (no effect on outputs)"
         else:
             model = model.with_params(zero_exponent=ez)
-            feats["zero-operand exponent"] = f"{ez}" + (f" (consistent: {min(ok)}..{max(ok)})" if len(ok) > 1 else "")
-            if len(ok) > 1:
-                unobs["zero_exponent"] = f"values {min(ok)}..{max(ok)} are equivalent on these formats"
+            found = [e for e in ok if e is not None]   # None is not among them here
+            feats["zero-operand exponent"] = f"{ez}" + (f" (consistent: {min(found)}..{max(found)})"
+                                                       if len(found) > 1 else "")
+            if len(found) > 1:
+                unobs["zero_exponent"] = f"values {min(found)}..{max(found)} are equivalent on these formats"
     consistent: dict[str, list[Any]] = dict(searched)
-    if model is not None and model.kind in _WINDOWED + ("gst-fdpa",) and ok:
+    if model is not None and model.operation.has_zero_exponent and ok:
         consistent["zero_exponent"] = ok
     full = dict(model.params) if model is not None else {**Model().params, **params}
     n_ok, cex = 0, None
@@ -562,7 +516,6 @@ def _infer(black_box: Any, in_format: str | None, out_format: str | None, n_veri
                            alternatives)
 
 
-_WINDOWED = ("t-fdpa", "tr-fdpa", "gtr-fdpa")   # kinds whose window zeros can move (zero_exponent)
 
 
 _MAX_TRIES = 8   # randomised verifications of the search's survivors before giving up
@@ -580,7 +533,6 @@ def _revise(bb: BlackBox, model: Model | None, params: dict[str, Any], n_verify:
     counterexample prunes the rest.  Parameters on which the
     consistent models differ go to ``searched`` (values) and ``unobs`` (why), the
     models themselves to ``alternatives``."""
-    from .search import SEARCHED, consistent_models, reproduce
 
     cex = None
     if model is not None:
@@ -747,17 +699,17 @@ def _rounded_alignment(bb: BlackBox, st: _f.Structure, F: int, allow_sub: bool, 
     if al.products not in ("rz", "unprobed"):
         notes.append(f"products aligned as {al.products!r}: TR-FDPA truncates them toward zero (RZ_F)")
     if gr.description == "one group":
-        kind = "tr-fdpa"
+        proposed = "tr-fdpa"
     elif gr.labels == [k % 2 for k in range(st.L)]:
-        kind = "gtr-fdpa"
+        proposed = "gtr-fdpa"
     else:
         notes.append(f"truncation groups {gr.description or 'unrecognised'}: the engine models one group "
                      "(TR-FDPA) or even/odd products (GTR-FDPA); proposing TR-FDPA")
-        kind = "tr-fdpa"
-    if kind == "gtr-fdpa" and al.c_dropped_from != F + 2:
+        proposed = "tr-fdpa"
+    if proposed == "gtr-fdpa" and al.c_dropped_from != F + 2:
         notes.append(f"GTR-FDPA drops c below E - F - 1 (t >= {F + 2}); the probe saw c dropped from "
                      f"t = {al.c_dropped_from}")
-    if kind == "tr-fdpa" and al.c_dropped_from is not None:
+    if proposed == "tr-fdpa" and al.c_dropped_from is not None:
         notes.append(f"c far below the window is dropped (t >= {al.c_dropped_from}) as in GTR-FDPA, but the "
                      "products form one group")
     if al.c_kept_to is not None and al.c_kept_to != F:
@@ -770,7 +722,7 @@ def _rounded_alignment(bb: BlackBox, st: _f.Structure, F: int, allow_sub: bool, 
     else:
         F2 = F2m.value
     feats["second precision"] = f"F2 = {F2} (products' sum rounded down next to a larger c; {F2m.evidence.get('family', '-')})"
-    params.update(kind=kind, F2=F2)
+    params.update(kind=proposed, F2=F2)
     if params.get("result_format") is not None:
         notes.append("TR-/GTR-FDPA round to the output format; the probed narrower final precision is dropped")
         params["result_format"] = None

@@ -17,7 +17,7 @@ outputs cannot separate (issue 14: report them all, never one confident guess).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -26,7 +26,10 @@ from ..engine import core as _core
 from ..engine import kernels as _k
 from ..engine import ops as _ops
 from ..engine.model import ROUNDINGS, Model
+from ..engine.operands import padded_decomposed
+from ..engine.operations import tfdpa as tfdpa_op
 from .blackbox import BlackBox
+from .differential import random_inputs, same_outputs
 
 __all__ = ["consistent_models", "reproduce", "SEARCHED"]
 
@@ -72,8 +75,6 @@ def _candidates(base: dict[str, Any], Ls: tuple[int, ...], fma: bool) -> Iterato
 
 def _battery(bb: BlackBox, rows: int, K: int, rng: np.random.Generator,
              extra: list[tuple[np.ndarray, np.ndarray, float]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    from .inference import _random_inputs
-
     a, b, c = [], [], []
     for x, y, z in extra:
         a.append(np.pad(x, (0, K - x.size)))
@@ -81,7 +82,7 @@ def _battery(bb: BlackBox, rows: int, K: int, rng: np.random.Generator,
         c.append(z)
     per = -(-max(rows - len(extra), 1) // len(_DISTRIBUTIONS))
     for dist in _DISTRIBUTIONS:
-        A, B, C = _random_inputs(dist, rng, bb.in_fmt, bb.out_fmt, per, K, per)
+        A, B, C = random_inputs(dist, rng, bb.in_fmt, bb.out_fmt, per, K, per)
         a.extend(A)
         b.extend(B.T)
         c.extend(np.diagonal(C))
@@ -90,8 +91,6 @@ def _battery(bb: BlackBox, rows: int, K: int, rng: np.random.Generator,
 
 def _survivors(cands: list[dict[str, Any]], a: np.ndarray, b: np.ndarray, c: np.ndarray,
                d: np.ndarray) -> list[dict[str, Any]]:
-    from .inference import _same
-
     keep: list[dict[str, Any]] = []
     operands: dict[int, tuple[np.ndarray, ...]] = {}
     templates: dict[tuple[Any, ...], np.ndarray] = {}
@@ -99,7 +98,7 @@ def _survivors(cands: list[dict[str, Any]], a: np.ndarray, b: np.ndarray, c: np.
         for p in cands:
             if p["kind"] != "t-fdpa":
                 try:
-                    if _same(_core.dots(Model(**p), a, b, c), d).all():
+                    if same_outputs(_core.dots(Model(**p), a, b, c), d).all():
                         keep.append(p)
                 except ValueError:   # a model the engine cannot run (e.g. sums wider than its 62 bits)
                     pass
@@ -107,26 +106,23 @@ def _survivors(cands: list[dict[str, Any]], a: np.ndarray, b: np.ndarray, c: np.
             shape = (p["L"], p["c_position"], p["late_rounding"])
             if shape not in templates:   # one Model per block shape; F, rounding, sticky go into its vector
                 m = Model(**{**p, "F": 0, "rounding": "rz", "sticky": False})
-                templates[shape] = _k.pack_tfdpa(_core._tfdpa_params(m), a.shape[0], 1, 1)
+                templates[shape] = _k.pack_tfdpa(tfdpa_op.kernel_params(m), a.shape[0], 1, 1)
                 if m.L not in operands:   # pad and decompose once per block size
-                    ap, bp = _core._pad_k(a, b, m.L)
-                    fin = m.in_fmt
-                    sa, ea = _core.decompose(ap, fin.man_bits, fin.emin, m.flush_subnormals)
-                    sb, eb = _core.decompose(bp, fin.man_bits, fin.emin, m.flush_subnormals)
+                    _, _, sa, ea, sb, eb = padded_decomposed(m, a, b, m.L)
                     operands[m.L] = (sa, ea, sb.T, eb.T)
             prm = templates[shape].copy()
             prm[_k.P_F] = prm[_k.P_GF] = p["F"]
             prm[_k.P_MODE] = _MODE_CODES[p["rounding"]]
             prm[_k.P_STICKY] = p["sticky"]
             acc = np.array(c, dtype=np.float64)
-            _k.tfdpa_rows(*operands[p["L"]], acc, prm)
-            if _same(acc, d).all():
+            _k.tfdpa_rows(*operands[p["L"]], acc, prm)  # type: ignore[call-arg]  # numba's Dispatcher takes *args
+            if same_outputs(acc, d).all():
                 keep.append(p)
     return keep
 
 
 def consistent_models(bb: BlackBox, base: dict[str, Any], *, seed: int = 0,
-                      extra: list[tuple[np.ndarray, np.ndarray, float]] = ()) -> list[dict[str, Any]]:
+                      extra: Sequence[tuple[np.ndarray, np.ndarray, float]] = ()) -> list[dict[str, Any]]:
     """Every model of the searched space (:data:`SEARCHED`; formats, subnormal
     handling and zero exponent from ``base``; for a TR-/GTR-FDPA ``base`` the models
     around it) that reproduces the black box on two

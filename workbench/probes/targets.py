@@ -34,6 +34,7 @@ conflate software and hardware).  ``cupy_matmul`` does the same with cupy.
 from __future__ import annotations
 
 import importlib
+from typing import Any
 from collections.abc import Callable
 
 import numpy as np
@@ -44,7 +45,7 @@ from .blackbox import BlackBox, from_model
 __all__ = ["target", "TARGETS", "torch_cuda", "cupy_matmul", "numpy_target", "torch_cpu", "mldtypes_target"]
 
 
-def _need(module: str, what: str) -> object:
+def _need(module: str, what: str) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError as exc:

@@ -152,7 +152,7 @@ class Cases:
         self._c.append(float(c))
         return len(self._c) - 1
 
-    def add_raw(self, a: Sequence[float], b: Sequence[float], c: float = 0.0) -> int:
+    def add_raw(self, a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, c: float = 0.0) -> int:
         """Append a case given by its operands directly."""
         self._a.append(np.asarray(a, dtype=np.float64).reshape(self.K))
         self._b.append(np.asarray(b, dtype=np.float64).reshape(self.K))

@@ -31,7 +31,7 @@ _LAZY = {
     "BUILTIN_ALGORITHMS": "tasks", "TIMING_COLUMNS": "tasks",
 }
 
-__all__ = list(_LAZY)
+__all__ = ["run", "load", "parse", "Experiment", "Task", "BUILTIN_ALGORITHMS", "TIMING_COLUMNS"]
 
 
 def __getattr__(name: str) -> Any:

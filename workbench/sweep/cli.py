@@ -41,8 +41,8 @@ def run_command(args: argparse.Namespace) -> int:
                     quick=args.quick, progress=not args.no_progress, retry_errors=args.retry_errors)
     n_err = int(df["error"].notna().sum()) if "error" in df.columns else 0
     name = df["experiment"].iloc[0] if len(df) else "experiment"
-    out = args.out or str(runner.default_out(name))
-    print(f"{name}: {len(df)} tasks stored in {out}, {n_err} with errors")
+    folder = args.out or str(runner.default_out(name))
+    print(f"{name}: {len(df)} tasks stored in {folder}, {n_err} with errors")
     if n_err:
         first = df.loc[df["error"].notna(), ["task_hash", "error"]].head(5)
         for h, e in first.itertuples(index=False):

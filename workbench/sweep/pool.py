@@ -186,7 +186,7 @@ class WorkerPool:
         w.process.join(timeout=_EXIT_GRACE_S)
 
     def _answer(self, w: _Worker) -> None:
-        fut = w.job[0]
+        fut = w.job[0]  # type: ignore[index]  # a worker answers only while it holds a job
         try:
             ok, value = w.conn.recv()
         except (EOFError, OSError):

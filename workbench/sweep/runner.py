@@ -212,7 +212,7 @@ def _execute(exp: _spec.Experiment, pending: list[_spec.Task], executor: Any, ou
     once, here, and the workers load it from the cache."""
     total = len(pending)
     bar = _progress(total, progress, exp.name)
-    state = {"finished": 0, "errors": 0, "phase": "running"}
+    state: dict[str, Any] = {"finished": 0, "errors": 0, "phase": "running"}
 
     def record(row: dict[str, Any]) -> None:
         _store.write_row(out, row)
@@ -261,15 +261,15 @@ def _submit_all(exp: _spec.Experiment, pending: list[_spec.Task], executor: Any,
     for t in sorted(pending, key=lambda t: -t.cost):
         by_input.setdefault(t.input_hash, []).append(t)
     in_flight: dict[Any, tuple[str, Any]] = {}
-    lost: dict[tuple[str, str], int] = {}  # (kind, hash) -> times its job was lost
+    lost: dict[tuple[str, str], int] = {}  # (role, hash) -> times its job was lost
     unrecorded = {ih: len(group) for ih, group in by_input.items()}  # references are dropped at 0
 
-    def submit(kind: str, what: Any) -> None:
-        if kind == "ref":
+    def submit(role: str, what: Any) -> None:
+        if role == "ref":
             job = executor.submit(_tasks.compute_reference, _spec.input_key(by_input[what][0].spec, exp.reference))
         else:
             job = executor.submit(_tasks.run_task, _warmup.payload(exp, what), references.get(what.input_hash))
-        in_flight[job] = (kind, what)
+        in_flight[job] = (role, what)
 
     for ih in by_input:
         if exp.reference == "none" or ih in references:
@@ -279,21 +279,21 @@ def _submit_all(exp: _spec.Experiment, pending: list[_spec.Task], executor: Any,
             submit("ref", ih)
     while in_flight:
         for fut in executor.wait_any(set(in_flight)):
-            kind, what = in_flight.pop(fut)
+            role, what = in_flight.pop(fut)
             try:
                 result = fut.result()
             except Exception as exc:  # noqa: BLE001 - a worker died or the transport failed
-                key = (kind, what if kind == "ref" else what.hash)
+                key = (role, what if role == "ref" else what.hash)
                 lost[key] = lost.get(key, 0) + 1
                 if lost[key] <= WORKER_RETRIES:
-                    submit(kind, what)
+                    submit(role, what)
                     continue
                 why = f"its worker died {lost[key]} times (last: {type(exc).__name__}: {exc}); not run again"
-                if kind == "ref":
+                if role == "ref":
                     result = (False, f"reference job failed: {why}", 0.0)
                 else:
                     result = _lost_row(exp, what, f"task not run: {why}")
-            if kind == "ref":
+            if role == "ref":
                 references[what] = result
                 for t in by_input[what]:
                     submit("task", t)

@@ -159,7 +159,7 @@ def _order(df: pd.DataFrame) -> pd.DataFrame:
 def done_hashes(out: Path) -> set[str]:
     """Hashes of the tasks stored in ``out`` (finished, with or without an error)."""
     out = Path(out)
-    hashes = set()
+    hashes: set[str] = set()
     if (out / PARTS).is_dir():
         hashes.update(p.stem for p in (out / PARTS).glob("*.parquet"))
     for f in out.glob("results-*.parquet"):
@@ -229,7 +229,7 @@ def save_progress(out: Path, experiment: str, phase: str, done: int, total: int)
     """Record how far the current run of ``out`` is (``OUT/_progress.json``), for watchers
     such as ``workbench reproduce`` whose sweeps run in another process.
 
-    ``phase``: ``"compiling"`` (first tasks of each kind in the submitting process),
+    ``phase``: ``"compiling"`` (the first task of each kernel group, in the submitting process),
     ``"running"`` or ``"done"``; ``done`` / ``total``: tasks of this run finished / to run."""
     write_text(Path(out) / PROGRESS, json.dumps({"experiment": experiment, "phase": phase, "done": int(done),
                                                  "total": int(total), "time": time.time()}))

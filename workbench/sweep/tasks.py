@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+import algorithms
+
 from .. import formats as _formats
 from .. import inputs as _inputs
 from ..gate import unknown_name
@@ -72,10 +74,7 @@ def resolve_algorithm(name: str) -> Callable[..., np.ndarray]:
     """``module:function``, else ``algorithms.ALGORITHMS[name]``, else a built-in."""
     if ":" in name:
         return _import_object(name)
-    try:
-        registry = importlib.import_module("algorithms").ALGORITHMS
-    except (ImportError, AttributeError):
-        registry = {}
+    registry = algorithms.ALGORITHMS
     if name in registry:
         return registry[name]
     if name in BUILTIN_ALGORITHMS:
@@ -123,7 +122,7 @@ def _check_params(fn: Callable[..., Any], spec: Mapping[str, Any], where: str) -
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()):
         return
     keywords = [n for n, p in sig.parameters.items()
-                if p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                if p.kind is inspect.Parameter.KEYWORD_ONLY or p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
                 and n not in ("A", "B", "C", "model")]
     for name in spec.get("params", {}):
         if name not in keywords:
@@ -160,8 +159,8 @@ def build_model(spec: Mapping[str, Any]) -> Any:
 
 
 # ----------------------------------------------------------------- inputs
-def _round(x: np.ndarray, target: str) -> np.ndarray:
-    return x if target == "none" else _formats.round(x, target)
+def _round(x: np.ndarray, target: str | None) -> np.ndarray:
+    return x if target is None or target == "none" else _formats.round(x, target)
 
 
 @functools.lru_cache(maxsize=2)
@@ -195,18 +194,18 @@ def make_inputs(key: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndar
     return _inputs_cached(json.dumps(key, sort_keys=True))
 
 
-def _reference(A: np.ndarray, B: np.ndarray, C: np.ndarray | None, kind: str, alpha: float,
+def _reference(A: np.ndarray, B: np.ndarray, C: np.ndarray | None, reference: str, alpha: float,
                beta: float) -> np.ndarray | None:
-    if kind == "none":
+    if reference == "none":
         return None
-    if kind == "float64":
+    if reference == "float64":
         D = alpha * (A @ B)
         return D + beta * C if C is not None else D
-    if kind == "exact":
+    if reference == "exact":
         from .. import exact
 
         return np.asarray(exact.gemm(A, B, C, alpha=alpha, beta=beta), dtype=np.float64)
-    return np.asarray(_import_object(kind)(A, B, C, alpha=alpha, beta=beta), dtype=np.float64)
+    return np.asarray(_import_object(reference)(A, B, C, alpha=alpha, beta=beta), dtype=np.float64)
 
 
 def compute_reference(key: Mapping[str, Any]) -> tuple[bool, Any, float]:

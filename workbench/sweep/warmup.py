@@ -122,14 +122,12 @@ KERNEL_TOUR: dict[str, Any] = {
              {"in_format": "fp64", "out_format": "fp64", "preset": "A100"}],
 }
 
-#: Kinds whose kernels (:mod:`workbench.engine.fdpa_amd`, FTZ-AddMul) share nothing heavy with the
-#: T-FDPA ones: :func:`compile_experiments` compiles the two families in two processes at once.
-_AMD_KINDS = ("e-fdpa", "tr-fdpa", "gtr-fdpa", "ftz-addmul")
-
-
 def _family(task: _spec.Task) -> int:
+    """1 for the operations whose kernels (:mod:`workbench.engine.fdpa_amd`, FTZ-AddMul) share
+    nothing heavy with the T-FDPA ones (``Operation.kernel_family == "amd"``):
+    :func:`compile_experiments` compiles the two families in two processes at once."""
     model = _tasks.build_model(task.spec)
-    return 1 if model is not None and model.kind in _AMD_KINDS else 0
+    return 1 if model is not None and model.operation.kernel_family == "amd" else 0
 
 
 def _run_family(todo: list[tuple[_spec.Experiment, _spec.Task]], queue: Any, parent_pid: int) -> None:
@@ -179,17 +177,17 @@ def compile_experiments(experiments: Sequence[str | Path | dict], *, quick: bool
     def drain(block: bool) -> None:
         while state["running"]:
             try:
-                kind, value = messages.get(timeout=0.5) if block else messages.get_nowait()
+                event, value = messages.get(timeout=0.5) if block else messages.get_nowait()
             except _queue.Empty:
                 if not block:
                     return
                 if not state["worker"].is_alive():   # died without reporting: its tasks compile later
                     state["running"] = 0
                 continue
-            if kind == "compile":
+            if event == "compile":
                 state["compiled"] += 1
                 show(state["compiled"], value)
-            elif kind == "task":
+            elif event == "task":
                 bar.update(1)
             else:
                 state["running"] = 0
@@ -201,8 +199,9 @@ def compile_experiments(experiments: Sequence[str | Path | dict], *, quick: bool
         if state["worker"] is None and other and parallel and (os.cpu_count() or 1) >= 2:
             ctx = multiprocessing.get_context("spawn")
             messages = ctx.Queue()
-            state["worker"] = ctx.Process(target=_run_family, args=(other, messages, os.getpid()), daemon=True)
-            state["worker"].start()
+            worker = ctx.Process(target=_run_family, args=(other, messages, os.getpid()), daemon=True)
+            worker.start()
+            state["worker"] = worker
             state["running"] = 1
 
     references: dict[str, Any] = {}

@@ -1,0 +1,187 @@
+"""Operands of the engine's kernels, and the one place that chooses threads.
+
+:func:`decompose` splits float64 values into integer significands and exponents
+(the unnormalised form the fused operations align, Xie et al. 2025 Algorithm 7
+lines 2-4); :func:`decompose_checked` does it for A and B in one compiled pass while
+checking that every value is representable; :func:`pad_k` zero-pads K to whole
+blocks.  :class:`Operands` is what :func:`workbench.engine.core.prepare` hands to an
+operation's ``run``: float64 ``A``/``B^T`` (:func:`float_operands`) or decomposed.
+
+:func:`threads_for` is the only place that decides whether a compiled pass runs on
+one thread or on numba's thread pool (results never depend on it).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, NamedTuple
+
+import numba
+import numpy as np
+
+from .. import formats as _formats
+from ..gate import real_array
+from . import kernels as _k
+from . import ops as _ops
+
+if TYPE_CHECKING:
+    from .model import Model
+
+#: Work (multiply-adds, or values checked) below which the compiled passes run on the
+#: calling thread alone: starting a parallel region wakes the other threads.
+PARALLEL_MIN_WORK = 1 << 18
+#: The same when the machine is busy (one-minute load average at least the number of
+#: CPUs plus one, i.e. a runnable task per CPU besides the caller): a woken thread
+#: then often waits for a time slice, measured at 4-8 ms per region at load 3 on the
+#: 2-core development machine.  With the lane kernel a serial 16x4096x16 product takes
+#: 1.2 ms and 64x1024x64 3.5 ms (2^22 multiply-adds), both below that wait; from 2^23
+#: (about 7 ms serial) a second thread can pay for its wake-up.
+PARALLEL_MIN_WORK_BUSY = 1 << 23
+
+
+def decompose(x: np.ndarray, man_bits: int, emin: int, flush: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(significands int32, exponents int32) of a 2-D float64 array (one compiled pass)."""
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    sig = np.empty(x.shape, dtype=np.int32)
+    exp = np.empty(x.shape, dtype=np.int32)
+    _ops.decompose(x, sig, exp, man_bits, emin, flush)
+    return sig, exp
+
+
+def pad_k(A: np.ndarray, BT: np.ndarray, L: int) -> tuple[np.ndarray, np.ndarray]:
+    """A (M, K) and B^T (N, K) with K zero-padded to a multiple of L (one block when K = 0)."""
+    K = A.shape[1]
+    pad = (-K) % L
+    if K == 0:
+        pad = L
+    if pad:
+        A = np.concatenate([A, np.zeros((A.shape[0], pad))], axis=1)
+        BT = np.concatenate([BT, np.zeros((BT.shape[0], pad))], axis=1)
+    return A, BT
+
+
+def machine_busy() -> bool:
+    """Whether the one-minute load average has reached the number of CPUs plus one."""
+    try:
+        return os.getloadavg()[0] >= (os.cpu_count() or 1) + 1
+    except OSError:  # no load average on this platform
+        return False
+
+
+@contextmanager
+def threads_for(work: int) -> Iterator[None]:
+    """Run the compiled passes inside on one thread when ``work`` is below
+    :data:`PARALLEL_MIN_WORK` (:data:`PARALLEL_MIN_WORK_BUSY` on a busy machine), on
+    numba's current number of threads otherwise.  Results do not depend on it."""
+    if work >= PARALLEL_MIN_WORK_BUSY or (work >= PARALLEL_MIN_WORK and not machine_busy()):
+        yield
+        return
+    n = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(n)
+
+
+class Operands(NamedTuple):
+    """A and B of one product, checked against the model's input format.
+
+    T-FDPA models carry them decomposed and ``A = BT = None``: ``sa, ea`` are the
+    (M, Kp) significands and exponents of A, ``sb, eb`` the (Kp, N) ones of B,
+    indexed ``[k, j]`` (Kp = K zero-padded to a multiple of L).  B is stored in its
+    own C-ordered layout when the lane kernel will read it (:func:`lane_layout`;
+    then with zero columns padding N to a multiple of 8), otherwise as a C-ordered
+    B^T of which ``sb, eb`` are the transposed views (so that one output's walk
+    down K is contiguous).  ``special``: whether A or B may
+    hold Inf/NaN.  Other kinds carry float64 ``A`` (M, K) and ``BT`` (N, K) and
+    ``sa = ea = sb = eb = None``."""
+
+    M: int
+    K: int
+    N: int
+    A: np.ndarray | None
+    BT: np.ndarray | None
+    sa: np.ndarray | None
+    ea: np.ndarray | None
+    sb: np.ndarray | None
+    eb: np.ndarray | None
+    special: bool = True
+
+
+def decompose_checked(A: np.ndarray, B: np.ndarray, fmt: _formats.FloatFormat, flush: bool,
+                      k_padded: int, transpose_b: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
+    """(sa, ea, sb, eb, special): int32 significands and exponents of A (M, K) and of
+    B (K, N), K zero-padded to ``k_padded``, after checking that every value is
+    representable in ``fmt``.  B is returned as (Kp, Np) arrays indexed ``[k, j]``:
+    C-ordered with zero columns padding N to Np, a multiple of
+    :data:`~workbench.engine.kernels.LANE_PAD` (the lane kernel's layout), or, with
+    ``transpose_b``, the transposed views of C-ordered (N, Kp) arrays.  ``special``
+    is False only when neither operand holds Inf/NaN.  For signed formats with
+    subnormals this is one compiled pass over both operands
+    (:func:`ops.decompose_checked`), B read in its (K, N) layout.  The first value
+    that is not representable (A before B, C order) raises the ValueError of
+    :func:`workbench.formats.check_representable` (``A[i, j] = v is not
+    representable in ...``)."""
+    A = real_array(A, "A")
+    B = real_array(B, "B")
+    (M, K), N = A.shape, B.shape[1]
+    if B.shape[0] != K or k_padded < K:
+        raise ValueError(f"A {A.shape} and B {B.shape} do not make a product padded to K={k_padded}")
+    sa = np.empty((M, k_padded), dtype=np.int32)
+    ea = np.empty((M, k_padded), dtype=np.int32)
+    b_shape = (N, k_padded) if transpose_b else (k_padded, -(-N // _k.LANE_PAD) * _k.LANE_PAD)
+    sb = np.empty(b_shape, dtype=np.int32)
+    eb = np.empty(b_shape, dtype=np.int32)
+    if not (fmt.signed and fmt.subnormals):
+        Ap = np.zeros(sa.shape)
+        Ap[:, :K] = _formats.check_representable(A, fmt, "A")
+        Bp = np.zeros(sb.shape)
+        B = _formats.check_representable(B, fmt, "B")
+        if transpose_b:
+            Bp[:, :K] = B.T
+        else:
+            Bp[:K, :N] = B
+        _ops.decompose(Ap, sa, ea, fmt.man_bits, fmt.emin, flush)
+        _ops.decompose(Bp, sb, eb, fmt.man_bits, fmt.emin, flush)
+        special = bool((ea >= _ops.SPECIAL).any() or (eb >= _ops.SPECIAL).any())
+    else:
+        vmax_bits = int(np.float64(fmt.max).view(np.int64))
+        bad_a, bad_b, special = _ops.decompose_checked(A.view(np.int64), sa, ea, B.view(np.int64), sb, eb,
+                                                       transpose_b, fmt.man_bits, fmt.emin, flush, vmax_bits,
+                                                       fmt.has_nan, fmt.has_inf)
+        if bad_a >= 0:
+            raise _formats.not_representable_error(A, bad_a, fmt, "A")
+        if bad_b >= 0:
+            raise _formats.not_representable_error(B, bad_b, fmt, "B")
+    if transpose_b:
+        sb, eb = sb.T, eb.T
+    return sa, ea, sb, eb, bool(special)
+
+
+def float_operands(model: "Model", A: np.ndarray, B: np.ndarray) -> Operands:
+    """A (M, K) and B (K, N) checked against ``model.in_fmt``, as float64 ``A`` and a
+    C-ordered ``B^T`` (the form of the operations that do not decompose)."""
+    M, K = A.shape
+    N = B.shape[1]
+    fin = model.in_fmt
+    A64 = _formats.check_representable(A, fin, "A")
+    BT = np.ascontiguousarray(_formats.check_representable(B, fin, "B").T)
+    return Operands(M, K, N, A64, BT, None, None, None, None)
+
+
+def padded_decomposed(model: "Model", A: np.ndarray, BT: np.ndarray, L: int
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(A, B^T zero-padded to whole blocks of L, then the significands and exponents of
+    each in ``model``'s input format, subnormals flushed when the model says so)."""
+    A2, BT2 = pad_k(np.asarray(A, dtype=np.float64), np.asarray(BT, dtype=np.float64), L)
+    fin = model.in_fmt
+    sa, ea = decompose(A2, fin.man_bits, fin.emin, model.flush_subnormals)
+    sb, eb = decompose(BT2, fin.man_bits, fin.emin, model.flush_subnormals)
+    return A2, BT2, sa, ea, sb, eb
+
+
+__all__ = ["Operands", "decompose", "decompose_checked", "pad_k", "float_operands", "padded_decomposed",
+           "threads_for", "machine_busy", "PARALLEL_MIN_WORK", "PARALLEL_MIN_WORK_BUSY"]

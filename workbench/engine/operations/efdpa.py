@@ -1,0 +1,70 @@
+"""E-FDPA: exact fused dot-product-add, rounded once (Xie et al. 2025 Algorithm 6).
+
+The L products and c are added exactly (multi-limb fixed point, no alignment loss)
+and the sum is rounded once with rho to ``result_format``; K is consumed in blocks of
+L.  NaN results carry an operand's payload (MMA-Sim 2.1.1).  Kernel:
+:func:`~workbench.engine.fdpa_amd.amd_gemm` with
+:func:`~workbench.engine.fdpa_amd.efdpa_step`, which the scalar trace
+:func:`~workbench.engine.explain.efdpa_block` calls too.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import fdpa_amd as _amd
+from ..explain import Block, efdpa_block
+from ..operands import Operands
+from ..operation import BoundShape, ErrorTerm, Operation, register
+from ..checks import check_block, check_format, check_rounding
+
+if TYPE_CHECKING:
+    from ..model import Model
+
+
+@dataclass(frozen=True, kw_only=True)
+class EFDPAParams:
+    """Parameters of E-FDPA (names as :class:`~workbench.engine.model.Model`'s)."""
+
+    L: int = 8
+    rounding: str = "rz"
+    result_format: str | None = None
+    flush_subnormals: bool = False
+    flush_output_subnormals: bool = False
+
+    def __post_init__(self) -> None:
+        check_block("L", self.L)
+        check_rounding("rounding", self.rounding)
+        check_format("result_format", self.result_format)
+
+
+class EFDPA(Operation):
+    """Exact fused dot-product-add (Xie et al. 2025 Algorithm 6)."""
+
+    kind = "e-fdpa"
+    citation = "Xie et al. 2025 Algorithm 6"
+    params = EFDPAParams
+    propagates_nan = True
+    kernel_family = "amd"
+
+    def run(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
+            promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
+        self.check_run(accumulation, promote_every, scale_a, scale_b)
+        return _amd.run_amd(model, _amd.KIND_E, ops.A, ops.BT, acc)
+
+    def explain_block(self, index: int, start: int, K: int, a: np.ndarray, b: np.ndarray, d: float,
+                      model: "Model", scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> Block:
+        return efdpa_block(index, a, b, d, model)
+
+    def error_terms(self, L: int | None, F: int | None, in_format: Any) -> tuple[ErrorTerm, ...]:
+        return ()
+
+    def bound_shape(self, model: "Model") -> BoundShape:
+        return BoundShape(model.L, None, model.rounding)
+
+
+EFDPA_OPERATION = register(EFDPA())
+
+__all__ = ["EFDPA", "EFDPAParams", "EFDPA_OPERATION"]

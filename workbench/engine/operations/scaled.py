@@ -1,0 +1,169 @@
+"""ST-FDPA and GST-FDPA: the block-scaled fused dot-product-adds of the MX and NVFP4
+instructions (Xie et al. 2025 Algorithms 8-9, Table 5).
+
+* ST-FDPA (Algorithm 8, MX formats): T-FDPA whose product exponents also carry the
+  exponents of the two E8M0 scale factors of their block of ``k_block`` elements;
+  run as the T-FDPA kernels on operands whose exponents have the scales' added.
+* GST-FDPA (Algorithm 9, NVFP4/MXFP4 k64): each group of G products is summed
+  exactly, times the two scales' significands at the scales' exponent, and the L/G
+  group terms and c form a truncated fused sum
+  (:func:`~workbench.engine.gst.gst_gemm`, scalar path
+  :func:`~workbench.engine.gst.gst_step`).
+
+A NaN scale factor makes every product of its block NaN (Xie Section 4.2).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+
+import numba
+import numpy as np
+
+from .. import gst as _gst
+from .. import kernels as _k
+from ..explain import Block, gst_block, st_block
+from ..layout import ACC_MODES, P_ACCMODE
+from ..operands import Operands, padded_decomposed
+from ..operation import ErrorTerm, Operation, register
+from ..checks import check_block, check_F, check_format, check_rounding
+from .tfdpa import TFDPAParams, fused_sum_terms, kernel_params, run_tfdpa
+
+if TYPE_CHECKING:
+    from ..model import Model
+
+
+@dataclass(frozen=True, kw_only=True)
+class STFDPAParams(TFDPAParams):
+    """Parameters of ST-FDPA: T-FDPA's and the scale block (``k_block`` elements share
+    one scale of ``scale_format``)."""
+
+    k_block: int | None = None
+    scale_format: str | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_scales(self.L, self.k_block, self.scale_format)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GSTFDPAParams:
+    """Parameters of GST-FDPA (names as :class:`~workbench.engine.model.Model`'s): blocks
+    of L products in groups of G, ``k_block`` elements per scale of ``scale_format``."""
+
+    L: int = 64
+    F: int = 35
+    G: int | None = None
+    k_block: int | None = None
+    scale_format: str | None = None
+    rounding: str = "rz"
+    result_format: str | None = None
+    zero_exponent: int | None = None
+    flush_subnormals: bool = False
+    flush_output_subnormals: bool = False
+
+    def __post_init__(self) -> None:
+        check_block("L", self.L)
+        check_F("F", self.F)
+        check_rounding("rounding", self.rounding)
+        check_format("result_format", self.result_format)
+        _check_scales(self.L, self.k_block, self.scale_format)
+        assert self.k_block is not None
+        if self.G is None or self.k_block % self.G:
+            raise ValueError(f"G={self.G!r} must divide k_block={self.k_block}")
+
+
+def _check_scales(L: int, k_block: int | None, scale_format: str | None) -> None:
+    if k_block is None or scale_format is None:
+        raise ValueError(f"k_block={k_block!r}, scale_format={scale_format!r}: scaled operations need both "
+                         "(Xie et al. Table 5)")
+    check_block("k_block", k_block)
+    check_format("scale_format", scale_format)
+    if L % k_block:
+        raise ValueError(f"L={L} must be a multiple of k_block={k_block}")
+
+
+class STFDPA(Operation):
+    """Block-scaled truncated fused dot-product-add (Xie et al. 2025 Algorithm 8)."""
+
+    kind = "st-fdpa"
+    citation = "Xie et al. 2025 Algorithm 8"
+    params = STFDPAParams
+    scaled = True
+    windowed = True
+    has_zero_exponent = True
+    accumulations = ("chain", "outside")
+
+    def run(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
+            promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
+        if accumulation not in self.accumulations:
+            raise ValueError(f"accumulation={accumulation!r} is not available for scaled models")
+        self.check_run(accumulation, promote_every, scale_a, scale_b)
+        assert scale_a is not None and scale_b is not None and ops.A is not None and ops.BT is not None
+        A, BT = ops.A, ops.BT
+        M, K = A.shape
+        N = BT.shape[0]
+        cols = np.arange(K) // cast(int, model.k_block)  # STFDPAParams checked it
+        ex_a = np.log2(scale_a)[:, cols]            # powers of two (E8M0): exact
+        ex_b = np.log2(scale_b.T)[:, cols]
+        nan_a = np.isnan(ex_a)
+        nan_b = np.isnan(ex_b)
+        _, _, sa, ea, sb, eb = padded_decomposed(model, A, BT, model.L)
+        ea[:, :K] += np.where(nan_a, 0, ex_a).astype(np.int32) * (ea[:, :K] < (1 << 24))
+        eb[:, :K] += np.where(nan_b, 0, ex_b).astype(np.int32) * (eb[:, :K] < (1 << 24))
+        # a NaN scale makes every product of its block NaN (Xie Section 4.2)
+        for s, e, nmask in ((sa, ea, nan_a), (sb, eb, nan_b)):
+            if nmask.any():
+                sub_s = s[:, :K]
+                sub_e = e[:, :K]
+                sub_s[nmask] = 2
+                sub_e[nmask] = 1 << 24
+        params = kernel_params(model)
+        params[P_ACCMODE] = ACC_MODES[accumulation]
+        prm = _k.pack_tfdpa(params, M, N, numba.get_num_threads())
+        run_tfdpa(model, sa, ea, sb.T, eb.T, acc, prm)
+        return acc
+
+    def explain_block(self, index: int, start: int, K: int, a: np.ndarray, b: np.ndarray, d: float,
+                      model: "Model", scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> Block:
+        return st_block(index, start, K, a, b, d, model, scale_a, scale_b)
+
+    def error_terms(self, L: int | None, F: int | None, in_format: Any) -> tuple[ErrorTerm, ...]:
+        return fused_sum_terms(self.kind, L, F)
+
+
+class GSTFDPA(Operation):
+    """Group-scaled truncated fused dot-product-add (Xie et al. 2025 Algorithm 9)."""
+
+    kind = "gst-fdpa"
+    citation = "Xie et al. 2025 Algorithm 9, Table 5"
+    params = GSTFDPAParams
+    scaled = True
+    has_zero_exponent = True
+
+    def run(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
+            promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
+        if accumulation != "chain":
+            raise ValueError(f"accumulation={accumulation!r}: GST-FDPA models support accumulation='chain' only")
+        self.check_run(accumulation, promote_every, scale_a, scale_b)
+        return _gst.run_gst(model, ops.A, ops.BT, acc, scale_a, scale_b)
+
+    def explain_block(self, index: int, start: int, K: int, a: np.ndarray, b: np.ndarray, d: float,
+                      model: "Model", scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> Block:
+        assert scale_a is not None and scale_b is not None
+        kb = cast(int, model.k_block)  # GSTFDPAParams checked it
+        q0, q1 = start // kb, (start + len(a)) // kb
+        sca, scb = np.ones(q1 - q0), np.ones(q1 - q0)   # scales of the padding: 1, as run_gst pads them
+        part_a, part_b = scale_a[q0:q1], scale_b[q0:q1]
+        sca[:part_a.size] = part_a
+        scb[:part_b.size] = part_b
+        return gst_block(index, a, b, d, model, sca, scb)
+
+    def error_terms(self, L: int | None, F: int | None, in_format: Any) -> tuple[ErrorTerm, ...]:
+        return fused_sum_terms(self.kind, L, F)
+
+
+STFDPA_OPERATION = register(STFDPA())
+GSTFDPA_OPERATION = register(GSTFDPA())
+
+__all__ = ["STFDPA", "GSTFDPA", "STFDPAParams", "GSTFDPAParams", "STFDPA_OPERATION", "GSTFDPA_OPERATION"]

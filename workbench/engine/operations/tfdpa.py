@@ -1,0 +1,180 @@
+"""T-FDPA: truncated fused dot-product-add (Xie et al. 2025 Algorithm 7; Khattak &
+Mikaitis 2025's generic block FMA, Section IV-C).
+
+L products are formed exactly, aligned with c at their largest exponent and
+truncated to F fractional bits (RZ_F, with an optional sticky bit), added exactly and
+rounded once with rho to ``result_format``.  K is consumed in blocks of L, each
+result feeding the next as c (Algorithm 5).  Variants read from the parameters: a
+late c added with its own rounding (Khattak-Mikaitis Table II), the interleaved
+two-group pattern of fp8 through ``mma.sync`` (Section IV-A5, Fig. 5c), and the
+exponent zero terms carry into the alignment (MMA-Sim's ``zero_exponent``).
+
+The arithmetic is the compiled kernels of :mod:`workbench.engine.kernels`
+(:func:`~workbench.engine.kernels.tfdpa_gemm`, the lane kernel
+:func:`~workbench.engine.kernels.tfdpa_gemm_lanes` and the row kernel
+:func:`~workbench.engine.kernels.tfdpa_rows`); the scalar reference path is
+:func:`~workbench.engine.explain.tfdpa_block`, which the tests hold equal to them bit
+for bit.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+
+import numba
+import numpy as np
+
+from .. import kernels as _k
+from ..layout import (
+    ACC_MODES,
+    P_ACCMODE,
+    P_CLATE,
+    P_GF,
+    P_LATEMODE,
+    P_NG,
+    P_PROMOTE,
+    P_STICKY,
+    fused_params,
+)
+from ..ops import MODE_CODES
+from ..explain import Block, tfdpa_block
+from ..operands import Operands, decompose_checked, padded_decomposed, threads_for
+from ..operation import BoundShape, ErrorTerm, Operation, register
+from ..checks import check_block, check_c_position, check_F, check_format, check_rounding, positive_int
+
+if TYPE_CHECKING:
+    from ..model import Model
+
+@dataclass(frozen=True, kw_only=True)
+class TFDPAParams:
+    """Parameters of T-FDPA (names as :class:`~workbench.engine.model.Model`'s)."""
+
+    L: int = 8
+    F: int = 24
+    rounding: str = "rz"
+    result_format: str | None = None
+    sticky: bool = False
+    c_position: str = "early"
+    late_rounding: str = "rne"
+    zero_exponent: int | None = None
+    interleave: int = 1
+    group_F: int | None = None
+    flush_subnormals: bool = False
+    flush_output_subnormals: bool = False
+
+    def __post_init__(self) -> None:
+        check_block("L", self.L)
+        check_F("F", self.F)
+        check_rounding("rounding", self.rounding)
+        check_rounding("late_rounding", self.late_rounding)
+        check_c_position(self.c_position)
+        check_format("result_format", self.result_format)
+        if self.interleave < 1 or self.L % (2 * self.interleave if self.interleave > 1 else 1):
+            raise ValueError(f"interleave={self.interleave!r} must be >= 1 and split L={self.L} into pairs")
+        if self.group_F is not None:
+            check_F("group_F", self.group_F)
+
+
+def kernel_params(model: "Model") -> np.ndarray:
+    """The T-FDPA kernels' parameter vector (:mod:`workbench.engine.layout`), tiles unset."""
+    prm = fused_params(model, model.F)
+    prm[P_STICKY] = model.sticky
+    prm[P_CLATE] = model.c_position == "late"
+    prm[P_LATEMODE] = MODE_CODES[model.late_rounding]
+    prm[P_NG] = model.interleave
+    prm[P_GF] = model.F if model.group_F is None else model.group_F
+    return prm
+
+
+def lane_layout(model: "Model", N: int) -> bool:
+    """Whether products with this model and N columns run on the lane kernel
+    (:func:`workbench.engine.kernels.tfdpa_gemm_lanes`): models of the T-FDPA kernels
+    it computes (:func:`~workbench.engine.kernels.lane_eligible`) with at least
+    :data:`~workbench.engine.kernels.LANES_MIN_N` columns."""
+    return N >= _k.LANES_MIN_N and bool(_k.lane_eligible(_k.pack_tfdpa(kernel_params(model), 1, 1, 1)))
+
+
+def run_tfdpa(model: "Model", sa: np.ndarray, ea: np.ndarray, sb: np.ndarray, eb: np.ndarray, acc: np.ndarray,
+              prm: np.ndarray, special: bool = True) -> None:
+    """The T-FDPA kernel for decomposed operands (``sa, ea`` (M, Kp); ``sb, eb``
+    (Kp, N) indexed ``[k, j]``, any layout) on ``acc`` (C on entry, D on exit): the
+    lane kernel when :func:`lane_layout` says so (B copied into its layout unless it
+    is there already), the scalar kernel otherwise.  ``special=False`` promises that
+    no operand is Inf/NaN."""
+    M, N = acc.shape
+    if not lane_layout(model, N):
+        _k.tfdpa_gemm(sa, ea, sb, eb, acc, prm)
+        return
+    sb, eb, row_special, col_special = _k.lane_operands(sa, ea, sb, eb, N, model.in_fmt.emin, special)
+    _k.tfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, prm)
+
+
+class TFDPA(Operation):
+    """Truncated fused dot-product-add (Xie et al. 2025 Algorithm 7)."""
+
+    kind = "t-fdpa"
+    citation = "Xie et al. 2025 Algorithm 7; Khattak & Mikaitis 2025 Section IV-C"
+    params = TFDPAParams
+    windowed = True
+    has_zero_exponent = True
+    accumulations = ("chain", "outside", "promote")
+    has_row_kernel = True
+
+    def prepare(self, model: "Model", A: np.ndarray, B: np.ndarray) -> Operands:
+        """A and B decomposed in one compiled pass (K zero-padded to whole blocks of L),
+        B in the lane kernel's layout when it will read it (see :class:`Operands`)."""
+        M, K = A.shape
+        N = B.shape[1]
+        Kp = K + (-K) % model.L if K else model.L
+        with threads_for(A.size + B.size):
+            sa, ea, sb, eb, special = decompose_checked(A, B, model.in_fmt, model.flush_subnormals, Kp,
+                                                        not lane_layout(model, N))
+        return Operands(M, K, N, None, None, sa, ea, sb, eb, special)
+
+    def run(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
+            promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
+        self.check_run(accumulation, promote_every, scale_a, scale_b)
+        L = model.L
+        params = kernel_params(model)
+        params[P_ACCMODE] = ACC_MODES[accumulation]
+        if accumulation == "promote":
+            if promote_every is None or promote_every <= 0 or promote_every % L:
+                raise ValueError(f"promote_every={promote_every!r}: expected a positive multiple of the block "
+                                 f"size L={L}")
+            params[P_PROMOTE] = promote_every // L
+        prm = _k.pack_tfdpa(params, ops.M, ops.N, numba.get_num_threads())
+        sa, ea, sb, eb = cast("tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]", (ops.sa, ops.ea, ops.sb, ops.eb))
+        run_tfdpa(model, sa, ea, sb, eb, acc, prm, ops.special)  # decomposed by prepare
+        return acc
+
+    def dots(self, model: "Model", a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
+        """Batched dot products on the row kernel (:func:`workbench.engine.core.dots`)."""
+        a, b, sa, ea, sb, eb = padded_decomposed(model, a, b, model.L)
+        prm = _k.pack_tfdpa(kernel_params(model), a.shape[0], 1, 1)
+        _k.tfdpa_rows(sa, ea, sb.T, eb.T, acc, prm)
+        return acc
+
+    def explain_block(self, index: int, start: int, K: int, a: np.ndarray, b: np.ndarray, d: float,
+                      model: "Model", scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> Block:
+        return tfdpa_block(index, a, b, d, model)
+
+    def error_terms(self, L: int | None, F: int | None, in_format: Any) -> tuple[ErrorTerm, ...]:
+        return fused_sum_terms(self.kind, L, F)
+
+    def bound_shape(self, model: "Model") -> BoundShape:
+        return BoundShape(model.L, model.F, model.rounding)
+
+
+def fused_sum_terms(kind: str, L: int | None, F: int | None) -> tuple[ErrorTerm, ...]:
+    """The truncated fused summation's error of Xie et al. Table 9: (L + 1) 2^(e_max - F)."""
+    if L is None or F is None:
+        raise ValueError(f"model {kind!r} needs L (products per block) and F (fraction bits)")
+    L, F = positive_int("L", L), positive_int("F", F)
+    return (ErrorTerm("fused summation", f"(L + 1) 2^(e_max - F) = {L + 1} x 2^(e_max - {F})",
+                      float(L + 1), "e_max", -F),)
+
+
+TFDPA_OPERATION = register(TFDPA())
+
+__all__ = ["TFDPA", "TFDPAParams", "TFDPA_OPERATION", "kernel_params", "lane_layout", "run_tfdpa",
+           "fused_sum_terms"]

@@ -1,0 +1,112 @@
+"""TR-FDPA and GTR-FDPA: AMD CDNA3's truncated-rounded fused dot-product-adds (Xie et
+al. 2025 Algorithms 10-11, Table 7).
+
+The L products are summed in a truncated fused sum (RZ_F at the largest exponent;
+GTR-FDPA: two sums, of the even and of the odd products, aligned at the larger
+exponent and cut to F bits), then that sum T and c are re-aligned at a common
+exponent E - T to F2 and c to F fractional bits, cut in the direction
+``alignment_rounding`` (``"rd"`` on CDNA3, MMA-Sim Section 6.2.4; ``"rz"`` the
+round-toward-zero twin of MMA-Sim Figure 3) - added and rounded with rho.  Kernels:
+:func:`~workbench.engine.fdpa_amd.amd_gemm` and the lane kernel
+:func:`~workbench.engine.fdpa_amd.trfdpa_gemm_lanes`; scalar path
+:func:`~workbench.engine.fdpa_amd.trfdpa_step` (shown by
+:func:`~workbench.engine.explain.tr_block`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import fdpa_amd as _amd
+from ..explain import Block, tr_block
+from ..operands import Operands
+from ..operation import BoundShape, ErrorTerm, Operation, register
+from ..checks import check_block, check_F, check_format, check_rounding
+from .tfdpa import fused_sum_terms
+
+if TYPE_CHECKING:
+    from ..model import Model
+
+#: Directions of the re-alignment (Xie Algorithms 10-11; "rz": the Figure 3 twin).
+ALIGNMENT_ROUNDINGS = ("rd", "rz")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TRFDPAParams:
+    """Parameters of TR-FDPA and GTR-FDPA (names as :class:`~workbench.engine.model.Model`'s;
+    ``F2`` has no default: Xie et al. Table 7 gives it per instruction)."""
+
+    L: int = 8
+    F: int = 24
+    F2: int | None = None
+    rounding: str = "rz"
+    result_format: str | None = None
+    zero_exponent: int | None = None
+    alignment_rounding: str | None = "rd"
+    flush_subnormals: bool = False
+    flush_output_subnormals: bool = False
+
+    def __post_init__(self) -> None:
+        check_block("L", self.L)
+        check_F("F", self.F)
+        check_rounding("rounding", self.rounding)
+        check_format("result_format", self.result_format)
+        if self.F2 is None:
+            raise ValueError("F2=None: TR-FDPA and GTR-FDPA need F2 (Xie et al. Table 7)")
+        check_F("F2", self.F2)
+        if self.alignment_rounding is None:  # CDNA3 rounds down (Xie et al. Algorithms 10-11)
+            object.__setattr__(self, "alignment_rounding", "rd")
+        elif self.alignment_rounding not in ALIGNMENT_ROUNDINGS:
+            raise ValueError(f"alignment_rounding={self.alignment_rounding!r}: expected one of "
+                             f"{ALIGNMENT_ROUNDINGS} (Xie et al. Algorithms 10-11 round down; 'rz' is the "
+                             "round-toward-zero twin of their Figure 3)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class GTRFDPAParams(TRFDPAParams):
+    """Parameters of GTR-FDPA: those of TR-FDPA (Xie et al. Algorithm 11)."""
+
+
+class TRFDPA(Operation):
+    """Truncated-rounded fused dot-product-add (Xie et al. 2025 Algorithm 10)."""
+
+    kind = "tr-fdpa"
+    citation = "Xie et al. 2025 Algorithm 10, Table 7"
+    params = TRFDPAParams
+    windowed = True
+    has_zero_exponent = True
+    kernel_family = "amd"
+    #: Kernel code of :mod:`workbench.engine.fdpa_amd`.
+    code = _amd.KIND_TR
+
+    def run(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
+            promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
+        self.check_run(accumulation, promote_every, scale_a, scale_b)
+        return _amd.run_amd(model, self.code, ops.A, ops.BT, acc)
+
+    def explain_block(self, index: int, start: int, K: int, a: np.ndarray, b: np.ndarray, d: float,
+                      model: "Model", scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> Block:
+        return tr_block(index, a, b, d, model, grouped=self.code == _amd.KIND_GTR)
+
+    def error_terms(self, L: int | None, F: int | None, in_format: Any) -> tuple[ErrorTerm, ...]:
+        return fused_sum_terms(self.kind, L, F)
+
+    def bound_shape(self, model: "Model") -> BoundShape:
+        return BoundShape(model.L, model.F, model.rounding)
+
+
+class GTRFDPA(TRFDPA):
+    """Grouped TR-FDPA: even and odd products in two truncated sums (Xie et al. 2025 Algorithm 11)."""
+
+    kind = "gtr-fdpa"
+    citation = "Xie et al. 2025 Algorithm 11, Table 7"
+    params = GTRFDPAParams
+    code = _amd.KIND_GTR
+
+
+TRFDPA_OPERATION = register(TRFDPA())
+GTRFDPA_OPERATION = register(GTRFDPA())
+
+__all__ = ["TRFDPA", "GTRFDPA", "TRFDPAParams", "GTRFDPAParams", "ALIGNMENT_ROUNDINGS", "TRFDPA_OPERATION", "GTRFDPA_OPERATION"]

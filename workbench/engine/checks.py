@@ -48,4 +48,14 @@ def check_format(name: str, v: str | None) -> None:
         _formats.format(v)
 
 
-__all__ = ["ROUNDINGS", "check_block", "positive_int", "check_F", "check_rounding", "check_c_position", "check_format"]
+def check_fused_window(L: int, F: int, rounding: str, result_format: str | None) -> None:
+    """The parameters every fused dot-product operation has (T-FDPA, TR/GTR-FDPA,
+    ST/GST-FDPA): block size L, window F, final rounding and result format."""
+    check_block("L", L)
+    check_F("F", F)
+    check_rounding("rounding", rounding)
+    check_format("result_format", result_format)
+
+
+__all__ = ["ROUNDINGS", "check_block", "positive_int", "check_F", "check_rounding", "check_c_position", "check_format",
+           "check_fused_window"]

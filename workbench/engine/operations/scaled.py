@@ -26,7 +26,7 @@ from ..explain import Block, gst_block, st_block
 from ..layout import ACC_MODES, P_ACCMODE
 from ..operands import Operands, padded_decomposed
 from ..operation import ErrorTerm, Operation, register
-from ..checks import check_block, check_F, check_format, check_rounding
+from ..checks import check_block, check_format, check_fused_window
 from .tfdpa import TFDPAParams, fused_sum_terms, kernel_params, run_tfdpa
 
 if TYPE_CHECKING:
@@ -63,10 +63,7 @@ class GSTFDPAParams:
     flush_output_subnormals: bool = False
 
     def __post_init__(self) -> None:
-        check_block("L", self.L)
-        check_F("F", self.F)
-        check_rounding("rounding", self.rounding)
-        check_format("result_format", self.result_format)
+        check_fused_window(self.L, self.F, self.rounding, self.result_format)
         _check_scales(self.L, self.k_block, self.scale_format)
         assert self.k_block is not None
         if self.G is None or self.k_block % self.G:

@@ -40,7 +40,7 @@ from ..ops import MODE_CODES
 from ..explain import Block, tfdpa_block
 from ..operands import Operands, decompose_checked, padded_decomposed, threads_for
 from ..operation import BoundShape, ErrorTerm, Operation, register
-from ..checks import check_block, check_c_position, check_F, check_format, check_rounding, positive_int
+from ..checks import check_c_position, check_F, check_fused_window, check_rounding, positive_int
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -63,12 +63,9 @@ class TFDPAParams:
     flush_output_subnormals: bool = False
 
     def __post_init__(self) -> None:
-        check_block("L", self.L)
-        check_F("F", self.F)
-        check_rounding("rounding", self.rounding)
+        check_fused_window(self.L, self.F, self.rounding, self.result_format)
         check_rounding("late_rounding", self.late_rounding)
         check_c_position(self.c_position)
-        check_format("result_format", self.result_format)
         if self.interleave < 1 or self.L % (2 * self.interleave if self.interleave > 1 else 1):
             raise ValueError(f"interleave={self.interleave!r} must be >= 1 and split L={self.L} into pairs")
         if self.group_F is not None:

@@ -23,7 +23,7 @@ from .. import fdpa_amd as _amd
 from ..explain import Block, tr_block
 from ..operands import Operands
 from ..operation import BoundShape, ErrorTerm, Operation, register
-from ..checks import check_block, check_F, check_format, check_rounding
+from ..checks import check_F, check_fused_window
 from .tfdpa import fused_sum_terms
 
 if TYPE_CHECKING:
@@ -49,10 +49,7 @@ class TRFDPAParams:
     flush_output_subnormals: bool = False
 
     def __post_init__(self) -> None:
-        check_block("L", self.L)
-        check_F("F", self.F)
-        check_rounding("rounding", self.rounding)
-        check_format("result_format", self.result_format)
+        check_fused_window(self.L, self.F, self.rounding, self.result_format)
         if self.F2 is None:
             raise ValueError("F2=None: TR-FDPA and GTR-FDPA need F2 (Xie et al. Table 7)")
         check_F("F2", self.F2)

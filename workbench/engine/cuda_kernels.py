@@ -42,8 +42,9 @@ else:
         return x
 
 
-#: Threads per block of every kernel (one output per thread).
-THREADS = 128
+#: Threads per block of every kernel (one output per thread); one warp in the simulator,
+#: which runs each thread as a Python thread (so small test shapes span several blocks).
+THREADS = 32 if SIMULATED else 128
 
 
 @cuda.jit

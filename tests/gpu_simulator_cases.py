@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -133,3 +134,24 @@ def test_epilogue_and_input_rounding() -> None:
     A, B, C = rng.standard_normal((5, 33)), rng.standard_normal((33, 6)), wb.round(rng.standard_normal((5, 6)), "fp32")
     kw = dict(alpha=0.75, beta=-1.5, input_rounding="rne")
     assert same_bits(wb.gemm(A, B, C, model=model, device="cuda", **kw), wb.gemm(A, B, C, model=model, **kw))
+
+
+@pytest.mark.parametrize("name", ["markidis", "ootomo_yokota", "multiword", "cutlass_xtf32", "bf16xn"])
+def test_algorithms_pass_the_device_through(name: str) -> None:
+    """The algorithms' unit GEMMs on device="cuda" give the CPU's bits."""
+    import algorithms
+
+    fn = algorithms.ALGORITHMS[name]
+    model = wb.preset("A100", {"cutlass_xtf32": "tf32", "bf16xn": "bf16"}.get(name, "fp16"), "fp32")
+    rng = np.random.default_rng(5)
+    A, B = rng.standard_normal((6, 40)), rng.standard_normal((40, 5))
+    assert same_bits(np.asarray(fn(A, B, model=model, device="cuda")), np.asarray(fn(A, B, model=model)))
+
+
+def test_lu_trailing_updates_on_the_device() -> None:
+    import algorithms
+
+    A = np.random.default_rng(6).standard_normal((20, 20))
+    model = wb.preset("A100", "fp16", "fp32")
+    got, want = algorithms.lu(A, model=model, block=8, device="cuda"), algorithms.lu(A, model=model, block=8)
+    assert same_bits(got.L, want.L) and same_bits(got.U, want.U)

@@ -55,6 +55,14 @@ def test_bad_device_names_the_value_and_the_allowed_ones(device):
     assert repr(device) in str(err.value) and "'cpu', 'cuda'" in str(err.value)
 
 
+def test_torch_policy_checks_its_device():
+    pytest.importorskip("torch")
+    from workbench.torch import Policy
+
+    with pytest.raises(ValueError, match="device='gpu'"):
+        Policy(forward=wb.preset("H100", "fp16", "fp32"), device="gpu")
+
+
 @pytest.mark.parametrize("kind", sorted({r.kind for r in catalogue.records()} - set(gpu.GPU_KINDS)))
 def test_kinds_without_gpu_kernels_are_named(kind):
     model = next(r for r in catalogue.records() if r.kind == kind)
@@ -76,7 +84,7 @@ def _simulator(examples: int) -> None:
                            str(ROOT / "tests" / "gpu_simulator_cases.py")],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
-    assert re.search(r"\b6 passed\b", proc.stdout), proc.stdout[-2000:]
+    assert re.search(r"\b12 passed\b", proc.stdout), proc.stdout[-2000:]
 
 
 @needs_numba_cuda

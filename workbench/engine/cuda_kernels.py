@@ -29,7 +29,7 @@ from .layout import P_L
 from .nans import fma_nan
 
 #: Whether numba.cuda is the CUDA simulator (NUMBA_ENABLE_CUDASIM=1 when it was first imported).
-SIMULATED = bool(cuda_config.ENABLE_CUDASIM)
+SIMULATED = bool(getattr(cuda_config, "ENABLE_CUDASIM"))
 
 if SIMULATED:
     def _arr(x):  # type: ignore[no-untyped-def]

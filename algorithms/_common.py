@@ -95,7 +95,7 @@ def split(X: np.ndarray, fmt: str, words: int, *, mode: str = "rne", scale: floa
 
 
 def chain(model: Model, pairs: Sequence[tuple[np.ndarray, np.ndarray]], C: np.ndarray | None = None, *,
-          order: str = "sequential", input_rounding: str | None = None) -> np.ndarray:
+          order: str = "sequential", input_rounding: str | None = None, device: str = "cpu") -> np.ndarray:
     """The unit's accumulation of ``sum_l X_l @ Y_l + C`` over ``pairs``, in the given term order.
 
     ``order="sequential"``: product 1 over the whole of K (chained block by block as
@@ -105,7 +105,8 @@ def chain(model: Model, pairs: Sequence[tuple[np.ndarray, np.ndarray]], C: np.nd
     that issues all products of one k-tile before moving on).  C (fp32 values) is
     the accumulator input of the first block; result as float64 holding fp32 values.
     ``input_rounding`` is passed to :func:`workbench.gemm` (how the unit converts
-    words wider than its input format; ``None``: they must be representable).
+    words wider than its input format; ``None``: they must be representable);
+    ``device`` says where those calls run (``"cpu"`` or ``"cuda"``).
     """
     if order not in ORDERS:
         raise ValueError(f"order={order!r}: expected one of {ORDERS}")
@@ -126,7 +127,7 @@ def chain(model: Model, pairs: Sequence[tuple[np.ndarray, np.ndarray]], C: np.nd
     else:
         Abig = Xs.reshape(P, M, nb, L).transpose(1, 2, 0, 3).reshape(M, P * Kp)
         Bbig = Ys.reshape(P, nb, L, N).transpose(1, 0, 2, 3).reshape(P * Kp, N)
-    D = matmul.gemm(Abig, Bbig, C, model=model, input_rounding=input_rounding)
+    D = matmul.gemm(Abig, Bbig, C, model=model, input_rounding=input_rounding, device=device)
     return D.astype(np.float64)
 
 

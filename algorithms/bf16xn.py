@@ -30,7 +30,7 @@ PRODUCT_SETS: dict[int, tuple[tuple[int, int], ...]] = {
 
 def bf16xn(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike | None = None, *,
            model: Model, products: int = 3, order: str = "sequential",
-           return_words: bool = False, input_rounding: str | None = None) -> np.ndarray | tuple[np.ndarray, dict[str, object]]:
+           return_words: bool = False, input_rounding: str | None = None, device: str = "cpu") -> np.ndarray | tuple[np.ndarray, dict[str, object]]:
     """D = A B + C by Henry et al.'s bf16x3 / bf16x6 / bf16x9 scheme.
 
     Parameters
@@ -50,6 +50,9 @@ def bf16xn(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLik
         representable; ``"rz"``, ``"rne"``, ``"rna"``: see the preset's
         ``wider_inputs``).  The words this algorithm forms are already in the
         unit's format, so they pass unchanged.
+    device:
+        Where the unit's :func:`workbench.gemm` calls run: ``"cpu"`` (default) or
+        ``"cuda"`` (the same bits on an NVIDIA GPU; :mod:`workbench.engine.gpu`).
     return_words:
         Also return ``{"A": [b_1, b_2, b_3], "B": [...], "pairs": [...]}``.
 
@@ -67,7 +70,7 @@ def bf16xn(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLik
     Bw = split(to_fp32(B64), "bf16", 3, name="B")
     idx = sorted(PRODUCT_SETS[products], key=lambda jk: (-(jk[0] + jk[1]), jk))
     pairs = [(Aw[j - 1], Bw[k - 1]) for j, k in idx]
-    D = chain(model, pairs, None if C64 is None else to_fp32(C64), order=order, input_rounding=input_rounding)
+    D = chain(model, pairs, None if C64 is None else to_fp32(C64), order=order, input_rounding=input_rounding, device=device)
     if return_words:
         words: dict[str, object] = {"A": Aw, "B": Bw, "pairs": idx}
         return D, words

@@ -24,7 +24,7 @@ BIG_ROUNDINGS = ("rz", "rne", "rna")
 def cutlass_xtf32(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike | None = None, *,
                   model: Model, products: int = 3, big_rounding: str = "rz", small_rounding: str = "rna",
                   order: str = "interleaved",
-                  return_words: bool = False, input_rounding: str | None = None) -> np.ndarray | tuple[np.ndarray, dict[str, np.ndarray]]:
+                  return_words: bool = False, input_rounding: str | None = None, device: str = "cpu") -> np.ndarray | tuple[np.ndarray, dict[str, np.ndarray]]:
     """D = A B + C as CUTLASS's 3xTF32 (``products=3``) or 4xTF32 (``products=4``) GEMM.
 
     Parameters
@@ -47,6 +47,9 @@ def cutlass_xtf32(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.A
         representable; ``"rz"``, ``"rne"``, ``"rna"``: see the preset's
         ``wider_inputs``).  The words this algorithm forms are already in the
         unit's format, so they pass unchanged.
+    device:
+        Where the unit's :func:`workbench.gemm` calls run: ``"cpu"`` (default) or
+        ``"cuda"`` (the same bits on an NVIDIA GPU; :mod:`workbench.engine.gpu`).
     return_words:
         Also return ``{"A_big", "A_small", "B_big", "B_small"}``.
 
@@ -71,7 +74,7 @@ def cutlass_xtf32(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.A
     pairs = [(As, Bb), (Ab, Bs), (Ab, Bb)]
     if products == 4:
         pairs.insert(0, (As, Bs))
-    D = chain(model, pairs, None if C64 is None else to_fp32(C64), order=order, input_rounding=input_rounding)
+    D = chain(model, pairs, None if C64 is None else to_fp32(C64), order=order, input_rounding=input_rounding, device=device)
     if return_words:
         return D, {"A_big": Ab, "A_small": As, "B_big": Bb, "B_small": Bs}
     return D

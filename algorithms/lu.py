@@ -200,21 +200,21 @@ def _idealised_update(C: np.ndarray, Lh: np.ndarray, Uh: np.ndarray, precision: 
 
 
 def trailing_update(C: np.ndarray, L21: np.ndarray, U12: np.ndarray, *, model: Model | None, unit_format: str,
-                    precision: str, update_c: str) -> np.ndarray:
+                    precision: str, update_c: str, device: str = "cpu") -> np.ndarray:
     """``C - L21 @ U12`` as the factorisation's update computes it: operands rounded to
     ``unit_format`` once, then one :func:`workbench.gemm` on the whole trailing block
-    (or the idealised recursive sum when ``model`` is None)."""
+    (or the idealised recursive sum when ``model`` is None), run on ``device``."""
     Lh = _to_unit(L21, unit_format, "L21")
     Uh = _to_unit(U12, unit_format, "U12")
     if model is None:
         return _idealised_update(C, Lh, Uh, precision, update_c)
     if update_c == "accumulator":
-        return matmul.gemm(-Lh, Uh, C, model=model).astype(np.float64)
+        return matmul.gemm(-Lh, Uh, C, model=model, device=device).astype(np.float64)
     # The epilogue of gemm(Lh, Uh, C, alpha=-1, beta=1) is fl(C - P) with P the unit's
     # product from a zero accumulator; forming it here skips the re-check and re-rounding
     # of C and the rounding of -P that gemm's general epilogue does (same bits: the test's
     # per-tile reference calls gemm with alpha=-1, beta=1).
-    P = matmul.gemm(Lh, Uh, model=model).astype(np.float64)
+    P = matmul.gemm(Lh, Uh, model=model, device=device).astype(np.float64)
     return rounder(precision)(C - P)
 
 
@@ -242,7 +242,7 @@ def _unit_lower_trsm(W: np.ndarray, k: int, e: int, rnd: Rounder) -> None:
 
 
 def lu(A: np.typing.ArrayLike, *, model: Model | None, block: int = 128, precision: str = "fp32",
-       update_c: str = "epilogue", unit_format: str | None = None) -> Factorization:
+       update_c: str = "epilogue", unit_format: str | None = None, device: str = "cpu") -> Factorization:
     """Right-looking blocked LU with partial pivoting, trailing updates on ``model``.
 
     Haidar et al. (SC18, Section IV; Proc. R. Soc. A 2020, Section 3): A is rounded
@@ -250,7 +250,8 @@ def lu(A: np.typing.ArrayLike, *, model: Model | None, block: int = 128, precisi
     ``precision`` with partial pivoting, the block row of U is formed by a unit
     lower triangular solve in ``precision``, and the trailing matrix is updated by
     one GEMM on the unit, ``A22 <- A22 - fl_in(L21) fl_in(U12)`` (``fl_in``: RNE to
-    the unit's input format).  See the module docstring for every keyword.
+    the unit's input format).  See the module docstring for every keyword;
+    ``device`` (``"cpu"`` or ``"cuda"``) is where the unit's GEMMs run.
 
     Returns a :class:`Factorization` (it unpacks as ``L, U, perm``), with
     ``A[perm] ~ L @ U``.
@@ -266,7 +267,7 @@ def lu(A: np.typing.ArrayLike, *, model: Model | None, block: int = 128, precisi
         if e < n:
             _unit_lower_trsm(W, k, e, rnd)
             W[e:, e:] = trailing_update(W[e:, e:], W[e:, k:e], W[k:e, e:], model=model, unit_format=fin,
-                                        precision=precision, update_c=update_c)
+                                        precision=precision, update_c=update_c, device=device)
     L = np.tril(W, -1)
     np.fill_diagonal(L, 1.0)
     return Factorization(L=L, U=np.triu(W), perm=perm, unit_format=fin, precision=precision, block=int(block),
@@ -288,7 +289,7 @@ def _cholesky_panel(W: np.ndarray, k: int, e: int, rnd: Rounder) -> None:
 
 
 def cholesky(A: np.typing.ArrayLike, *, model: Model | None, block: int = 128, precision: str = "fp32",
-             update_c: str = "epilogue", unit_format: str | None = None) -> Factorization:
+             update_c: str = "epilogue", unit_format: str | None = None, device: str = "cpu") -> Factorization:
     """Right-looking blocked Cholesky ``A = L L^T`` with trailing updates on ``model``.
 
     The same scheme as :func:`lu` (Haidar et al. 2020 use it for symmetric positive
@@ -309,7 +310,7 @@ def cholesky(A: np.typing.ArrayLike, *, model: Model | None, block: int = 128, p
         if e < n:
             L21 = W[e:, k:e]
             W[e:, e:] = trailing_update(W[e:, e:], L21, L21.T, model=model, unit_format=fin, precision=precision,
-                                        update_c=update_c)
+                                        update_c=update_c, device=device)
     L = np.tril(W)
     return Factorization(L=L, U=L.T.copy(), perm=np.arange(n), unit_format=fin, precision=precision,
                          block=int(block), update_c=update_c, model=model, kind="cholesky")

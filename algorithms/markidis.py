@@ -27,7 +27,7 @@ ORDERINGS = ("small_first", "large_first")
 
 def markidis(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike | None = None, *,
              model: Model, terms: int = 3, ordering: str = SMALL_FIRST, order: str = "sequential",
-             return_words: bool = False, input_rounding: str | None = None) -> np.ndarray | tuple[np.ndarray, dict[str, np.ndarray]]:
+             return_words: bool = False, input_rounding: str | None = None, device: str = "cpu") -> np.ndarray | tuple[np.ndarray, dict[str, np.ndarray]]:
     """D = A B + C by Markidis et al.'s split into a half-precision word and its residual.
 
     Parameters
@@ -56,6 +56,9 @@ def markidis(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayL
         representable; ``"rz"``, ``"rne"``, ``"rna"``: see the preset's
         ``wider_inputs``).  The words this algorithm forms are already in the
         unit's format, so they pass unchanged.
+    device:
+        Where the unit's :func:`workbench.gemm` calls run: ``"cpu"`` (default) or
+        ``"cuda"`` (the same bits on an NVIDIA GPU; :mod:`workbench.engine.gpu`).
     return_words:
         Also return ``{"A16", "R_A", "B16", "R_B"}``.
 
@@ -78,7 +81,7 @@ def markidis(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayL
     if ordering == "large_first":
         pairs.reverse()
     C32 = None if C64 is None else C64.astype(np.float32).astype(np.float64)
-    D = chain(model, pairs, C32, order=order, input_rounding=input_rounding)
+    D = chain(model, pairs, C32, order=order, input_rounding=input_rounding, device=device)
     if return_words:
         return D, {"A16": A16, "R_A": RA, "B16": B16, "R_B": RB}
     return D

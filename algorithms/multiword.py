@@ -65,7 +65,7 @@ def multiword(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.Array
               model: Model, words: int = 2, word_format: str | None = None, products: str = "triangle",
               alpha_placement: str = "input", scaling: bool = True, order: str = "sequential",
               split_rounding: str = "rne", return_words: bool = False,
-              input_rounding: str | None = None) -> np.ndarray | tuple[np.ndarray, dict[str, object]]:
+              input_rounding: str | None = None, device: str = "cpu") -> np.ndarray | tuple[np.ndarray, dict[str, object]]:
     """A B (+ C) from ``words``-word splittings of A and B, products in the matrix unit.
 
     Parameters
@@ -109,6 +109,9 @@ def multiword(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.Array
         ``wider_inputs``).  With ``alpha_placement="input"`` the alpha-scaled words
         go to the unit as they are and it converts them in this mode; ``None``
         rounds them to nearest even first, as GEMM.m does.
+    device:
+        Where the unit's :func:`workbench.gemm` calls run: ``"cpu"`` (default) or
+        ``"cuda"`` (the same bits on an NVIDIA GPU; :mod:`workbench.engine.gpu`).
     return_words:
         Also return ``{"A": [A_1..A_p], "B": [B_1..B_p], "row_scale": L,
         "col_scale": M, "pairs": [(j, k), ...], "theta": theta}``.
@@ -156,12 +159,12 @@ def multiword(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.Array
         pairs = [(u ** (j + k - 2) * Aw[j - 1], Bw[k - 1]) for j, k in idx]   # exact in float64
         if input_rounding is None:   # GEMM.m rounds the alpha-scaled words itself, to nearest even
             pairs = [(formats.round(X, unit_fmt, "rne"), Y) for X, Y in pairs]
-        Cs = chain(model, pairs, order=order, input_rounding=input_rounding)
+        Cs = chain(model, pairs, order=order, input_rounding=input_rounding, device=device)
     else:
         Cs = np.zeros((A64.shape[0], B64.shape[1]))
         for j, k in idx:
             Cs = Cs + u ** (j + k - 2) * matmul.gemm(Aw[j - 1], Bw[k - 1], model=model,
-                                                            input_rounding=input_rounding).astype(np.float64)
+                                                            input_rounding=input_rounding, device=device).astype(np.float64)
     D = Cs / Ls[:, None] / Ms[None, :]
     if C64 is not None:
         D = D + C64

@@ -38,7 +38,7 @@ ACCUMULATIONS = ("rn", "rz")
 def ootomo_yokota(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike | None = None, *,
                   model: Model, variant: str = "halfhalf", accumulation: str = "rn",
                   hi_block: int | None = None, order: str = "interleaved",
-                  return_words: bool = False, input_rounding: str | None = None) -> np.ndarray | tuple[np.ndarray, dict[str, np.ndarray]]:
+                  return_words: bool = False, input_rounding: str | None = None, device: str = "cpu") -> np.ndarray | tuple[np.ndarray, dict[str, np.ndarray]]:
     """D = A B + C by Ootomo & Yokota's error-corrected split (R_A R_B dropped).
 
     Parameters
@@ -71,6 +71,9 @@ def ootomo_yokota(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.A
         representable; ``"rz"``, ``"rne"``, ``"rna"``: see the preset's
         ``wider_inputs``).  The words this algorithm forms are already in the
         unit's format, so they pass unchanged.
+    device:
+        Where the unit's :func:`workbench.gemm` calls run: ``"cpu"`` (default) or
+        ``"cuda"`` (the same bits on an NVIDIA GPU; :mod:`workbench.engine.gpu`).
     return_words:
         Also return ``{"A_hi", "R_A", "B_hi", "R_B", "D_hi", "D_lo"}``.
 
@@ -95,14 +98,14 @@ def ootomo_yokota(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.A
     B_hi, RB = split(B64, fmt, 2, mode=mode, scale=scale, name="B")
     C32 = np.zeros((A64.shape[0], B64.shape[1])) if C64 is None else C64.astype(np.float32).astype(np.float64)
     if accumulation == "rz":
-        D_hi = matmul.gemm(A_hi, B_hi, C32, model=model, input_rounding=input_rounding)
+        D_hi = matmul.gemm(A_hi, B_hi, C32, model=model, input_rounding=input_rounding, device=device)
     elif hi_block is None or hi_block == model.L:
-        D_hi = matmul.gemm(A_hi, B_hi, C32, model=model, accumulation="outside", input_rounding=input_rounding)
+        D_hi = matmul.gemm(A_hi, B_hi, C32, model=model, accumulation="outside", input_rounding=input_rounding, device=device)
     else:
         D_hi = matmul.gemm(A_hi, B_hi, C32, model=model, accumulation="promote", promote_every=int(hi_block),
-                              input_rounding=input_rounding)
+                              input_rounding=input_rounding, device=device)
     D_hi = D_hi.astype(np.float64)
-    D_lo = chain(model, [(A_hi, RB), (RA, B_hi)], order=order, input_rounding=input_rounding)
+    D_lo = chain(model, [(A_hi, RB), (RA, B_hi)], order=order, input_rounding=input_rounding, device=device)
     D = fp32_add(D_hi, formats.round(D_lo / scale, "fp32", "rne"))
     if return_words:
         return D, {"A_hi": A_hi, "R_A": RA, "B_hi": B_hi, "R_B": RB, "D_hi": D_hi, "D_lo": D_lo}

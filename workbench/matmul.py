@@ -12,6 +12,7 @@ import numpy as np
 
 from . import formats as _formats
 from .engine import core as _core
+from .engine import gpu as _gpu
 from .engine.model import Model
 from .gate import real_matrix
 
@@ -33,7 +34,8 @@ _NAN_BITS = {np.dtype(np.float32): (np.uint32, 0x7FFFFFFF), np.dtype(np.float16)
 def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike | None = None, *,
          model: Model, alpha: float = 1.0, beta: float = 1.0, accumulation: str = "chain",
          promote_every: int | None = None, scale_a: np.typing.ArrayLike | None = None,
-         scale_b: np.typing.ArrayLike | None = None, input_rounding: str | None = None) -> np.ndarray:
+         scale_b: np.typing.ArrayLike | None = None, input_rounding: str | None = None,
+         device: str = "cpu") -> np.ndarray:
     """D = alpha * A @ B + beta * C as the modelled matrix unit computes it, bit for bit.
 
     Parameters
@@ -82,6 +84,15 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
         Overflow follows :func:`workbench.round` (``"rz"`` gives the largest
         finite value, the nearest modes Inf, or NaN for fn/fnuz fp8); NaN stays NaN.
         C is not converted: it is the accumulator, already in the output format.
+    device:
+        Where the unit's arithmetic runs (:data:`workbench.engine.gpu.DEVICES`):
+        ``"cpu"`` (default) or ``"cuda"``, the same kernels compiled for an NVIDIA GPU
+        with numba-cuda (``pip install 'mixed-precision-workbench[gpu]'``), bit for bit
+        the CPU's result.  Not the simulated unit: that is ``model`` (a preset such as
+        ``workbench.preset("H100", ...)``).  ``"cuda"`` without a usable GPU raises
+        :class:`~workbench.engine.gpu.GPUUnavailableError` (never runs on the CPU
+        instead); kinds the GPU kernels do not cover raise NotImplementedError
+        (:data:`~workbench.engine.gpu.GPU_KINDS`).
 
     Returns
     -------
@@ -93,6 +104,9 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
     """
     if not isinstance(model, Model):
         raise TypeError(f"model must be a workbench Model/Preset (workbench.preset(...)), got {type(model).__name__}")
+    if _gpu.check_device(device) == "cuda":
+        _gpu.check_supported(model)
+        _gpu.cuda_module()
     A = real_matrix(A, "A")
     B = real_matrix(B, "B")
     if A.shape[1] != B.shape[0]:
@@ -143,8 +157,9 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
                              f"got {sa.shape} and {sb.shape}")
     elif model.operation.scaled:
         raise ValueError(f"model kind {model.kind!r} needs scale_a and scale_b (block scale factors)")
-    D = _core.run_prepared(model, ops, C_unit, accumulation=accumulation, promote_every=promote_every,
-                           scale_a=sa, scale_b=sb)
+    run_prepared = _gpu.run_prepared if device == "cuda" else _core.run_prepared
+    D = run_prepared(model, ops, C_unit, accumulation=accumulation, promote_every=promote_every,
+                     scale_a=sa, scale_b=sb)
     with _core.threads_for(M * N):
         if accumulation != "chain" and fout.name != "fp32":
             D = _formats.round(D, fout, "rne")

@@ -75,6 +75,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from . import formats as _formats
 from .engine import core as _core
+from .engine import gpu as _gpu
 from .engine.model import Model
 from .matmul import gemm as _gemm
 
@@ -107,6 +108,10 @@ class Policy:
         Rounding mode (a key of :data:`workbench.ROUNDING_MODES` except ``"sr"``) that
         converts operands to each unit's input format, or None: operands must be
         representable already.  Every scaling but ``"none"`` needs one.
+    device:
+        Where the units' arithmetic runs, as in :func:`workbench.gemm`: ``"cpu"``
+        (default) or ``"cuda"`` (the same bits on an NVIDIA GPU).  Not the simulated
+        unit, which is ``forward``/``dgrad``/``wgrad``.
     """
 
     forward: Model
@@ -116,8 +121,10 @@ class Policy:
     accumulation: str = "chain"
     promote_every: int | None = None
     quantize: str | None = None
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
+        _gpu.check_device(self.device)
         for role in ROLES:
             unit = getattr(self, role)
             if unit is not None and not isinstance(unit, Model):
@@ -288,12 +295,12 @@ class _Session:
         what_a, what_b = f"{op} {role} A", f"{op} {role} B"
         if pol.scaling == "none":
             return _gemm(self._to_unit(A, None, fmt, what_a, counts), self._to_unit(B, None, fmt, what_b, counts),
-                         model=unit, accumulation=pol.accumulation, promote_every=pol.promote_every)
+                         model=unit, accumulation=pol.accumulation, promote_every=pol.promote_every, device=pol.device)
         if pol.scaling == "tensor":
             ea = scale_exponents(np.max(np.abs(A), initial=0.0), fmt, "tensor")
             eb = scale_exponents(np.max(np.abs(B), initial=0.0), fmt, "tensor")
             D = _gemm(self._to_unit(A, ea, fmt, what_a, counts), self._to_unit(B, eb, fmt, what_b, counts),
-                      model=unit, accumulation=pol.accumulation, promote_every=pol.promote_every)
+                      model=unit, accumulation=pol.accumulation, promote_every=pol.promote_every, device=pol.device)
             return _formats.round(np.ldexp(D.astype(np.float64), int(ea + eb)), "fp32")
         if pol.scaling == "mx":
             kb = cast(int, unit.k_block)  # an MX unit has a scale block (STFDPAParams)
@@ -302,7 +309,7 @@ class _Session:
             Aq = self._to_unit(A, _expand(ea, 1, kb, A.shape), fmt, what_a, counts)
             Bq = self._to_unit(B, _expand(eb, kb, 1, B.shape), fmt, what_b, counts)
             return _gemm(Aq, Bq, model=unit, accumulation=pol.accumulation, promote_every=pol.promote_every,
-                         scale_a=np.ldexp(1.0, ea), scale_b=np.ldexp(1.0, eb))
+                         scale_a=np.ldexp(1.0, ea), scale_b=np.ldexp(1.0, eb), device=pol.device)
         # DeepSeek-V3: 1x128 tiles of A; 128x128 blocks (weights) or 128x1 tiles of B
         nb = DEEPSEEK_BLOCK
         b_cols = 1 if role == "wgrad" else nb
@@ -314,7 +321,7 @@ class _Session:
         acc = np.zeros((M, N))
         for c in range(-(-K // nb)):
             ks = slice(c * nb, min(K, (c + 1) * nb))
-            part = _gemm(Aq[:, ks], Bq[ks, :], model=unit).astype(np.float64)
+            part = _gemm(Aq[:, ks], Bq[ks, :], model=unit, device=pol.device).astype(np.float64)
             term = _formats.round(np.ldexp(part, ea[:, c][:, None] + eb_cols[c][None, :]), "fp32")
             acc = _formats.round(acc + term, "fp32")
         return acc

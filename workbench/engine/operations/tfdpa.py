@@ -83,6 +83,20 @@ def kernel_params(model: "Model") -> np.ndarray:
     return prm
 
 
+def accumulation_params(model: "Model", accumulation: str, promote_every: int | None) -> np.ndarray:
+    """:func:`kernel_params` with the accumulation mode set (``promote_every`` checked:
+    a positive multiple of L with ``"promote"``); tiles unset."""
+    L = model.L
+    params = kernel_params(model)
+    params[P_ACCMODE] = ACC_MODES[accumulation]
+    if accumulation == "promote":
+        if promote_every is None or promote_every <= 0 or promote_every % L:
+            raise ValueError(f"promote_every={promote_every!r}: expected a positive multiple of the block "
+                             f"size L={L}")
+        params[P_PROMOTE] = promote_every // L
+    return params
+
+
 def lane_layout(model: "Model", N: int) -> bool:
     """Whether products with this model and N columns run on the lane kernel
     (:func:`workbench.engine.kernels.tfdpa_gemm_lanes`): models of the T-FDPA kernels
@@ -131,15 +145,8 @@ class TFDPA(Operation):
     def run(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
             promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
         self.check_run(accumulation, promote_every, scale_a, scale_b)
-        L = model.L
-        params = kernel_params(model)
-        params[P_ACCMODE] = ACC_MODES[accumulation]
-        if accumulation == "promote":
-            if promote_every is None or promote_every <= 0 or promote_every % L:
-                raise ValueError(f"promote_every={promote_every!r}: expected a positive multiple of the block "
-                                 f"size L={L}")
-            params[P_PROMOTE] = promote_every // L
-        prm = _k.pack_tfdpa(params, ops.M, ops.N, numba.get_num_threads())
+        prm = _k.pack_tfdpa(accumulation_params(model, accumulation, promote_every), ops.M, ops.N,
+                            numba.get_num_threads())
         sa, ea, sb, eb = cast("tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]", (ops.sa, ops.ea, ops.sb, ops.eb))
         run_tfdpa(model, sa, ea, sb, eb, acc, prm, ops.special)  # decomposed by prepare
         return acc
@@ -173,5 +180,5 @@ def fused_sum_terms(kind: str, L: int | None, F: int | None) -> tuple[ErrorTerm,
 
 TFDPA_OPERATION = register(TFDPA())
 
-__all__ = ["TFDPA", "TFDPAParams", "TFDPA_OPERATION", "kernel_params", "lane_layout", "run_tfdpa",
+__all__ = ["TFDPA", "TFDPAParams", "TFDPA_OPERATION", "kernel_params", "accumulation_params", "lane_layout", "run_tfdpa",
            "fused_sum_terms"]

@@ -1,0 +1,135 @@
+"""Benchmark: the GPU back end (``workbench.gemm(..., device="cuda")``, issue 21 item 3).
+
+    python benchmarks/bench_gpu.py [--size 4096] [--repeats 3] [--presets NAME ...] [--skip-grid] [--quick-grid]
+
+Needs an NVIDIA GPU, a CUDA driver and numba-cuda (``pip install -e '.[gpu]'``); without
+them it says so and exits with status 2.  Prints, for each T-FDPA preset (default: one
+per architecture and input format, the catalogue's defaults), the simulated MAC/s of an
+``size^3`` product on the GPU - the kernel with its transfers (``engine.gpu.run_prepared``
+on operands already decomposed) and the whole ``gemm`` call (input checks and
+decomposition on the CPU included) - as min/median/max over ``repeats``, the outputs
+checked bit for bit against the first run; then the wall time of the full Figure 7 grid
+(``experiments/fig7_multiword.toml``, 660 tasks) with every unit GEMM on the GPU
+(exact references on the CPU).  Targets on one H100: >= 1e11 simulated MAC/s at
+4096^3 for T-FDPA presets; the grid in under 30 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _stats(xs: list[float]) -> str:
+    return f"min {min(xs):.3g}  median {statistics.median(xs):.3g}  max {max(xs):.3g}"
+
+
+def _default_presets() -> list[str]:
+    from workbench import catalogue
+
+    seen: set[tuple[str, str]] = set()
+    names = []
+    for r in catalogue.records():
+        key = (r.architecture, r.in_format)
+        if r.kind == "t-fdpa" and r.default and key not in seen:
+            seen.add(key)
+            names.append(r.name)
+    return names
+
+
+def bench_presets(names: list[str], size: int, repeats: int) -> None:
+    import workbench as wb
+    from workbench import catalogue
+    from workbench.engine import core, gpu
+
+    records = {r.name: r for r in catalogue.records()}
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((size, size))
+    Y = rng.standard_normal((size, size))
+    macs = float(size) ** 3
+    small = wb.preset("H100", "fp16", "fp32")
+    wb.gemm(np.ones((3, 5)), np.ones((5, 2)), model=small, device="cuda")   # compiles the kernel once
+    print(f"{size}x{size}x{size} on the GPU, {repeats} repeats; simulated MAC/s (kernel with its transfers | "
+          f"whole gemm call)")
+    for name in names:
+        model = records[name]
+        A = wb.round(X, model.in_format)
+        B = wb.round(Y, model.in_format)
+        ops = core.prepare(model, A, B)
+        C = np.zeros((size, size))
+        kernel, whole, first = [], [], None
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            D = gpu.run_prepared(model, ops, C)
+            kernel.append(macs / (time.perf_counter() - t0))
+            t0 = time.perf_counter()
+            wb.gemm(A, B, model=model, device="cuda")
+            whole.append(macs / (time.perf_counter() - t0))
+            if first is None:
+                first = D
+            elif not np.array_equal(first.view(np.uint64), D.view(np.uint64)):
+                raise SystemExit(f"{name}: two GPU runs of the same product differ")
+        print(f"  {name:40s} kernel {_stats(kernel)} | gemm {_stats(whole)}", flush=True)
+
+
+def bench_grid(quick: bool) -> None:
+    import tomllib
+
+    import workbench.sweep as sweep
+
+    raw = tomllib.loads((ROOT / "experiments" / "fig7_multiword.toml").read_text())
+    for table in raw["grid"]:                       # every unit GEMM on the GPU
+        table["params"] = dict(table.get("params", {}), device="cuda")
+    exp = sweep.parse(raw, quick=quick)
+    with tempfile.TemporaryDirectory(prefix="bench_gpu_") as out:
+        t0 = time.perf_counter()
+        df = sweep.run(raw, out=out, workers=1, quick=quick, progress=False)
+        wall = time.perf_counter() - t0
+    errors = int(df["error"].notna().sum())
+    print(f"Figure 7 grid{' (quick)' if quick else ''} on the GPU: {len(exp)} tasks, wall time {wall:.1f} s, "
+          f"{errors} task errors (one worker process; exact references on the CPU)")
+    if errors:
+        print(df.loc[df["error"].notna(), "error"].value_counts().head(5).to_string())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", type=int, default=4096)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--presets", nargs="*", default=None, help="preset names (workbench presets --help)")
+    parser.add_argument("--skip-grid", action="store_true", help="only the T-FDPA products")
+    parser.add_argument("--quick-grid", action="store_true", help="the [quick] Figure 7 grid")
+    args = parser.parse_args(argv)
+
+    from workbench.engine import gpu
+
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        print("bench_gpu: NUMBA_ENABLE_CUDASIM=1 makes numba.cuda the simulator; unset it to measure a GPU",
+              file=sys.stderr)
+        return 2
+    try:
+        cuda = gpu.cuda_module()
+    except gpu.GPUUnavailableError as exc:
+        print(f"bench_gpu: no GPU to measure: {exc}", file=sys.stderr)
+        return 2
+    dev = cuda.get_current_device()
+    name = dev.name.decode() if isinstance(dev.name, bytes) else dev.name
+    print(f"GPU: {name} (compute capability {dev.compute_capability}); CPU load "
+          f"{os.getloadavg()[0]:.2f} (1 min) on {os.cpu_count()} cores")
+    bench_presets(args.presets or _default_presets(), args.size, args.repeats)
+    if not args.skip_grid:
+        bench_grid(args.quick_grid)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

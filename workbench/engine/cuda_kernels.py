@@ -1,0 +1,120 @@
+"""The CUDA kernels of :mod:`workbench.engine.gpu` (imported by it on first use: this
+module imports ``numba.cuda``, which the ``gpu`` extra installs).
+
+Every kernel is one thread per output ``(i, j)`` (``j`` fastest, so that the threads
+of a warp read consecutive elements of B's row ``k``) and its body is a call of the
+CPU engine's own compiled per-output function: numba-cuda compiles a CPU
+``@numba.njit`` function called from a kernel as a CUDA device function from the
+same Python source (``CUDATypingContext.resolve_value_type`` wraps its ``py_func``),
+and the engine's ``@intrinsic`` helpers emit ``llvm.ctlz.i64`` and ``llvm.fma.f32/64``,
+which NVVM implements; ``math.frexp``/``ldexp``/``isinf`` lower to libdevice.  So the
+arithmetic of every operation stays in one place (:mod:`workbench.engine.kernels`,
+:mod:`workbench.engine.ops`, :mod:`workbench.engine.nans`) for both targets.
+
+Under numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``) the kernels run as Python
+and the arrays they receive are the simulator's wrappers; :func:`_arr` hands the
+engine's functions the numpy arrays inside, so that the simulator checks the
+kernels' logic (indexing, launch shape, parameters) with the same compiled
+arithmetic as the CPU path.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import cuda
+from numba.cuda import config as cuda_config
+
+from . import kernels as _k
+from .layout import P_L
+from .nans import fma_nan
+
+#: Whether numba.cuda is the CUDA simulator (NUMBA_ENABLE_CUDASIM=1 when it was first imported).
+SIMULATED = bool(getattr(cuda_config, "ENABLE_CUDASIM"))
+
+if SIMULATED:
+    def _arr(x):  # type: ignore[no-untyped-def]
+        """The numpy array inside the simulator's in-kernel array wrapper."""
+        return x._item._ary
+else:
+    @numba.njit(inline="always")
+    def _arr(x):  # type: ignore[no-untyped-def]
+        """The array itself (a device array inside a real kernel)."""
+        return x
+
+
+#: Threads per block of every kernel (one output per thread); one warp in the simulator,
+#: which runs each thread as a Python thread (so small test shapes span several blocks).
+THREADS = 32 if SIMULATED else 128
+
+
+@cuda.jit
+def tfdpa_kernel(sa, ea, sb, eb, acc, prm, fast):  # type: ignore[no-untyped-def]
+    """One T-FDPA output per thread: :func:`workbench.engine.kernels._accumulate` over
+    all blocks of K (chain, outside or promote as ``prm`` says), from C in ``acc``.
+    ``sa, ea`` (M, Kp) and ``sb, eb`` (Kp, N) are the decomposed operands (int32)."""
+    t = cuda.grid(1)
+    M = acc.shape[0]
+    N = acc.shape[1]
+    if t < M * N:
+        i = t // N
+        j = t - i * N
+        a_s = _arr(sa)
+        nblocks = a_s.shape[1] // prm[P_L]
+        acc[i, j] = _k._accumulate(a_s, _arr(ea), _arr(sb), _arr(eb), i, j, np.int64(0), nblocks, acc[i, j], 0.0,
+                                   _arr(prm), fast)[0]
+
+
+@numba.njit(cache=True)
+def fma_chain(A, B, i, j, d, single):  # type: ignore[no-untyped-def]
+    """The FMA chain of output (i, j) from ``d`` (Xie et al. Algorithm 4): one IEEE FMA
+    per k in fp32 (``single``) or fp64, a NaN result carrying the NaN
+    :func:`~workbench.engine.nans.fma_nan` picks, as
+    :func:`workbench.engine.kernels.fma_gemm` computes it.  ``B`` is (K, N)."""
+    K = A.shape[1]
+    if single:
+        d32 = np.float32(d)
+        for k in range(K):
+            r = _k._fma32(np.float32(A[i, k]), np.float32(B[k, j]), d32)
+            if r != r:
+                r = np.float32(fma_nan(A[i, k], B[k, j], float(d32)))
+            d32 = r
+        return float(d32)
+    for k in range(K):
+        r = _k._fma64(A[i, k], B[k, j], d)
+        if r != r:
+            r = fma_nan(A[i, k], B[k, j], d)
+        d = r
+    return d
+
+
+@cuda.jit
+def fma_kernel(A, B, acc, single):  # type: ignore[no-untyped-def]
+    """One FMA chain per thread (:func:`fma_chain`), from C in ``acc``; A (M, K), B (K, N) float64."""
+    t = cuda.grid(1)
+    M = acc.shape[0]
+    N = acc.shape[1]
+    if t < M * N:
+        i = t // N
+        j = t - i * N
+        acc[i, j] = fma_chain(_arr(A), _arr(B), i, j, acc[i, j], single)
+
+
+@cuda.jit
+def add_late_kernel(D, C, p, emin, emax, mode, flush):  # type: ignore[no-untyped-def]
+    """``D <- rho(D + C)`` per element (:func:`workbench.engine.kernels.exact_add`):
+    c added after the products."""
+    t = cuda.grid(1)
+    M = D.shape[0]
+    N = D.shape[1]
+    if t < M * N:
+        i = t // N
+        j = t - i * N
+        D[i, j] = _k.exact_add(D[i, j], C[i, j], p, emin, emax, mode, flush)
+
+
+def blocks(outputs: int) -> int:
+    """Blocks of :data:`THREADS` threads for one thread per output (at least one)."""
+    return max(1, -(-outputs // THREADS))
+
+
+__all__ = ["SIMULATED", "THREADS", "tfdpa_kernel", "fma_kernel", "fma_chain", "add_late_kernel", "blocks"]

@@ -1,0 +1,165 @@
+"""Where a product runs: ``device="cpu"`` (the compiled CPU kernels) or ``device="cuda"``
+(the same arithmetic as CUDA kernels on an NVIDIA GPU), bit for bit the same result.
+
+Why numba-cuda (not CuPy or Triton): the engine's arithmetic is numba ``@njit``
+functions, and numba-cuda compiles a CPU ``@njit`` function that a CUDA kernel calls
+as a device function from the same Python source, with the engine's LLVM intrinsics
+(``llvm.ctlz``, ``llvm.fma``) and ``math`` functions (libdevice) mapped by NVVM.  The
+GPU kernels (:mod:`workbench.engine.cuda_kernels`) are therefore thin launchers around
+the CPU engine's per-output functions: one source of each operation's arithmetic, no
+second implementation to keep equal.  CuPy raw kernels or Triton would need the
+arithmetic rewritten in CUDA C++ or Triton's tile language.  numba-cuda also ships
+a CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``) that runs the kernels on the CPU, which
+the tests use where no GPU is present.
+
+Install: ``pip install 'mixed-precision-workbench[gpu]'`` (numba-cuda; a CUDA driver
+is needed to run on a GPU, not to import this module).  ``device="cuda"`` without a
+usable GPU raises :class:`GPUUnavailableError` - never a silent CPU run - and a kind
+the kernels do not cover raises :class:`NotImplementedError` naming it
+(:data:`GPU_KINDS` lists those covered).
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+
+from .ops import MODE_CODES
+from . import kernels as _k
+from .core import ACCUMULATIONS
+from .operations.tfdpa import accumulation_params
+from .operands import Operands
+from .operation import operation
+
+if TYPE_CHECKING:
+    from .model import Model
+
+#: Values of the ``device`` keyword: where the simulated unit's arithmetic runs (the
+#: unit itself is the ``model``; ``workbench.preset("H100", ...)`` names a GPU's unit).
+DEVICES = ("cpu", "cuda")
+
+
+class GPUUnavailableError(RuntimeError):
+    """``device="cuda"`` was asked for but numba-cuda or a usable CUDA GPU is missing."""
+
+
+def check_device(device: Any) -> str:
+    """``device`` if it is one of :data:`DEVICES`; otherwise a ValueError naming it."""
+    if not isinstance(device, str) or device not in DEVICES:
+        raise ValueError(f"device={device!r}: expected one of {DEVICES} (where the arithmetic runs; the simulated "
+                         f"unit is chosen by model=, e.g. workbench.preset('H100', 'fp16', 'fp32'))")
+    return device
+
+
+@functools.cache
+def cuda_module() -> ModuleType:
+    """``numba.cuda`` once a usable GPU (or numba's CUDA simulator) is there; otherwise
+    :class:`GPUUnavailableError` saying what is missing."""
+    try:
+        from numba import cuda
+    except ImportError as exc:
+        raise GPUUnavailableError(f"device='cuda' needs numba-cuda ({exc}): pip install "
+                                  "'mixed-precision-workbench[gpu]'") from None
+    if not cuda.is_available():
+        try:
+            cuda.current_context()
+            reason = "numba.cuda.is_available() is False"
+        except Exception as exc:  # noqa: BLE001 - the driver's own reason, reported
+            reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise GPUUnavailableError(f"device='cuda': no usable CUDA GPU ({reason}); use device='cpu'")
+    return cuda
+
+
+def gpu_available() -> bool:
+    """Whether ``device="cuda"`` can run here (numba-cuda and a GPU, or the simulator)."""
+    try:
+        cuda_module()
+    except GPUUnavailableError:
+        return False
+    return True
+
+
+def _kernels() -> ModuleType:
+    cuda_module()
+    from . import cuda_kernels
+
+    return cuda_kernels
+
+
+def _run_tfdpa(model: "Model", ops: Operands, acc: np.ndarray, accumulation: str, promote_every: int | None,
+               scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
+    """T-FDPA (every NVIDIA preset, custom T-FDPA units: sticky bit, c late, interleaved
+    groups; chain, outside and promote accumulation) on the operands
+    :meth:`TFDPA.prepare <workbench.engine.operations.TFDPA.prepare>` decomposed."""
+    operation(model.kind).check_run(accumulation, promote_every, scale_a, scale_b)
+    prm = accumulation_params(model, accumulation, promote_every)
+    ck = _kernels()
+    cuda = cuda_module()
+    sa, ea = cast(np.ndarray, ops.sa), cast(np.ndarray, ops.ea)
+    sb = np.ascontiguousarray(cast(np.ndarray, ops.sb)[:, :ops.N])    # (Kp, N): a warp reads one row of B
+    eb = np.ascontiguousarray(cast(np.ndarray, ops.eb)[:, :ops.N])
+    fast = bool(_k.fast_eligible(prm))
+    d_acc = cuda.to_device(acc)
+    ck.tfdpa_kernel[ck.blocks(acc.size), ck.THREADS](cuda.to_device(np.ascontiguousarray(sa)),
+                                                     cuda.to_device(np.ascontiguousarray(ea)),
+                                                     cuda.to_device(sb), cuda.to_device(eb), d_acc,
+                                                     cuda.to_device(prm), fast)
+    return np.asarray(d_acc.copy_to_host())
+
+
+def _run_fma(model: "Model", ops: Operands, acc: np.ndarray, accumulation: str, promote_every: int | None,
+             scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
+    """FMA chains (fp32 and fp64, c early or late) on float64 A and B."""
+    if accumulation != "chain":
+        raise ValueError("an FMA chain has no blocks to accumulate outside; use accumulation='chain'")
+    operation(model.kind).check_run(accumulation, promote_every, scale_a, scale_b)
+    ck = _kernels()
+    cuda = cuda_module()
+    out = model.out_fmt
+    A = cuda.to_device(np.ascontiguousarray(ops.A))
+    B = cuda.to_device(np.ascontiguousarray(cast(np.ndarray, ops.BT).T))
+    grid = ck.blocks(acc.size)
+    single = out.name == "fp32"
+    if model.c_position == "early":
+        d_acc = cuda.to_device(acc)
+        ck.fma_kernel[grid, ck.THREADS](A, B, d_acc, single)
+        return np.asarray(d_acc.copy_to_host())
+    # c late: the chain starts from 0 and c is added once at the end, rounded on its own
+    d = cuda.to_device(np.zeros_like(acc))
+    ck.fma_kernel[grid, ck.THREADS](A, B, d, single)
+    ck.add_late_kernel[grid, ck.THREADS](d, cuda.to_device(acc), out.p, out.emin, out.emax,
+                                         MODE_CODES[model.late_rounding], model.flush_output_subnormals)
+    return np.asarray(d.copy_to_host())
+
+
+Runner = Callable[["Model", Operands, np.ndarray, str, "int | None", "np.ndarray | None", "np.ndarray | None"],
+                  np.ndarray]
+#: The kinds the CUDA kernels compute, and how (the same arguments as
+#: :meth:`Operation.run <workbench.engine.operation.Operation.run>`).
+GPU_KINDS: dict[str, Runner] = {"t-fdpa": _run_tfdpa, "fma": _run_fma}
+
+
+def check_supported(model: "Model") -> None:
+    """NotImplementedError naming ``model.kind`` when the CUDA kernels do not compute it."""
+    if model.kind not in GPU_KINDS:
+        raise NotImplementedError(f"device='cuda' does not compute kind={model.kind!r} models yet (GPU kinds: "
+                                  f"{tuple(GPU_KINDS)}); use device='cpu'")
+
+
+def run_prepared(model: "Model", ops: Operands, C: np.ndarray, *, accumulation: str = "chain",
+                 promote_every: int | None = None, scale_a: np.ndarray | None = None,
+                 scale_b: np.ndarray | None = None) -> np.ndarray:
+    """:func:`workbench.engine.core.run_prepared` on the GPU: D = the unit's A @ B + C as
+    float64 (values exactly in the output format), bit for bit the CPU's result."""
+    if accumulation not in ACCUMULATIONS:
+        raise ValueError(f"accumulation={accumulation!r}: expected one of {ACCUMULATIONS}")
+    check_supported(model)
+    acc = np.array(C, dtype=np.float64, copy=True, order="C")
+    return GPU_KINDS[model.kind](model, ops, acc, accumulation, promote_every, scale_a, scale_b)
+
+
+__all__ = ["DEVICES", "GPU_KINDS", "GPUUnavailableError", "check_device", "check_supported", "cuda_module",
+           "gpu_available", "run_prepared"]

@@ -38,6 +38,7 @@ from ..formats import RNE, FloatFormat
 from .nans import fma_nan
 from .ops import (
     NEG_BIG,
+    SIG_NAN,
     SPECIAL,
     align_term,
     add_round,
@@ -842,6 +843,27 @@ def add_late(D, C, p, emin, emax, mode, flush):
         D[i, j] = exact_add(D[i, j], C[i, j], p, emin, emax, mode, flush)
 
 
+@numba.njit(cache=True, parallel=True)
+def add_scale_exponents(s, e, log2_scale, kb, k_first, rows, cols):
+    """Decomposed operands of ST-FDPA (Xie et al. 2025 Algorithm 8): copies of ``s, e``
+    (2-D, indexed ``[k, j]`` when ``k_first``, else ``[i, k]``) whose elements
+    ``[:rows, :cols]`` carry the exponent ``log2_scale`` of their block of ``kb``
+    elements (an E8M0 scale: a power of two, laid out as ``s`` with k // kb for k);
+    a NaN scale makes its elements NaN (significand SIG_NAN, exponent SPECIAL), and
+    Inf/NaN elements keep their exponent.  One compiled pass, layout kept."""
+    s2 = s.copy()
+    e2 = e.copy()
+    for x in numba.prange(rows):
+        for y in range(cols):
+            v = log2_scale[x // kb, y] if k_first else log2_scale[x, y // kb]
+            if v != v:
+                s2[x, y] = SIG_NAN
+                e2[x, y] = SPECIAL
+            elif e2[x, y] < SPECIAL:
+                e2[x, y] += np.int32(v)
+    return s2, e2
+
+
 def output_tiles(M: int, N: int, nthreads: int) -> tuple[int, int]:
     """(TI, TJ): tiles of at most 32 rows x 64 columns of outputs, enough of them to
     give every thread one."""
@@ -888,5 +910,5 @@ def lane_operands(sa: np.ndarray, ea: np.ndarray, sb: np.ndarray, eb: np.ndarray
 __all__ = [
     "tfdpa_gemm", "tfdpa_gemm_lanes", "tfdpa_step", "lane_operands", "output_tiles", "lane_tile", "lanes_from_c",
     "lane_value", "fma_gemm", "fma_gemm_lanes", "fma_chain", "fma_step", "fma_code", "fma_rows", "fma64", "fma32", "exact_add", "pack_tfdpa",
-    "bit_length", "round_double",
+    "bit_length", "round_double", "add_scale_exponents",
 ]

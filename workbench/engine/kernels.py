@@ -655,18 +655,6 @@ def _fma(typingctx, a, b, c):
     return sig, codegen
 
 
-@numba.njit(cache=True)
-def fma64(a, b, c):
-    """IEEE binary64 fused multiply-add, rounded once to nearest even."""
-    return _fma(np.float64(a), np.float64(b), np.float64(c))
-
-
-@numba.njit(cache=True)
-def fma32(a, b, c):
-    """IEEE binary32 fused multiply-add, rounded once to nearest even."""
-    return _fma(np.float32(a), np.float32(b), np.float32(c))
-
-
 #: How an FMA chain rounds each step (:func:`fma_step`): the hardware FMA of binary64
 #: or binary32, or - for the narrower formats, whose products are exact in binary64 -
 #: the exact product plus the accumulator correctly rounded to the format (RNE).
@@ -909,6 +897,6 @@ def lane_operands(sa: np.ndarray, ea: np.ndarray, sb: np.ndarray, eb: np.ndarray
 
 __all__ = [
     "tfdpa_gemm", "tfdpa_gemm_lanes", "tfdpa_step", "lane_operands", "output_tiles", "lane_tile", "lanes_from_c",
-    "lane_value", "fma_gemm", "fma_gemm_lanes", "fma_chain", "fma_step", "fma_code", "fma_rows", "fma64", "fma32", "exact_add", "pack_tfdpa",
+    "lane_value", "fma_gemm", "fma_gemm_lanes", "fma_chain", "fma_step", "fma_code", "fma_rows", "exact_add", "pack_tfdpa",
     "bit_length", "round_double", "add_scale_exponents",
 ]

@@ -718,11 +718,46 @@ def fma_gemm(A, B, acc, how, p, emin, emax):
 def _fma_tile(A, B, T, i0, ti, j0, nv):
     """``T[r, u] <- fma(A[i0 + r, k], B[k, j0 + u], T[r, u])`` for k = 0 .. K-1 in
     order: the chains of a tile of outputs side by side, the loop over columns
-    innermost (one vector instruction per 8 or 16 lanes of B's row k)."""
+    innermost (one vector instruction per 4 or 8 lanes of B's row k).  Register
+    blocking: four steps of k are chained in registers between a load and a store
+    of ``T``, for two rows at once, so that each vector of B serves both rows (the
+    load and store ports, not the FMA units, bound one step per load and store)."""
     K = A.shape[1]
     uj0 = np.uint64(j0)
     unv = np.uint64(nv)
-    for k in range(K):
+    K4 = K - K % 4
+    t2 = ti - ti % 2
+    for k in range(0, K4, 4):
+        k0 = np.uint64(k)
+        k1 = k0 + np.uint64(1)
+        k2 = k0 + np.uint64(2)
+        k3 = k0 + np.uint64(3)
+        for r in range(0, t2, 2):
+            a0 = A[i0 + r, k0]
+            a1 = A[i0 + r, k1]
+            a2 = A[i0 + r, k2]
+            a3 = A[i0 + r, k3]
+            c0 = A[i0 + r + 1, k0]
+            c1 = A[i0 + r + 1, k1]
+            c2 = A[i0 + r + 1, k2]
+            c3 = A[i0 + r + 1, k3]
+            for u in range(unv):
+                j = uj0 + u
+                b0 = B[k0, j]
+                b1 = B[k1, j]
+                b2 = B[k2, j]
+                b3 = B[k3, j]
+                T[r, u] = _fma(a3, b3, _fma(a2, b2, _fma(a1, b1, _fma(a0, b0, T[r, u]))))
+                T[r + 1, u] = _fma(c3, b3, _fma(c2, b2, _fma(c1, b1, _fma(c0, b0, T[r + 1, u]))))
+        for r in range(t2, ti):
+            a0 = A[i0 + r, k0]
+            a1 = A[i0 + r, k1]
+            a2 = A[i0 + r, k2]
+            a3 = A[i0 + r, k3]
+            for u in range(unv):
+                j = uj0 + u
+                T[r, u] = _fma(a3, B[k3, j], _fma(a2, B[k2, j], _fma(a1, B[k1, j], _fma(a0, B[k0, j], T[r, u]))))
+    for k in range(K4, K):
         uk = np.uint64(k)
         for r in range(ti):
             a = A[i0 + r, uk]

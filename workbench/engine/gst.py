@@ -17,7 +17,7 @@ Section 4.2, NaN encoded canonically by ``workbench.gemm``.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numba
 import numpy as np
@@ -352,7 +352,7 @@ def run_gst(model: "Model", sa: np.ndarray, ea: np.ndarray, sb: np.ndarray, eb: 
     xb = np.ones((nb_pad, Np))
     xa[:, :nb] = scale_a
     xb[:nb, :N] = scale_b
-    sf = _formats.format(model.scale_format)
+    sf = _formats.format(cast(str, model.scale_format))   # GSTFDPAParams checked it
     xsa, xea = decompose(xa, sf.man_bits, sf.emin, False)
     xsb, xeb = decompose(xb, sf.man_bits, sf.emin, False)
     if not lanes or N < _k.LANES_MIN_N:

@@ -691,6 +691,27 @@ def fma_step(a, b, d, how, p, emin, emax):
     return r
 
 
+@numba.njit(cache=True, parallel=True)
+def copy_exact(x, out):
+    """``out[:, :C] <- x`` (float64 (R, C) into float64 or float32 ``out`` (R, C') with
+    C' >= C, the columns beyond C set to zero) in one compiled pass; returns the
+    C-order index of the first value of ``x`` the cast changes (NaN is kept), or -1."""
+    R, C = x.shape
+    first = np.full(R, -1, dtype=np.int64)
+    for i in numba.prange(R):
+        for k in range(C):
+            v = x[i, k]
+            out[i, k] = v
+            if first[i] < 0 and not (float(out[i, k]) == v or v != v):
+                first[i] = np.int64(i) * C + k
+        for k in range(C, out.shape[1]):
+            out[i, k] = 0
+    for i in range(R):
+        if first[i] >= 0:
+            return first[i]
+    return np.int64(-1)
+
+
 @numba.njit(cache=True)
 def fma_chain(A, B, i, j, d, how, p, emin, emax):
     """The FMA chain of output (i, j) from ``d``: row i of ``A`` (M, K), column j of
@@ -932,6 +953,6 @@ def lane_operands(sa: np.ndarray, ea: np.ndarray, sb: np.ndarray, eb: np.ndarray
 
 __all__ = [
     "tfdpa_gemm", "tfdpa_gemm_lanes", "tfdpa_step", "lane_operands", "output_tiles", "lane_tile", "lanes_from_c",
-    "lane_value", "fma_gemm", "fma_gemm_lanes", "fma_chain", "fma_step", "fma_code", "fma_rows", "exact_add", "pack_tfdpa",
+    "lane_value", "fma_gemm", "fma_gemm_lanes", "fma_chain", "fma_step", "fma_code", "fma_rows", "copy_exact", "exact_add", "pack_tfdpa",
     "bit_length", "round_double", "add_scale_exponents",
 ]

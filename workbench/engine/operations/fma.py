@@ -29,7 +29,6 @@ from ..operation import BoundShape, ErrorTerm, Operation, register
 from ..checks import check_c_position, check_rounding
 
 if TYPE_CHECKING:
-    from ...formats import FloatFormat
     from ..model import Model
 
 
@@ -70,16 +69,22 @@ class FMAChain(Operation):
     def prepare(self, model: "Model", A: np.ndarray, B: np.ndarray) -> Operands:
         """A and B checked against the input format; A (M, K) and B in the lane
         kernel's layout, C-ordered (K, Np) with zero columns padding N to a multiple of
-        :data:`~workbench.engine.kernels.LANE_PAD`, float32 for fp32 chains (exact) and
-        float64 otherwise.  ``Operands.BT`` is the (Np, K) transpose of that B."""
+        :data:`~workbench.engine.kernels.LANE_PAD`, float32 for fp32 chains and float64
+        otherwise.  ``Operands.BT`` is the (Np, K) transpose of that B.  For fp64 and
+        fp32 the check is the copy itself (:func:`~workbench.engine.kernels.copy_exact`:
+        binary64 holds every float64, binary32 the values its cast keeps); other
+        formats, and values that fail, go through
+        :func:`workbench.formats.check_representable`, whose ValueError names the
+        first value that is not representable."""
         fmt = model.in_fmt
-        A = _checked(A, fmt, "A")
-        B = _checked(B, fmt, "B")
         (M, K), N = A.shape, B.shape[1]
         dtype = np.float32 if fmt.name == "fp32" else np.float64
-        Bl = np.zeros((K, -(-N // _k.LANE_PAD) * _k.LANE_PAD), dtype=dtype)
-        Bl[:, :N] = B
-        return Operands(M, K, N, np.ascontiguousarray(A, dtype=dtype), Bl.T, None, None, None, None)
+        Al = np.empty((M, K), dtype=dtype)
+        Bl = np.empty((K, -(-N // _k.LANE_PAD) * _k.LANE_PAD), dtype=dtype)
+        for x, xl, name in ((A, Al, "A"), (B, Bl, "B")):
+            if _k.copy_exact(np.ascontiguousarray(x), xl) >= 0 or fmt.name not in ("fp32", "fp64"):
+                xl[:, :x.shape[1]] = _formats.check_representable(x, fmt, name)   # raises for fp32/fp64
+        return Operands(M, K, N, Al, Bl.T, None, None, None, None)
 
     def run(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
             promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
@@ -118,21 +123,6 @@ class FMAChain(Operation):
     def bound_shape(self, model: "Model") -> BoundShape:
         # each step rounds once; its mode is not a model parameter, so take the looser RZ
         return BoundShape(1, None, "rz")
-
-
-def _checked(x: np.ndarray, fmt: "FloatFormat", name: str) -> np.ndarray:
-    """``x`` (float64, from :func:`~workbench.engine.core.prepare`) checked against
-    ``fmt``: binary64 holds every float64 and binary32 every value its cast keeps
-    (Inf and NaN included), both tested here in one numpy pass; other formats, and
-    values that fail, go through :func:`workbench.formats.check_representable`,
-    whose ValueError names the first value that is not representable."""
-    if fmt.name == "fp64":
-        return x
-    if fmt.name == "fp32":
-        with np.errstate(over="ignore", invalid="ignore"):
-            if ((x.astype(np.float32) == x) | np.isnan(x)).all():
-                return x
-    return _formats.check_representable(x, fmt, name)
 
 
 def _fma_chains(model: "Model", A: np.ndarray, B: np.ndarray, acc: np.ndarray) -> None:

@@ -25,8 +25,9 @@ from workbench.engine import core
 from workbench.engine import kernels as K
 from workbench.engine.ops import MODE_CODES
 
-FMA_PRESETS = [(arch, f) for arch in ("ampere", "hopper", "blackwell") for f in ("fp64",)] + \
-              [(arch, "fp32") for arch in ("cdna1", "cdna2", "cdna3")] + [(arch, "fp64") for arch in ("cdna2", "cdna3")]
+#: Every FMA-chain preset (Xie et al. Tables 3, 6-7): NVIDIA DMMA fp64, AMD MFMA fp32 and fp64.
+FMA_PRESETS = [(arch, "fp64") for arch in ("ampere", "hopper", "blackwell", "cdna2", "cdna3")] + \
+              [(arch, "fp32") for arch in ("cdna1", "cdna2", "cdna3")]
 
 _BITS = {"fp32": (np.uint32, np.float32, 8, 23), "fp64": (np.uint64, np.float64, 11, 52)}
 

@@ -150,8 +150,9 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
             raise ValueError("scaled models need both scale_a and scale_b")
         nb = -(-K // model.k_block)
         sf = cast(str, model.scale_format)  # a scaled operation's parameter class requires it
-        sa = _formats.check_representable(real_matrix(scale_a, "scale_a"), sf, "scale_a")
-        sb = _formats.check_representable(real_matrix(scale_b, "scale_b"), sf, "scale_b")
+        with _core.threads_for(M * nb + nb * N):
+            sa = _formats.check_representable(real_matrix(scale_a, "scale_a"), sf, "scale_a")
+            sb = _formats.check_representable(real_matrix(scale_b, "scale_b"), sf, "scale_b")
         if sa.shape != (M, nb) or sb.shape != (nb, N):
             raise ValueError(f"scale_a must have shape {(M, nb)} and scale_b {(nb, N)} (k_block={model.k_block}); "
                              f"got {sa.shape} and {sb.shape}")

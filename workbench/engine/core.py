@@ -17,7 +17,7 @@ import numpy as np
 from ..gate import real_matrix
 from .model import Model
 from .operands import Operands, decompose, decompose_checked, threads_for
-from .operation import operation
+from .operation import Operation, operation
 
 ACCUMULATIONS = ("chain", "outside", "promote")
 
@@ -67,22 +67,36 @@ def dots(model: Model, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarra
     """Batched dot products ``d[r] = unit(a[r, :], b[r, :], c[r])`` (float64, values
     exactly in the output format): one independent accumulation per row, K consumed
     in blocks of L exactly as :func:`run` does for one output.  Inputs must already be
-    representable (no checks here; ``workbench.gemm`` is the checked entry point).
-    Operations with a row kernel (``dots``) use it; the others run one 1 x K x 1
-    product per row."""
+    representable (``workbench.gemm`` is the checked entry point).
+
+    Operations with a row kernel (:attr:`~workbench.engine.operation.Operation.has_row_kernel`:
+    T-FDPA, FMA chains) run every row in one compiled call, vectorised across rows or
+    parallel over them.  The others run one 1 x K x 1 product per row (float64 rows
+    as they are, or through the operation's own ``prepare`` when it has one, so any
+    operand layout works; routing chunks of rows
+    through the lane kernels as diagonals of square products was measured slower).
+    Scaled operations (ST/GST-FDPA) need block scale factors, which ``dots`` does not
+    take: a ValueError sends them to ``workbench.gemm``."""
     a = np.ascontiguousarray(a, dtype=np.float64)
     b = np.ascontiguousarray(b, dtype=np.float64)
     acc = np.array(c, dtype=np.float64, copy=True).reshape(-1)
     if a.shape != b.shape or a.ndim != 2 or acc.shape[0] != a.shape[0]:
         raise ValueError(f"dots needs a, b of equal shape (n, K) and c of length n; got {a.shape}, {b.shape}, {acc.shape}")
     op = operation(model.kind)
+    if op.scaled:
+        raise ValueError(f"dots takes no block scale factors, which {model.kind!r} models need: use "
+                         "workbench.gemm(..., scale_a=..., scale_b=...)")
     if op.has_row_kernel:
-        return op.dots(model, a, b, acc)
+        with threads_for(a.size):
+            return op.dots(model, a, b, acc)
     out = np.empty_like(acc)
+    float_layout = type(op).prepare is Operation.prepare     # float64 A and B^T: no per-row checks
     K = a.shape[1]
-    for r in range(a.shape[0]):
-        ops = Operands(1, K, 1, a[r:r + 1], b[r:r + 1], None, None, None, None)
-        out[r] = run_prepared(model, ops, acc[r:r + 1].reshape(1, 1))[0, 0]
+    with threads_for(K):
+        for r in range(a.shape[0]):
+            ops = (Operands(1, K, 1, a[r:r + 1], b[r:r + 1], None, None, None, None) if float_layout
+                   else op.prepare(model, a[r:r + 1], b[r:r + 1].T))
+            out[r] = op.run(model, ops, acc[r:r + 1].reshape(1, 1), "chain", None, None, None)[0, 0]
     return out
 
 

@@ -48,7 +48,7 @@ from .. import formats as _formats
 from . import fdpa_amd as _amd
 from . import gst as _g
 from . import ops as _ops
-from .kernels import exact_add, fma32, fma64
+from .kernels import exact_add, fma_code, fma_step
 from .model import Model
 from .operands import decompose
 from .operation import OPERATIONS, operation
@@ -436,7 +436,7 @@ def ftz_block(idx, a, b, d, m) -> Block:
 
 def fma_block(start: int, a: np.ndarray, b: np.ndarray, d: float, m: Model) -> Block:
     """One IEEE FMA a_k * b_k + d of a chain (Xie et al. Algorithm 4), RNE in the output format."""
-    r = float(fma32(a[0], b[0], d)) if m.out_fmt.name == "fp32" else float(fma64(a[0], b[0], d))
+    r = float(fma_step(a[0], b[0], d, *fma_code(m.out_fmt)))
     return Block(index=start, c_in=d, rounding=f"IEEE FMA a{start}*b{start} + d, RNE to {m.out_fmt.name}", result=r)
 
 

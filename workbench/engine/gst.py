@@ -17,6 +17,8 @@ Section 4.2, NaN encoded canonically by ``workbench.gemm``.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 import numba
 import numpy as np
 
@@ -39,14 +41,22 @@ from .layout import (  # the one parameter layout (see workbench.engine.layout)
     P_USE_EZ,
     fused_params,
 )
-from .operands import decompose, padded_decomposed
+
+if TYPE_CHECKING:
+    from .model import Model
+from . import kernels as _k
+from .kernels import LANE_PAD, lane_tile, lane_value, lanes_from_c
+from .operands import decompose
 from .ops import (
     NEG_BIG,
     SPECIAL,
     align_term,
+    bit_length,
     combine_special,
     decompose_one,
     round_fixed,
+    round_int,
+    shift_floor,
     special_product,
     special_result,
     special_value,
@@ -156,25 +166,149 @@ def gst_step(sa, ea, sb, eb, xsa, xea, xsb, xeb, i, j, k0, d, r, Xs, Es):
     return round_fixed(S, emax - F, r[P_PRES], r[P_EMINRES], r[P_EMAXRES], r[P_MODE], r[P_FLUSHOUT] != 0)
 
 
+@numba.njit(cache=True)
+def gst_chain(sa, ea, sb, eb, xsa, xea, xsb, xeb, i, j, d, r, Xs, Es):
+    """The chain of GST-FDPA blocks over K of output (i, j) from ``d`` (one output at
+    a time, every special case; layouts as :func:`gst_gemm`)."""
+    L = r[P_L]
+    for blk in range(sa.shape[1] // L):
+        d = gst_step(sa, ea, sb, eb, xsa, xea, xsb, xeb, i, j, blk * L, d, r, Xs, Es)
+    return d
+
+
 @numba.njit(cache=True, parallel=True)
 def gst_gemm(sa, ea, sb, eb, xsa, xea, xsb, xeb, acc, r):
-    """Chain of GST-FDPA blocks over K for every output, parallel over outputs.
+    """Chain of GST-FDPA blocks over K for every output, one output at a time,
+    parallel over outputs (the reference of :func:`gst_gemm_lanes`, and the kernel for
+    fewer than :data:`~workbench.engine.kernels.LANES_MIN_N` columns).
 
-    ``xsa, xea`` (M, K / k_block) and ``xsb, xeb`` (N, K / k_block): decomposed
-    scale factors of A's rows and B's columns."""
-    M, K = sa.shape
-    N = sb.shape[0]
-    L = r[P_L]
-    ng = L // r[P_G]
+    ``sa, ea`` (M, Kp) and ``sb, eb`` (N', Kp) indexed ``[j, k]`` (any layout, N' >=
+    N): decomposed A and B^T; ``xsa, xea`` (M, Kp / k_block) and ``xsb, xeb`` (N',
+    Kp / k_block): decomposed scale factors of A's rows and B's columns."""
+    M = sa.shape[0]
+    N = acc.shape[1]
+    ng = r[P_L] // r[P_G]
     for t in numba.prange(M * N):
         i = t // N
         j = t - i * N
         Xs = np.zeros(ng, dtype=np.int64)
         Es = np.zeros(ng, dtype=np.int64)
-        d = acc[i, j]
-        for blk in range(K // L):
-            d = gst_step(sa, ea, sb, eb, xsa, xea, xsb, xeb, i, j, blk * L, d, r, Xs, Es)
-        acc[i, j] = d
+        acc[i, j] = gst_chain(sa, ea, sb, eb, xsa, xea, xsb, xeb, i, j, acc[i, j], r, Xs, Es)
+
+
+@numba.njit(cache=True, inline="always")
+def _gst_lane_block(sa, ea, sb, eb, xsa, xea, xsb, xeb, i, j0, nv, k0, neg, mag, q, emx, S, Xg, Eg, r, ezp, bad):
+    """One GST-FDPA block (k0 .. k0+L-1) for outputs (i, j0 .. j0+nv-1) side by side:
+    :func:`gst_step` with the loop over outputs innermost (B, and its scales, in the
+    (K, N) layout, so a step's lanes are adjacent).  The lane state ``(neg, mag, q)``
+    (c on entry, the rounded result on exit, each ``(-1)**neg * mag * 2**q``) is
+    updated in place; ``bad`` is set where the result overflowed to Inf.  Operands
+    and scales must be finite (the caller sends other outputs to :func:`gst_chain`)."""
+    L = r[P_L]
+    G = r[P_G]
+    KB = r[P_KB]
+    emin2 = 2 * r[P_EMININ]
+    F = r[P_F]
+    fx = r[P_FX]
+    eminc = r[P_EMINC]
+    ul = np.uint64(nv)
+    uj0 = np.uint64(j0)
+    for u in range(ul):                 # c's exponent (clamped at the output format's emin)
+        m = mag[u]
+        ce = bit_length(m) - 1 + q[u]
+        ce = ce if ce > eminc else eminc
+        emx[u] = ce if m != 0 else ezp
+    for g in range(L // G):             # each group's exact sum, times the scales' significands
+        for u in range(ul):
+            Xg[g, u] = 0
+        for kk in range(g * G, (g + 1) * G):
+            k = np.uint64(k0 + kk)
+            a_s = np.int64(sa[i, k])
+            a_e = np.int64(ea[i, k]) - emin2
+            for u in range(ul):
+                sh = a_e + np.int64(eb[k, uj0 + u])
+                Xg[g, u] += (a_s * np.int64(sb[k, uj0 + u])) << (sh if sh < 63 else 63)
+        blk = (k0 + g * G) // KB
+        xs = np.int64(xsa[i, blk])
+        xe = np.int64(xea[i, blk])
+        ublk = np.uint64(blk)
+        for u in range(ul):
+            X = Xg[g, u] * xs * np.int64(xsb[ublk, uj0 + u])
+            E = xe + np.int64(xeb[ublk, uj0 + u])
+            Xg[g, u] = X
+            Eg[g, u] = E
+            emx[u] = max(emx[u], E if X != 0 else ezp)
+    for u in range(ul):                 # c aligned to F fractional bits below the maximum
+        t = shift_floor(mag[u], q[u] + F - emx[u])
+        S[u] = -t if neg[u] else t
+    for g in range(L // G):             # the group terms aligned (truncated magnitude) and summed
+        for u in range(ul):
+            X = Xg[g, u]
+            t = shift_floor(X if X >= 0 else -X, F - fx + Eg[g, u] - emx[u])
+            S[u] += t if X >= 0 else -t
+    for u in range(ul):                 # rounded to the result format
+        neg_r, keep, qq, inf = round_int(S[u], emx[u] - F, r[P_PRES], r[P_EMINRES], r[P_EMAXRES], r[P_MODE],
+                                         r[P_FLUSHOUT] != 0)
+        neg[u] = neg_r
+        mag[u] = keep
+        q[u] = qq
+        bad[u] |= inf
+
+
+@numba.njit(cache=True, parallel=True)
+def gst_gemm_lanes(sa, ea, sb, eb, xsa, xea, xsb, xeb, row_special, col_special, acc, r, TI, TJ):
+    """:func:`gst_gemm` with up to TJ outputs of a row computed side by side
+    (:func:`_gst_lane_block`): the same bits, many times faster.
+
+    ``sb, eb`` (Kp, Np) and ``xsb, xeb`` (Kp / k_block, Np) C-ordered (B's own
+    layout; Np a multiple of :data:`~workbench.engine.kernels.LANE_PAD`, columns
+    beyond N computed, never written), ``xsa, xea`` (M, Kp / k_block).
+    ``row_special[i]`` / ``col_special[j]`` (int8) mark rows of A and columns of B
+    whose operands or scales hold Inf/NaN; their outputs, outputs whose C is Inf/NaN
+    and outputs whose chain overflows are recomputed by :func:`gst_chain`."""
+    M, Kp = sa.shape
+    N = acc.shape[1]
+    Np = sb.shape[1]
+    L = r[P_L]
+    ng = L // r[P_G]
+    nblocks = Kp // L
+    BC = max(1, 256 // L)               # blocks per chunk of K, reused from cache by every row of a tile
+    TJ = (TJ + LANE_PAD - 1) // LANE_PAD * LANE_PAD
+    ezp = r[P_EZ] if r[P_USE_EZ] != 0 else NEG_BIG
+    mc = r[P_MC]
+    eminc = r[P_EMINC]
+    n_it = (M + TI - 1) // TI
+    n_jt = (N + TJ - 1) // TJ
+    for t in numba.prange(n_it * n_jt):
+        i0, ti, j0, nl, nv = lane_tile(t, n_jt, TI, TJ, M, N, Np)
+        neg = np.zeros((ti, nv), dtype=np.bool_)
+        mag = np.zeros((ti, nv), dtype=np.int64)
+        q = np.zeros((ti, nv), dtype=np.int64)
+        bad = np.zeros((ti, nv), dtype=np.bool_)
+        emx = np.empty(nv, dtype=np.int64)
+        S = np.empty(nv, dtype=np.int64)
+        Xg = np.empty((ng, nv), dtype=np.int64)
+        Eg = np.empty((ng, nv), dtype=np.int64)
+        for ii in range(ti):
+            lanes_from_c(acc, i0 + ii, j0, nl, row_special, col_special, mc, eminc, neg[ii], mag[ii], q[ii],
+                         bad[ii])
+        for b0 in range(0, nblocks, BC):
+            for ii in range(ti):
+                if row_special[i0 + ii] != 0:
+                    continue
+                for blk in range(b0, min(nblocks, b0 + BC)):
+                    _gst_lane_block(sa, ea, sb, eb, xsa, xea, xsb, xeb, i0 + ii, j0, nv, blk * L, neg[ii], mag[ii],
+                                    q[ii], emx, S, Xg, Eg, r, ezp, bad[ii])
+        Xs = np.zeros(ng, dtype=np.int64)
+        Es = np.zeros(ng, dtype=np.int64)
+        for ii in range(ti):
+            i = i0 + ii
+            for u in range(nl):
+                j = j0 + u
+                if bad[ii, u]:
+                    acc[i, j] = gst_chain(sa, ea, sb.T, eb.T, xsa, xea, xsb.T, xeb.T, i, j, acc[i, j], r, Xs, Es)
+                else:
+                    acc[i, j] = lane_value(neg[ii, u], mag[ii, u], q[ii, u])
 
 
 def gst_params(model) -> np.ndarray:
@@ -199,23 +333,37 @@ def gst_params(model) -> np.ndarray:
     return r
 
 
-def run_gst(model, A, BT, acc, scale_a, scale_b):
-    """GST-FDPA over whole matrices: K and the scales padded to whole blocks of L."""
+def run_gst(model: "Model", sa: np.ndarray, ea: np.ndarray, sb: np.ndarray, eb: np.ndarray, acc: np.ndarray,
+            scale_a: np.ndarray, scale_b: np.ndarray, special: bool = True, lanes: bool = True) -> np.ndarray:
+    """GST-FDPA over whole matrices on ``acc`` (C on entry, D on exit): ``sa, ea``
+    (M, Kp) and ``sb, eb`` (Kp, Np) C-ordered, decomposed A and B with K padded to whole
+    blocks of L (:func:`~workbench.engine.operands.decompose_checked`'s lane layout),
+    ``scale_a`` (M, nb) and ``scale_b`` (nb, N) the block scales (those of the padding
+    are 1).  The lane kernel for at least :data:`~workbench.engine.kernels.LANES_MIN_N`
+    columns (unless ``lanes`` is False), the one-output kernel otherwise;
+    ``special=False`` promises that no operand is Inf/NaN."""
     r = gst_params(model)
-    M, K = A.shape
-    kb = model.k_block
-    A2, BT2, sa, ea, sb, eb = padded_decomposed(model, A, BT, model.L)
-    nb_pad = A2.shape[1] // kb
-    xa = np.ones((M, nb_pad))
-    xb = np.ones((BT2.shape[0], nb_pad))
+    M, N = acc.shape
+    Kp = sa.shape[1]
+    Np = sb.shape[1]
+    nb_pad = Kp // model.k_block
     nb = scale_a.shape[1]
+    xa = np.ones((M, nb_pad))
+    xb = np.ones((nb_pad, Np))
     xa[:, :nb] = scale_a
-    xb[:, :nb] = np.asarray(scale_b).T
-    sf = _formats.format(model.scale_format)
+    xb[:nb, :N] = scale_b
+    sf = _formats.format(cast(str, model.scale_format))   # GSTFDPAParams checked it
     xsa, xea = decompose(xa, sf.man_bits, sf.emin, False)
     xsb, xeb = decompose(xb, sf.man_bits, sf.emin, False)
-    gst_gemm(sa, ea, sb, eb, xsa, xea, xsb, xeb, acc, r)
+    if not lanes or N < _k.LANES_MIN_N:
+        gst_gemm(sa, ea, sb.T, eb.T, xsa, xea, xsb.T, xeb.T, acc, r)
+        return acc
+    sb, eb, row_special, col_special = _k.lane_operands(sa, ea, sb, eb, N, model.in_fmt.emin, special)
+    row_special |= (xea >= SPECIAL).any(axis=1)
+    col_special |= (xeb[:, :N] >= SPECIAL).any(axis=0)
+    TI, TJ = _k.output_tiles(M, N, numba.get_num_threads())
+    gst_gemm_lanes(sa, ea, sb, eb, xsa, xea, xsb, xeb, row_special, col_special, acc, r, TI, TJ)
     return acc
 
 
-__all__ = ["run_gst", "gst_params", "gst_gemm", "gst_step", "gst_parts", "gst_group"]
+__all__ = ["run_gst", "gst_params", "gst_gemm", "gst_gemm_lanes", "gst_chain", "gst_step", "gst_parts", "gst_group"]

@@ -34,9 +34,11 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
 
+from ..formats import RNE, FloatFormat
 from .nans import fma_nan
 from .ops import (
     NEG_BIG,
+    SIG_NAN,
     SPECIAL,
     align_term,
     add_round,
@@ -637,67 +639,240 @@ def tfdpa_rows(sa, ea, sb, eb, acc, prm):
 
 # ------------------------------------------------------------------------ FMA
 @intrinsic
-def _fma64(typingctx, a, b, c):
-    sig = types.float64(types.float64, types.float64, types.float64)
+def _fma(typingctx, a, b, c):
+    """LLVM ``fma`` on three floats of one type: the IEEE fused multiply-add of
+    binary32 or binary64, rounded once to nearest even (one ``vfmadd`` per lane when
+    LLVM vectorises it; never reassociated)."""
+    if not (isinstance(a, types.Float) and a == b and b == c):
+        return None
+    sig = a(a, b, c)
 
     def codegen(context, builder, signature, args):
-        d = ir.DoubleType()
-        fn = builder.module.declare_intrinsic("llvm.fma", [d], ir.FunctionType(d, [d, d, d]))
+        t = context.get_value_type(signature.return_type)
+        fn = builder.module.declare_intrinsic("llvm.fma", [t], ir.FunctionType(t, [t, t, t]))
         return builder.call(fn, args)
 
     return sig, codegen
 
 
-@intrinsic
-def _fma32(typingctx, a, b, c):
-    sig = types.float32(types.float32, types.float32, types.float32)
-
-    def codegen(context, builder, signature, args):
-        f = ir.FloatType()
-        fn = builder.module.declare_intrinsic("llvm.fma", [f], ir.FunctionType(f, [f, f, f]))
-        return builder.call(fn, args)
-
-    return sig, codegen
+#: How an FMA chain rounds each step (:func:`fma_step`): the hardware FMA of binary64
+#: or binary32, or - for the narrower formats, whose products are exact in binary64 -
+#: the exact product plus the accumulator correctly rounded to the format (RNE).
+FMA_FP64, FMA_FP32, FMA_ROUNDED = 0, 1, 2
 
 
-@numba.njit(cache=True)
-def fma64(a, b, c):
-    """IEEE binary64 fused multiply-add, rounded once to nearest even."""
-    return _fma64(a, b, c)
+def fma_code(fmt: FloatFormat) -> tuple[int, int, int, int]:
+    """``(how, p, emin, emax)`` of an FMA chain computing in the format ``fmt``
+    (:data:`FMA_FP64`, :data:`FMA_FP32` or :data:`FMA_ROUNDED`)."""
+    how = FMA_FP64 if fmt.name == "fp64" else FMA_FP32 if fmt.name == "fp32" else FMA_ROUNDED
+    if how == FMA_ROUNDED and 2 * fmt.p > 53:
+        raise ValueError(f"an FMA chain in {fmt.name} (p = {fmt.p}) needs products exact in binary64 (2p <= 53)")
+    return how, fmt.p, fmt.emin, fmt.emax
 
 
-@numba.njit(cache=True)
-def fma32(a, b, c):
-    """IEEE binary32 fused multiply-add, rounded once to nearest even."""
-    return _fma32(np.float32(a), np.float32(b), np.float32(c))
+@numba.njit(cache=True, inline="always")
+def fma_step(a, b, d, how, p, emin, emax):
+    """One step of an FMA chain: ``RNE(a * b + d)`` in the chain's format (float64
+    operands exactly in it, float64 result).  A NaN result carries the NaN
+    :func:`~workbench.engine.nans.fma_nan` picks (MMA-Sim's ``std::fma``)."""
+    x = np.float64(a)
+    y = np.float64(b)
+    z = np.float64(d)
+    if how == FMA_FP64:
+        r = _fma(x, y, z)
+    elif how == FMA_FP32:
+        r = np.float64(_fma(np.float32(x), np.float32(y), np.float32(z)))
+    else:
+        r = exact_add(x * y, z, p, emin, emax, RNE, False)   # x * y exact: 2p <= 53 bits
+    if r != r:
+        r = fma_nan(x, y, z)
+        if how == FMA_FP32:
+            r = np.float64(np.float32(r))
+    return r
 
 
 @numba.njit(cache=True, parallel=True)
-def fma_gemm(A, BT, acc, single):
-    """Chain of FMAs over k for every output (Xie et al. Algorithm 4).  A NaN result
-    carries the NaN :func:`~workbench.engine.nans.fma_nan` picks (MMA-Sim's
-    ``std::fma``); NaN passes through the rest of the chain unchanged."""
-    M, K = A.shape
-    N = BT.shape[0]
+def copy_exact(x, out):
+    """``out[:, :C] <- x`` (float64 (R, C) into float64 or float32 ``out`` (R, C') with
+    C' >= C, the columns beyond C set to zero) in one compiled pass; returns the
+    C-order index of the first value of ``x`` the cast changes (NaN is kept), or -1."""
+    R, C = x.shape
+    first = np.full(R, -1, dtype=np.int64)
+    for i in numba.prange(R):
+        for k in range(C):
+            v = x[i, k]
+            out[i, k] = v
+            if first[i] < 0 and not (float(out[i, k]) == v or v != v):
+                first[i] = np.int64(i) * C + k
+        for k in range(C, out.shape[1]):
+            out[i, k] = 0
+    for i in range(R):
+        if first[i] >= 0:
+            return first[i]
+    return np.int64(-1)
+
+
+@numba.njit(cache=True)
+def fma_chain(A, B, i, j, d, how, p, emin, emax):
+    """The FMA chain of output (i, j) from ``d``: row i of ``A`` (M, K), column j of
+    ``B`` (K, N) (any layout), k in order (Xie et al. Algorithm 4)."""
+    for k in range(A.shape[1]):
+        d = fma_step(A[i, k], B[k, j], d, how, p, emin, emax)
+    return d
+
+
+@numba.njit(cache=True, parallel=True)
+def fma_gemm(A, B, acc, how, p, emin, emax):
+    """Chain of FMAs over k for every output (Xie et al. Algorithm 4), one output
+    at a time: ``A`` (M, K), ``B`` (K, N) in any layout (the transpose of a C-ordered
+    B^T walks each chain contiguously), ``acc`` (M, N) float64, C on entry.  NaN
+    passes through the rest of a chain unchanged."""
+    M = A.shape[0]
+    N = acc.shape[1]
     for t in numba.prange(M * N):
         i = t // N
         j = t - i * N
-        d = acc[i, j]
-        if single:
-            d32 = np.float32(d)
-            for k in range(K):
-                r = _fma32(np.float32(A[i, k]), np.float32(BT[j, k]), d32)
-                if r != r:
-                    r = np.float32(fma_nan(A[i, k], BT[j, k], float(d32)))
-                d32 = r
-            acc[i, j] = float(d32)
+        acc[i, j] = fma_chain(A, B, i, j, acc[i, j], how, p, emin, emax)
+
+
+@numba.njit(cache=True, inline="always")
+def _fma_tile(A, B, T, i0, ti, j0, nv):
+    """``T[r, u] <- fma(A[i0 + r, k], B[k, j0 + u], T[r, u])`` for k = 0 .. K-1 in
+    order: the chains of a tile of outputs side by side, the loop over columns
+    innermost (one vector instruction per 4 or 8 lanes of B's row k).  Register
+    blocking: four steps of k are chained in registers between a load and a store
+    of ``T``, for two rows at once, so that each vector of B serves both rows (the
+    load and store ports, not the FMA units, bound one step per load and store)."""
+    K = A.shape[1]
+    uj0 = np.uint64(j0)
+    unv = np.uint64(nv)
+    K4 = K - K % 4
+    t2 = ti - ti % 2
+    for k in range(0, K4, 4):
+        k0 = np.uint64(k)
+        k1 = k0 + np.uint64(1)
+        k2 = k0 + np.uint64(2)
+        k3 = k0 + np.uint64(3)
+        for r in range(0, t2, 2):
+            a0 = A[i0 + r, k0]
+            a1 = A[i0 + r, k1]
+            a2 = A[i0 + r, k2]
+            a3 = A[i0 + r, k3]
+            c0 = A[i0 + r + 1, k0]
+            c1 = A[i0 + r + 1, k1]
+            c2 = A[i0 + r + 1, k2]
+            c3 = A[i0 + r + 1, k3]
+            for u in range(unv):
+                j = uj0 + u
+                b0 = B[k0, j]
+                b1 = B[k1, j]
+                b2 = B[k2, j]
+                b3 = B[k3, j]
+                T[r, u] = _fma(a3, b3, _fma(a2, b2, _fma(a1, b1, _fma(a0, b0, T[r, u]))))
+                T[r + 1, u] = _fma(c3, b3, _fma(c2, b2, _fma(c1, b1, _fma(c0, b0, T[r + 1, u]))))
+        for r in range(t2, ti):
+            a0 = A[i0 + r, k0]
+            a1 = A[i0 + r, k1]
+            a2 = A[i0 + r, k2]
+            a3 = A[i0 + r, k3]
+            for u in range(unv):
+                j = uj0 + u
+                T[r, u] = _fma(a3, B[k3, j], _fma(a2, B[k2, j], _fma(a1, B[k1, j], _fma(a0, B[k0, j], T[r, u]))))
+    for k in range(K4, K):
+        uk = np.uint64(k)
+        for r in range(ti):
+            a = A[i0 + r, uk]
+            for u in range(unv):
+                T[r, u] = _fma(a, B[uk, uj0 + u], T[r, u])
+
+
+@numba.njit(cache=True, parallel=True)
+def fma_gemm_lanes(A, B, acc, how, TI, TJ):
+    """:func:`fma_gemm` for binary64 or binary32 chains (``A`` and ``B`` float64 or
+    float32), the outputs of a tile of TI rows x TJ columns computed side by side,
+    each chain still one FMA per k in order: the same bits, many times faster.
+
+    ``B`` (K, Np) C-ordered with Np a multiple of :data:`LANE_PAD` (zero columns
+    beyond N: computed, never written).  Outputs whose chain ends in NaN are
+    recomputed by :func:`fma_chain`, which picks MMA-Sim's NaN (the vector FMA's
+    NaN is the processor's)."""
+    M = A.shape[0]
+    N = acc.shape[1]
+    Np = B.shape[1]
+    TJ = (TJ + LANE_PAD - 1) // LANE_PAD * LANE_PAD
+    n_it = (M + TI - 1) // TI
+    n_jt = (N + TJ - 1) // TJ
+    for t in numba.prange(n_it * n_jt):
+        i0, ti, j0, nl, nv = lane_tile(t, n_jt, TI, TJ, M, N, Np)
+        T = np.zeros((ti, nv), dtype=A.dtype)
+        for r in range(ti):
+            for u in range(nl):
+                T[r, u] = acc[i0 + r, j0 + u]
+        _fma_tile(A, B, T, i0, ti, j0, nv)
+        for r in range(ti):
+            for u in range(nl):
+                v = float(T[r, u])
+                if v != v:
+                    v = fma_chain(A, B, i0 + r, j0 + u, acc[i0 + r, j0 + u], how, 0, 0, 0)
+                acc[i0 + r, j0 + u] = v
+
+
+#: Rows of one task of :func:`fma_rows` (its vector lanes), and elements of K it
+#: transposes into a buffer at a time.
+_FMA_ROWS = 64
+_FMA_ROWS_KC = 64
+
+
+@numba.njit(cache=True)
+def _fma_rows_task(a, b, acc, r0, nr, T):
+    """Rows ``r0 .. r0+nr-1`` of :func:`fma_rows` side by side in ``T`` (float64 or
+    float32, length :data:`_FMA_ROWS`): chunks of a and b are transposed into
+    buffers so that one step of every chain is one vector FMA over the rows."""
+    K = a.shape[1]
+    R = T.shape[0]
+    ta = np.zeros((_FMA_ROWS_KC, R), dtype=T.dtype)
+    tb = np.zeros((_FMA_ROWS_KC, R), dtype=T.dtype)
+    for u in range(nr):
+        T[u] = acc[r0 + u]
+    for k0 in range(0, K, _FMA_ROWS_KC):
+        kc = min(K, k0 + _FMA_ROWS_KC) - k0
+        for u in range(nr):
+            for kk in range(kc):
+                ta[kk, u] = a[r0 + u, k0 + kk]
+                tb[kk, u] = b[r0 + u, k0 + kk]
+        for kk in range(kc):
+            for u in range(R):
+                T[u] = _fma(ta[kk, u], tb[kk, u], T[u])
+
+
+@numba.njit(cache=True, parallel=True)
+def fma_rows(a, b, acc, how, p, emin, emax):
+    """Batched FMA chains: ``acc[r] <- chain(a[r, :], b[r, :], acc[r])`` for float64
+    ``a``, ``b`` (n, K) exactly in the chain's format (:func:`fma_code`), k in order.
+    Binary64/binary32 chains run :data:`_FMA_ROWS` rows side by side
+    (:func:`_fma_rows_task`); rows ending in NaN are recomputed by :func:`fma_chain`
+    (MMA-Sim's NaN)."""
+    n, K = a.shape
+    for t in numba.prange((n + _FMA_ROWS - 1) // _FMA_ROWS):
+        r0 = t * _FMA_ROWS
+        nr = min(n, r0 + _FMA_ROWS) - r0
+        if how == FMA_ROUNDED:
+            for r in range(r0, r0 + nr):
+                acc[r] = fma_chain(a, b.T, r, r, acc[r], how, p, emin, emax)
+            continue
+        T = np.zeros(_FMA_ROWS)
+        if how == FMA_FP64:
+            _fma_rows_task(a, b, acc, r0, nr, T)
         else:
-            for k in range(K):
-                r = _fma64(A[i, k], BT[j, k], d)
-                if r != r:
-                    r = fma_nan(A[i, k], BT[j, k], d)
-                d = r
-            acc[i, j] = d
+            T32 = np.zeros(_FMA_ROWS, dtype=np.float32)
+            _fma_rows_task(a, b, acc, r0, nr, T32)
+            for u in range(nr):
+                T[u] = float(T32[u])
+        for u in range(nr):
+            v = T[u]
+            if v != v:
+                v = fma_chain(a, b.T, r0 + u, r0 + u, acc[r0 + u], how, p, emin, emax)
+            acc[r0 + u] = v
 
 
 @numba.njit(cache=True, parallel=True)
@@ -710,6 +885,27 @@ def add_late(D, C, p, emin, emax, mode, flush):
         i = t // N
         j = t - i * N
         D[i, j] = exact_add(D[i, j], C[i, j], p, emin, emax, mode, flush)
+
+
+@numba.njit(cache=True, parallel=True)
+def add_scale_exponents(s, e, log2_scale, kb, k_first, rows, cols):
+    """Decomposed operands of ST-FDPA (Xie et al. 2025 Algorithm 8): copies of ``s, e``
+    (2-D, indexed ``[k, j]`` when ``k_first``, else ``[i, k]``) whose elements
+    ``[:rows, :cols]`` carry the exponent ``log2_scale`` of their block of ``kb``
+    elements (an E8M0 scale: a power of two, laid out as ``s`` with k // kb for k);
+    a NaN scale makes its elements NaN (significand SIG_NAN, exponent SPECIAL), and
+    Inf/NaN elements keep their exponent.  One compiled pass, layout kept."""
+    s2 = s.copy()
+    e2 = e.copy()
+    for x in numba.prange(rows):
+        for y in range(cols):
+            v = log2_scale[x // kb, y] if k_first else log2_scale[x, y // kb]
+            if v != v:
+                s2[x, y] = SIG_NAN
+                e2[x, y] = SPECIAL
+            elif e2[x, y] < SPECIAL:
+                e2[x, y] += np.int32(v)
+    return s2, e2
 
 
 def output_tiles(M: int, N: int, nthreads: int) -> tuple[int, int]:
@@ -757,6 +953,6 @@ def lane_operands(sa: np.ndarray, ea: np.ndarray, sb: np.ndarray, eb: np.ndarray
 
 __all__ = [
     "tfdpa_gemm", "tfdpa_gemm_lanes", "tfdpa_step", "lane_operands", "output_tiles", "lane_tile", "lanes_from_c",
-    "lane_value", "fma_gemm", "fma64", "fma32", "exact_add", "pack_tfdpa",
-    "bit_length", "round_double",
+    "lane_value", "fma_gemm", "fma_gemm_lanes", "fma_chain", "fma_step", "fma_code", "fma_rows", "copy_exact", "exact_add", "pack_tfdpa",
+    "bit_length", "round_double", "add_scale_exponents",
 ]

@@ -1,20 +1,26 @@
 """FMA chain: one IEEE fused multiply-add per product (Xie et al. 2025 Algorithm 4).
 
 Each step computes RNE(a_k * b_k + d) in the output format, which is also the input
-format (fp32 or fp64), so K is consumed one product at a time.  A late c
+format (fp32 or fp64 on every preset; a narrower custom format rounds each step's
+exact a_k * b_k + d to it), so K is consumed one product at a time.  A late c
 (``c_position="late"``) starts the chain from 0 and adds c once at the end with
 ``late_rounding``.  NaN results carry an operand's payload (MMA-Sim 2.1.1,
-:mod:`workbench.engine.nans`).  Kernels: :func:`~workbench.engine.kernels.fma_gemm`
-and :func:`~workbench.engine.kernels.add_late`; scalar path:
-:func:`~workbench.engine.kernels.fma32` / :func:`~workbench.engine.kernels.fma64`.
+:mod:`workbench.engine.nans`).  Kernels: :func:`~workbench.engine.kernels.fma_gemm_lanes`
+(binary64/binary32 chains, outputs side by side in vector lanes),
+:func:`~workbench.engine.kernels.fma_gemm` (one output at a time: the narrower
+formats), :func:`~workbench.engine.kernels.fma_rows` (``dots``) and
+:func:`~workbench.engine.kernels.add_late`; one step:
+:func:`~workbench.engine.kernels.fma_step`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numba
 import numpy as np
 
+from ... import formats as _formats
 from .. import kernels as _k
 from .. import ops as _ops
 from ..explain import Block, fma_block
@@ -47,9 +53,12 @@ class FMAChain(Operation):
     params = FMAParams
     propagates_nan = True
 
+    has_row_kernel = True
+
     def check_formats(self, model: "Model") -> None:
         if model.in_fmt.name != model.out_fmt.name:
             raise ValueError("kind='fma' computes in one format: in_format must equal out_format")
+        _k.fma_code(model.out_fmt)
 
     def block_size(self, model: "Model") -> int:
         return 1
@@ -57,20 +66,51 @@ class FMAChain(Operation):
     def late_c(self, model: "Model") -> bool:
         return model.c_position == "late"
 
+    def prepare(self, model: "Model", A: np.ndarray, B: np.ndarray) -> Operands:
+        """A and B checked against the input format; A (M, K) and B in the lane
+        kernel's layout, C-ordered (K, Np) with zero columns padding N to a multiple of
+        :data:`~workbench.engine.kernels.LANE_PAD`, float32 for fp32 chains and float64
+        otherwise.  ``Operands.BT`` is the (Np, K) transpose of that B.  For fp64 and
+        fp32 the check is the copy itself (:func:`~workbench.engine.kernels.copy_exact`:
+        binary64 holds every float64, binary32 the values its cast keeps); other
+        formats, and values that fail, go through
+        :func:`workbench.formats.check_representable`, whose ValueError names the
+        first value that is not representable."""
+        fmt = model.in_fmt
+        (M, K), N = A.shape, B.shape[1]
+        dtype = np.float32 if fmt.name == "fp32" else np.float64
+        Al = np.empty((M, K), dtype=dtype)
+        Bl = np.empty((K, -(-N // _k.LANE_PAD) * _k.LANE_PAD), dtype=dtype)
+        for x, xl, name in ((A, Al, "A"), (B, Bl, "B")):
+            if _k.copy_exact(np.ascontiguousarray(x), xl) >= 0 or fmt.name not in ("fp32", "fp64"):
+                xl[:, :x.shape[1]] = _formats.check_representable(x, fmt, name)   # raises for fp32/fp64
+        return Operands(M, K, N, Al, Bl.T, None, None, None, None)
+
     def run(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
             promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
         if accumulation != "chain":
             raise ValueError("an FMA chain has no blocks to accumulate outside; use accumulation='chain'")
         self.check_run(accumulation, promote_every, scale_a, scale_b)
+        assert ops.A is not None and ops.BT is not None
         out = model.out_fmt
-        if model.c_position == "early":
-            _k.fma_gemm(np.ascontiguousarray(ops.A), ops.BT, acc, out.name == "fp32")
-            return acc
         # c late: the chain starts from 0 and c is added once at the end, rounded on its own
-        d = np.zeros_like(acc)
-        _k.fma_gemm(np.ascontiguousarray(ops.A), ops.BT, d, out.name == "fp32")
-        _k.add_late(d, acc, out.p, out.emin, out.emax, _ops.MODE_CODES[model.late_rounding],
-                    model.flush_output_subnormals)
+        d = acc if model.c_position == "early" else np.zeros_like(acc)
+        _fma_chains(model, ops.A, ops.BT.T, d)
+        if model.c_position == "late":
+            _k.add_late(d, acc, out.p, out.emin, out.emax, _ops.MODE_CODES[model.late_rounding],
+                        model.flush_output_subnormals)
+        return d
+
+    def dots(self, model: "Model", a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
+        """Batched dot products on the row kernel (:func:`workbench.engine.core.dots`):
+        ``acc[r] <- chain(a[r, :], b[r, :], acc[r])``, c early or late as :meth:`run`."""
+        how, p, emin, emax = _k.fma_code(model.out_fmt)
+        d = acc if model.c_position == "early" else np.zeros_like(acc)
+        _k.fma_rows(a, b, d, how, p, emin, emax)
+        if model.c_position == "late":
+            out = model.out_fmt
+            _k.add_late(d.reshape(-1, 1), acc.reshape(-1, 1), out.p, out.emin, out.emax,
+                        _ops.MODE_CODES[model.late_rounding], model.flush_output_subnormals)
         return d
 
     def explain_block(self, index: int, start: int, K: int, a: np.ndarray, b: np.ndarray, d: float,
@@ -83,6 +123,17 @@ class FMAChain(Operation):
     def bound_shape(self, model: "Model") -> BoundShape:
         # each step rounds once; its mode is not a model parameter, so take the looser RZ
         return BoundShape(1, None, "rz")
+
+
+def _fma_chains(model: "Model", A: np.ndarray, B: np.ndarray, acc: np.ndarray) -> None:
+    """``acc <- chain(A, B, acc)`` for A (M, K) and B (K, Np) from :meth:`FMAChain.prepare`:
+    the lane kernel for binary64/binary32 chains, the one-output kernel otherwise."""
+    how, p, emin, emax = _k.fma_code(model.out_fmt)
+    if how == _k.FMA_ROUNDED:
+        _k.fma_gemm(A, B, acc, how, p, emin, emax)
+        return
+    TI, TJ = _k.output_tiles(acc.shape[0], acc.shape[1], numba.get_num_threads())
+    _k.fma_gemm_lanes(A, B, acc, how, TI, TJ)
 
 
 FMA_OPERATION = register(FMAChain())

@@ -7,7 +7,8 @@ instructions (Xie et al. 2025 Algorithms 8-9, Table 5).
 * GST-FDPA (Algorithm 9, NVFP4/MXFP4 k64): each group of G products is summed
   exactly, times the two scales' significands at the scales' exponent, and the L/G
   group terms and c form a truncated fused sum
-  (:func:`~workbench.engine.gst.gst_gemm`, scalar path
+  (:func:`~workbench.engine.gst.gst_gemm_lanes`, outputs side by side; one output
+  at a time :func:`~workbench.engine.gst.gst_gemm`, one block
   :func:`~workbench.engine.gst.gst_step`).
 
 A NaN scale factor makes every product of its block NaN (Xie Section 4.2).
@@ -24,10 +25,10 @@ from .. import gst as _gst
 from .. import kernels as _k
 from ..explain import Block, gst_block, st_block
 from ..layout import ACC_MODES, P_ACCMODE
-from ..operands import Operands, padded_decomposed
+from ..operands import Operands, decompose_checked, threads_for
 from ..operation import ErrorTerm, Operation, register
 from ..checks import check_block, check_format, check_fused_window
-from .tfdpa import TFDPAParams, fused_sum_terms, kernel_params, run_tfdpa
+from .tfdpa import TFDPA_OPERATION, TFDPAParams, fused_sum_terms, kernel_params, run_tfdpa
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -91,34 +92,36 @@ class STFDPA(Operation):
     has_zero_exponent = True
     accumulations = ("chain", "outside")
 
+    def prepare(self, model: "Model", A: np.ndarray, B: np.ndarray) -> Operands:
+        """A and B decomposed as T-FDPA's (:meth:`TFDPA.prepare
+        <workbench.engine.operations.tfdpa.TFDPA.prepare>`: one compiled pass that
+        checks them); ``run`` adds the scales' exponents."""
+        return TFDPA_OPERATION.prepare(model, A, B)
+
     def run(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
             promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
         if accumulation not in self.accumulations:
             raise ValueError(f"accumulation={accumulation!r} is not available for scaled models")
         self.check_run(accumulation, promote_every, scale_a, scale_b)
-        assert scale_a is not None and scale_b is not None and ops.A is not None and ops.BT is not None
-        A, BT = ops.A, ops.BT
-        M, K = A.shape
-        N = BT.shape[0]
-        cols = np.arange(K) // cast(int, model.k_block)  # STFDPAParams checked it
-        ex_a = np.log2(scale_a)[:, cols]            # powers of two (E8M0): exact
-        ex_b = np.log2(scale_b.T)[:, cols]
-        nan_a = np.isnan(ex_a)
-        nan_b = np.isnan(ex_b)
-        _, _, sa, ea, sb, eb = padded_decomposed(model, A, BT, model.L)
-        ea[:, :K] += np.where(nan_a, 0, ex_a).astype(np.int32) * (ea[:, :K] < (1 << 24))
-        eb[:, :K] += np.where(nan_b, 0, ex_b).astype(np.int32) * (eb[:, :K] < (1 << 24))
+        assert scale_a is not None and scale_b is not None
+        sa, ea, sb, eb = cast("tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]", (ops.sa, ops.ea, ops.sb, ops.eb))
+        K, N = ops.K, ops.N
+        kb = cast(int, model.k_block)  # STFDPAParams checked it
+        log2_a = np.log2(scale_a)              # powers of two (E8M0): exact; NaN stays NaN
+        log2_b = np.log2(scale_b)
+        # the prepared operands stay as they are: the scaled ones are copies (in their layout)
+        if sb.flags.f_contiguous and not sb.flags.c_contiguous:   # B^T's transposed view
+            sbT, ebT = _k.add_scale_exponents(sb.T, eb.T, np.ascontiguousarray(log2_b.T), kb, False, N, K)
+            sb, eb = sbT.T, ebT.T
+        else:
+            sb, eb = _k.add_scale_exponents(sb, eb, log2_b, kb, True, K, N)
+        sa, ea = _k.add_scale_exponents(sa, ea, log2_a, kb, False, ops.M, K)
         # a NaN scale makes every product of its block NaN (Xie Section 4.2)
-        for s, e, nmask in ((sa, ea, nan_a), (sb, eb, nan_b)):
-            if nmask.any():
-                sub_s = s[:, :K]
-                sub_e = e[:, :K]
-                sub_s[nmask] = 2
-                sub_e[nmask] = 1 << 24
+        special = ops.special or bool(np.isnan(log2_a).any() or np.isnan(log2_b).any())
         params = kernel_params(model)
         params[P_ACCMODE] = ACC_MODES[accumulation]
-        prm = _k.pack_tfdpa(params, M, N, numba.get_num_threads())
-        run_tfdpa(model, sa, ea, sb.T, eb.T, acc, prm)
+        prm = _k.pack_tfdpa(params, ops.M, N, numba.get_num_threads())
+        run_tfdpa(model, sa, ea, sb, eb, acc, prm, special)
         return acc
 
     def explain_block(self, index: int, start: int, K: int, a: np.ndarray, b: np.ndarray, d: float,
@@ -138,12 +141,23 @@ class GSTFDPA(Operation):
     scaled = True
     has_zero_exponent = True
 
+    def prepare(self, model: "Model", A: np.ndarray, B: np.ndarray) -> Operands:
+        """A and B checked and decomposed in one compiled pass, K zero-padded to whole
+        blocks of L, B in the lane kernel's (K, N) layout (:class:`Operands`)."""
+        M, K = A.shape
+        Kp = K + (-K) % model.L if K else model.L
+        with threads_for(A.size + B.size):
+            sa, ea, sb, eb, special = decompose_checked(A, B, model.in_fmt, model.flush_subnormals, Kp, False)
+        return Operands(M, K, B.shape[1], None, None, sa, ea, sb, eb, special)
+
     def run(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
             promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
         if accumulation != "chain":
             raise ValueError(f"accumulation={accumulation!r}: GST-FDPA models support accumulation='chain' only")
         self.check_run(accumulation, promote_every, scale_a, scale_b)
-        return _gst.run_gst(model, ops.A, ops.BT, acc, scale_a, scale_b)
+        assert scale_a is not None and scale_b is not None
+        sa, ea, sb, eb = cast("tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]", (ops.sa, ops.ea, ops.sb, ops.eb))
+        return _gst.run_gst(model, sa, ea, sb, eb, acc, scale_a, scale_b, ops.special)
 
     def explain_block(self, index: int, start: int, K: int, a: np.ndarray, b: np.ndarray, d: float,
                       model: "Model", scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> Block:

@@ -1,0 +1,158 @@
+"""The block-scaled operations' fast paths against their one-output kernels.
+
+* GST-FDPA (Xie et al. 2025 Algorithm 9): ``gst_gemm_lanes`` (outputs side by side)
+  must give the bits of ``gst_gemm`` (one output at a time, every special case) for
+  every GST-FDPA preset and custom models with fp6/fp8 inputs.
+* ST-FDPA (Algorithm 8): ``workbench.gemm`` (operands decomposed once, scale
+  exponents added in one compiled pass) must give the bits of the one-output T-FDPA
+  kernel run on operands scaled here with numpy.
+
+Shapes with M and N not multiples of the lane width and K not a multiple of the
+block; values: normal, wide-ranged scales, subnormals, zeros, and Inf/NaN where the
+formats have them (C, scales, fp8 operands) - overflowing chains included.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import workbench as wb
+from workbench import catalogue
+from workbench.engine import core, gst
+from workbench.engine import kernels as K
+from workbench.engine.operations.tfdpa import kernel_params
+
+GST_MODELS = [r for r in catalogue.records() if r.kind == "gst-fdpa"] + [
+    wb.custom_model("fp6_e2m3", "fp32", kind="gst-fdpa", L=32, F=30, G=8, k_block=16, scale_format="ue4m3",
+                    rounding="rne", zero_exponent=-139),
+    wb.custom_model("fp8_e4m3", "fp32", kind="gst-fdpa", L=64, F=25, G=16, k_block=32, scale_format="e8m0",
+                    rounding="rz"),
+]
+ST_MODELS = [r for r in catalogue.records() if r.kind == "st-fdpa"]
+KINDS = ["normal", "wide", "subnormal", "special"]
+
+
+def _grid(fmt: str) -> np.ndarray:
+    """Every finite value of a narrow format (its binades' grids, filtered by the format)."""
+    f = wb.formats.format(fmt)
+    steps = np.arange(1 << f.man_bits) / (1 << f.man_bits)
+    mags = np.concatenate([[0.0], steps * 2.0 ** f.emin, *[(1 + steps) * 2.0 ** e for e in range(f.emin, f.emax + 1)]])
+    x = np.unique(np.concatenate([mags, -mags]))
+    return x[wb.formats.is_representable(x, fmt) & np.isfinite(x)]
+
+
+def _operands(fmt: str, kind: str, shape: tuple[int, int], rng: np.random.Generator) -> np.ndarray:
+    f = wb.formats.format(fmt)
+    vals = _grid(fmt)
+    x = rng.choice(vals, shape)
+    if kind == "subnormal":
+        tiny = vals[np.abs(vals) < 2.0 ** f.emin]
+        x = np.where(rng.random(shape) < 0.5, rng.choice(tiny, shape), x)
+    if kind == "special" and f.has_nan:
+        x = np.where(rng.random(shape) < 0.03, np.nan, x)
+    if kind == "special" and f.has_inf:
+        x = np.where(rng.random(shape) < 0.03, np.inf * np.sign(rng.random(shape) - 0.5), x)
+    return x
+
+
+def _scales(fmt: str, kind: str, shape: tuple[int, int], rng: np.random.Generator) -> np.ndarray:
+    vals = _grid(fmt)
+    if kind != "wide":
+        vals = vals[(vals >= 2.0 ** -4) & (vals <= 2.0 ** 4)]
+    x = rng.choice(vals, shape)
+    if kind == "special":
+        x = np.where(rng.random(shape) < 0.02, np.nan, x)
+    return x
+
+
+def _accumulator(kind: str, shape: tuple[int, int], rng: np.random.Generator) -> np.ndarray:
+    c = rng.standard_normal(shape) * 2.0 ** rng.integers(-10, 10, shape)
+    if kind == "wide":
+        c = c * 2.0 ** rng.integers(-140, 127, shape)
+    if kind == "subnormal":
+        c = c * 2.0 ** -130
+    if kind == "special":
+        pick = rng.random(shape)
+        c = np.where(pick < 0.03, np.nan, np.where(pick < 0.06, -np.inf, np.where(pick < 0.1, 3.0e38, c)))
+    return wb.round(c, "fp32", "rne").astype(np.float64)
+
+
+def _bits(x: np.ndarray) -> np.ndarray:
+    return np.asarray(x, dtype=np.float64).view(np.uint64)
+
+
+def _same(x: np.ndarray, y: np.ndarray) -> bool:
+    """Equal bits, NaN for NaN (gemm encodes NaN canonically)."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    nan = np.isnan(x)
+    return bool((nan == np.isnan(y)).all() and (_bits(x)[~nan] == _bits(y)[~nan]).all())
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(model=st.sampled_from(GST_MODELS), M=st.integers(1, 13), N=st.integers(4, 21), Kdim=st.integers(0, 200),
+       kind=st.sampled_from(KINDS), seed=st.integers(0, 2 ** 32 - 1))
+def test_gst_lanes_equal_one_output_kernel(model, M, N, Kdim, kind, seed):
+    rng = np.random.default_rng(seed)
+    nb = -(-Kdim // model.k_block)
+    A = _operands(model.in_format, kind, (M, Kdim), rng)
+    B = _operands(model.in_format, kind, (Kdim, N), rng)
+    sa = _scales(model.scale_format, kind, (M, nb), rng)
+    sb = _scales(model.scale_format, kind, (nb, N), rng)
+    C = _accumulator(kind, (M, N), rng)
+    ops = core.prepare(model, A, B)
+    want = C.copy()
+    gst.run_gst(model, ops.sa, ops.ea, ops.sb, ops.eb, want, sa, sb, True, lanes=False)
+    got = C.copy()
+    gst.run_gst(model, ops.sa, ops.ea, ops.sb, ops.eb, got, sa, sb, ops.special, lanes=True)
+    assert (_bits(got) == _bits(want)).all()
+    # and what gemm returns (fp32, canonical NaN) is that result
+    D = wb.gemm(A, B, C, model=model, scale_a=sa, scale_b=sb)
+    assert _same(D, want.astype(np.float32))
+
+
+def _st_one_output(model, A: np.ndarray, B: np.ndarray, C: np.ndarray, sa: np.ndarray, sb: np.ndarray) -> np.ndarray:
+    """ST-FDPA on the one-output T-FDPA kernel, the scales' exponents added with numpy:
+    a NaN scale makes its block's elements NaN, Inf/NaN elements keep their exponent."""
+    M, Kdim = A.shape
+    N = B.shape[1]
+    Kp = Kdim + (-Kdim) % model.L if Kdim else model.L
+    Ap = np.zeros((M, Kp))
+    BTp = np.zeros((N, Kp))
+    Ap[:, :Kdim] = A
+    BTp[:, :Kdim] = B.T
+    f = model.in_fmt
+    s_a, e_a = core.decompose(Ap, f.man_bits, f.emin, model.flush_subnormals)
+    s_b, e_b = core.decompose(BTp, f.man_bits, f.emin, model.flush_subnormals)
+    cols = np.arange(Kdim) // model.k_block
+    for s, e, lg in ((s_a, e_a, np.log2(sa)[:, cols]), (s_b, e_b, np.log2(sb.T)[:, cols])):
+        nan = np.isnan(lg)
+        sub_e = e[:, :Kdim]
+        sub_s = s[:, :Kdim]
+        sub_e += np.where(nan | (sub_e >= 1 << 24), 0, np.nan_to_num(lg)).astype(np.int32)
+        sub_s[nan] = 2
+        sub_e[nan] = 1 << 24
+    prm = K.pack_tfdpa(kernel_params(model), M, N, numba.get_num_threads())
+    acc = C.copy()
+    K.tfdpa_gemm(s_a, e_a, s_b.T, e_b.T, acc, prm)
+    return acc
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(model=st.sampled_from(ST_MODELS), M=st.integers(1, 13), N=st.integers(1, 21), Kdim=st.integers(0, 100),
+       kind=st.sampled_from(KINDS), seed=st.integers(0, 2 ** 32 - 1))
+def test_st_gemm_equals_one_output_kernel(model, M, N, Kdim, kind, seed):
+    rng = np.random.default_rng(seed)
+    nb = -(-Kdim // model.k_block)
+    A = _operands(model.in_format, kind, (M, Kdim), rng)
+    B = _operands(model.in_format, kind, (Kdim, N), rng)
+    sa = _scales(model.scale_format, kind, (M, nb), rng)
+    sb = _scales(model.scale_format, kind, (nb, N), rng)
+    C = _accumulator(kind, (M, N), rng)
+    want = _st_one_output(model, A, B, C, sa, sb).astype(np.float32)
+    assert _same(wb.gemm(A, B, C, model=model, scale_a=sa, scale_b=sb), want)
+    ops = core.prepare(model, A, B)          # running twice leaves the prepared operands as they were
+    first = core.run_prepared(model, ops, C, scale_a=sa, scale_b=sb)
+    assert (_bits(core.run_prepared(model, ops, C, scale_a=sa, scale_b=sb)) == _bits(first)).all()

@@ -118,7 +118,7 @@ def test_kernels_lower_for_the_cuda_target_without_a_gpu(monkeypatch):
     kernels = {
         "tfdpa": (ck.tfdpa_kernel, (i32, i32, i32, i32, f64, types.Array(types.int64, 1, "C"), types.boolean),
                   {"llvm.ctlz.i64", "__nv_ldexp", "__nv_frexp"}),
-        "fma": (ck.fma_kernel, (f64, f64, f64, types.boolean), {"llvm.fma.f64", "llvm.fma.f32"}),
+        "fma": (ck.fma_kernel, (f64, f64, f64) + (types.int64,) * 4, {"llvm.fma.f64", "llvm.fma.f32"}),
         "add_late": (ck.add_late_kernel, (f64, f64) + (types.int64,) * 4 + (types.boolean,), {"__nv_frexp"}),
     }
     for name, (kernel, argtypes, needed) in kernels.items():

@@ -26,7 +26,6 @@ from numba.cuda import config as cuda_config
 
 from . import kernels as _k
 from .layout import P_L
-from .nans import fma_nan
 
 #: Whether numba.cuda is the CUDA simulator (NUMBA_ENABLE_CUDASIM=1 when it was first imported).
 SIMULATED = bool(getattr(cuda_config, "ENABLE_CUDASIM"))
@@ -64,39 +63,18 @@ def tfdpa_kernel(sa, ea, sb, eb, acc, prm, fast):  # type: ignore[no-untyped-def
                                    _arr(prm), fast)[0]
 
 
-@numba.njit(cache=True)
-def fma_chain(A, B, i, j, d, single):  # type: ignore[no-untyped-def]
-    """The FMA chain of output (i, j) from ``d`` (Xie et al. Algorithm 4): one IEEE FMA
-    per k in fp32 (``single``) or fp64, a NaN result carrying the NaN
-    :func:`~workbench.engine.nans.fma_nan` picks, as
-    :func:`workbench.engine.kernels.fma_gemm` computes it.  ``B`` is (K, N)."""
-    K = A.shape[1]
-    if single:
-        d32 = np.float32(d)
-        for k in range(K):
-            r = _k._fma32(np.float32(A[i, k]), np.float32(B[k, j]), d32)
-            if r != r:
-                r = np.float32(fma_nan(A[i, k], B[k, j], float(d32)))
-            d32 = r
-        return float(d32)
-    for k in range(K):
-        r = _k._fma64(A[i, k], B[k, j], d)
-        if r != r:
-            r = fma_nan(A[i, k], B[k, j], d)
-        d = r
-    return d
-
-
 @cuda.jit
-def fma_kernel(A, B, acc, single):  # type: ignore[no-untyped-def]
-    """One FMA chain per thread (:func:`fma_chain`), from C in ``acc``; A (M, K), B (K, N) float64."""
+def fma_kernel(A, B, acc, how, p, emin, emax):  # type: ignore[no-untyped-def]
+    """One FMA chain per thread (:func:`workbench.engine.kernels.fma_chain`, steps as
+    ``how, p, emin, emax`` say: :func:`workbench.engine.kernels.fma_code`), from C in
+    ``acc``; A (M, K), B (K, N') with N' >= N."""
     t = cuda.grid(1)
     M = acc.shape[0]
     N = acc.shape[1]
     if t < M * N:
         i = t // N
         j = t - i * N
-        acc[i, j] = fma_chain(_arr(A), _arr(B), i, j, acc[i, j], single)
+        acc[i, j] = _k.fma_chain(_arr(A), _arr(B), i, j, acc[i, j], how, p, emin, emax)
 
 
 @cuda.jit
@@ -117,4 +95,4 @@ def blocks(outputs: int) -> int:
     return max(1, -(-outputs // THREADS))
 
 
-__all__ = ["SIMULATED", "THREADS", "tfdpa_kernel", "fma_kernel", "fma_chain", "add_late_kernel", "blocks"]
+__all__ = ["SIMULATED", "THREADS", "tfdpa_kernel", "fma_kernel", "add_late_kernel", "blocks"]

@@ -122,14 +122,14 @@ def _run_fma(model: "Model", ops: Operands, acc: np.ndarray, accumulation: str, 
     A = cuda.to_device(np.ascontiguousarray(ops.A))
     B = cuda.to_device(np.ascontiguousarray(cast(np.ndarray, ops.BT).T))
     grid = ck.blocks(acc.size)
-    single = out.name == "fp32"
+    how, p, emin, emax = _k.fma_code(out)
     if model.c_position == "early":
         d_acc = cuda.to_device(acc)
-        ck.fma_kernel[grid, ck.THREADS](A, B, d_acc, single)
+        ck.fma_kernel[grid, ck.THREADS](A, B, d_acc, how, p, emin, emax)
         return np.asarray(d_acc.copy_to_host())
     # c late: the chain starts from 0 and c is added once at the end, rounded on its own
     d = cuda.to_device(np.zeros_like(acc))
-    ck.fma_kernel[grid, ck.THREADS](A, B, d, single)
+    ck.fma_kernel[grid, ck.THREADS](A, B, d, how, p, emin, emax)
     ck.add_late_kernel[grid, ck.THREADS](d, cuda.to_device(acc), out.p, out.emin, out.emax,
                                          MODE_CODES[model.late_rounding], model.flush_output_subnormals)
     return np.asarray(d.copy_to_host())

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import workbench as wb
@@ -90,8 +90,11 @@ shapes = st.tuples(st.integers(1, 9), st.integers(0, 37), st.integers(4, 21))
 @SETTINGS
 @given(m=st.sampled_from(EFDPA + EFDPA_CUSTOM), kind=st.sampled_from(KINDS), shape=shapes,
        seed=st.integers(0, 2**31), TI=st.integers(1, 4), TJ=st.sampled_from([8, 16, 24]), BC=st.integers(1, 4))
+@example(m=EFDPA_CUSTOM[2], kind="subnormal", shape=(2, 1, 12), seed=3, TI=1, TJ=8, BC=1)
 def test_efdpa_lanes_equal_the_one_output_kernel(m, kind, shape, seed, TI, TJ, BC):
-    """efdpa_gemm_lanes with any tiles and chunks of K gives amd_gemm's bits."""
+    """efdpa_gemm_lanes with any tiles and chunks of K gives amd_gemm's bits (the
+    example: a block left to the limbs that rounds up to -0, whose sign the lane
+    must keep)."""
     M, Kk, N = shape
     A, B, C = operands(m, kind, M, Kk, N, seed)
     q = amd.amd_params(m, amd.KIND_E)

@@ -619,7 +619,7 @@ def efdpa_gemm_lanes(A, BT, sa, ea, sb, eb, row_special, col_special, acc, q, TI
                                 rbad[u] = True
                             else:
                                 c_sig, c_exp = decompose_one(d, mc, eminc, False)
-                                rneg[u] = c_sig < 0
+                                rneg[u] = math.copysign(1.0, d) < 0       # a zero result keeps its sign
                                 rmag[u] = -c_sig if c_sig < 0 else c_sig
                                 rq[u] = c_exp - mc
         for ii in range(ti):

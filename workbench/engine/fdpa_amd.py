@@ -6,7 +6,9 @@ Xie et al. 2025 (MMA-Sim), Section 4.1.3:
   L exact products, summed exactly and rounded once (RNE-FP32 on CDNA1; the model's
   ``rounding`` in general).  The exact sum is kept in a fixed-point accumulator of
   30-bit limbs wide enough for every product and every ``c`` of the formats, so no
-  bit is ever lost before the single rounding.
+  bit is ever lost before the single rounding (:func:`efdpa_step`).  The lane kernel
+  :func:`efdpa_gemm_lanes` sums a block in one int64 instead wherever its terms fit
+  a 62-bit window (the common case), and uses the limbs for the blocks that do not.
 * **TR-FDPA** (Algorithm 10; CDNA3 tf32/bf16/fp16, Table 7: F = 24, F2 = 31,
   RNE-FP32): the L products (not c) are aligned at their largest exponent and
   truncated toward zero to F fractional bits (sign-magnitude ``RZ_F``, line 8) and

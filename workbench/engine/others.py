@@ -26,6 +26,9 @@ from .ops import check_decompose_bits
 _MIN_NORMAL32 = 2.0 ** -126
 _MIN_NORMAL32_F = np.float32(_MIN_NORMAL32)
 _ZERO_F = np.float32(0.0)
+_CHECK_CHUNK = 1 << 14          # values per task of the input check
+_ABS_MASK = (1 << 63) - 1
+_FRAC_MASK = (1 << 52) - 1
 
 
 @numba.njit(cache=True, inline="always")
@@ -127,11 +130,6 @@ def ftz_operand32(X, out, in_min_normal):
         else:
             for c in range(Co):
                 out[r, c] = _ZERO_F
-
-
-_CHECK_CHUNK = 1 << 14
-_ABS_MASK = (1 << 63) - 1
-_FRAC_MASK = (1 << 52) - 1
 
 
 @numba.njit(cache=True, parallel=True)

@@ -6,7 +6,9 @@ Xie et al. 2025 (MMA-Sim), Section 4.1.3:
   L exact products, summed exactly and rounded once (RNE-FP32 on CDNA1; the model's
   ``rounding`` in general).  The exact sum is kept in a fixed-point accumulator of
   30-bit limbs wide enough for every product and every ``c`` of the formats, so no
-  bit is ever lost before the single rounding.
+  bit is ever lost before the single rounding (:func:`efdpa_step`).  The lane kernel
+  :func:`efdpa_gemm_lanes` sums a block in one int64 instead wherever its terms fit
+  a 62-bit window (the common case), and uses the limbs for the blocks that do not.
 * **TR-FDPA** (Algorithm 10; CDNA3 tf32/bf16/fp16, Table 7: F = 24, F2 = 31,
   RNE-FP32): the L products (not c) are aligned at their largest exponent and
   truncated toward zero to F fractional bits (sign-magnitude ``RZ_F``, line 8) and
@@ -89,6 +91,7 @@ LIMB_BITS = 30
 _LIMB_MASK = (1 << LIMB_BITS) - 1
 
 KIND_E, KIND_TR, KIND_GTR = 0, 1, 2
+_NO_TERM = 1 << 30     # "no term yet" for the running minimum exponent
 
 
 # ------------------------------------------------------------------ helpers
@@ -506,6 +509,131 @@ def trfdpa_gemm_lanes(A, BT, sa, ea, sb, eb, row_special, col_special, acc, q, T
                     acc[i, j] = lane_value(neg[u], mag[u], qq[u])
 
 
+@numba.njit(cache=True, inline="always")
+def _lane_efdpa_block(sa, ea, sb, eb, i, j0, nv, k0, L, fp, window, neg, mag, qq, lo, hi, S):
+    """The exact sum of c and the products of the block at k0 (Xie Algorithm 6) for
+    outputs (i, j0 .. j0+nv-1) side by side, in int64: ``S[u] * 2**lo[u]``, exact
+    where ``hi[u] - lo[u] <= window`` (every term's bits lie in a window of that
+    many bits above ``lo``, the lowest bit of any term; ``hi`` bounds the terms'
+    leading bits).  Lanes where that fails keep a meaningless S for the caller to
+    redo with the limbs (:func:`efdpa_step`).  c is the lane state ``(-1)**neg * mag
+    * 2**qq``; zero terms take no part (a lane of zeros: ``lo > hi``, S = 0)."""
+    ul = np.uint64(nv)
+    uj0 = np.uint64(j0)
+    for u in range(ul):          # c's lowest and (exact) leading bit
+        m = mag[u]
+        lo[u] = qq[u] if m != 0 else _NO_TERM
+        hi[u] = bit_length(m) + qq[u] if m != 0 else NEG_BIG
+    for kk in range(L):          # the products' lowest bits and bounds on their leading bits
+        k = np.uint64(k0 + kk)
+        a_zero = sa[i, k] == 0
+        a_e = np.int64(ea[i, k]) - fp
+        for u in range(ul):
+            e = a_e + np.int64(eb[k, uj0 + u])
+            z = a_zero | (sb[k, uj0 + u] == 0)
+            lo[u] = min(lo[u], _NO_TERM if z else e)
+            hi[u] = max(hi[u], NEG_BIG if z else e + fp + 2)
+    for u in range(ul):          # c and every product at 2**lo: exact integers
+        sh = qq[u] - lo[u]
+        sh = sh if sh > 0 else 0
+        t = mag[u] << (sh if sh < 63 else 63)
+        S[u] = -t if neg[u] else t
+    for kk in range(L):
+        k = np.uint64(k0 + kk)
+        a_s = np.int64(sa[i, k])
+        a_e = np.int64(ea[i, k]) - fp
+        for u in range(ul):
+            sh = a_e + np.int64(eb[k, uj0 + u]) - lo[u]
+            sh = sh if sh > 0 else 0
+            S[u] += (a_s * np.int64(sb[k, uj0 + u])) << (sh if sh < 63 else 63)
+
+
+@numba.njit(cache=True, parallel=True)
+def efdpa_gemm_lanes(A, BT, sa, ea, sb, eb, row_special, col_special, acc, q, TI, TJ, BC):
+    """E-FDPA chains (Xie Algorithms 5-6) for tiles of TI x TJ outputs, the TJ outputs
+    of a row side by side (:func:`_lane_efdpa_block`, then :func:`round_int` on the
+    exact sum): the same bits as :func:`amd_gemm`.  A lane whose block does not fit
+    the int64 window (wide exponent spread between c and the products) has that
+    block computed by :func:`efdpa_step` with the limbs and goes on in its lane.
+    Outputs whose row of A or column of B holds Inf/NaN, whose C is Inf/NaN, or
+    whose chain reaches an infinity are recomputed by :func:`_amd_chain` (which
+    also chooses NaN payloads from ``A`` (M, K) and ``BT`` (N, K), any layout).
+    ``sb, eb`` C-ordered (Kp, Np), Np >= N a multiple of 8 (zero padding, computed
+    and never written); K is walked in chunks of BC blocks.  The result format must
+    fit in the output format (a block's result is exactly the next c)."""
+    M, Kp = sa.shape
+    N = acc.shape[1]
+    Np = sb.shape[1]
+    L = q[P_L]
+    fp = q[P_FP]
+    mc = q[P_MC]
+    eminc = q[P_EMINC]
+    mode = q[P_MODE]
+    pr = q[P_PRES]
+    eminr = q[P_EMINRES]
+    emaxr = q[P_EMAXRES]
+    flush = q[P_FLUSHOUT] != 0
+    window = 62 - bit_length(L)          # L + 1 terms below 2**window sum below 2**62
+    nblocks = Kp // L
+    n_it = (M + TI - 1) // TI
+    n_jt = (N + TJ - 1) // TJ
+    for t in numba.prange(n_it * n_jt):
+        i0, ti, j0, nl, nv = lane_tile(t, n_jt, TI, TJ, M, N, Np)
+        ul = np.uint64(nv)
+        neg = np.zeros((ti, nv), dtype=np.bool_)
+        mag = np.zeros((ti, nv), dtype=np.int64)
+        qq = np.zeros((ti, nv), dtype=np.int64)
+        bad = np.zeros((ti, nv), dtype=np.bool_)
+        lo = np.empty(nv, dtype=np.int64)
+        hi = np.empty(nv, dtype=np.int64)
+        S = np.empty(nv, dtype=np.int64)
+        wide = np.zeros(nv, dtype=np.bool_)
+        limbs = np.zeros(max(1, q[P_NLIMBS]), dtype=np.int64)
+        for ii in range(ti):
+            lanes_from_c(acc, i0 + ii, j0, nl, row_special, col_special, mc, eminc, neg[ii], mag[ii], qq[ii], bad[ii])
+        for b0 in range(0, nblocks, BC):
+            b1 = min(nblocks, b0 + BC)
+            for ii in range(ti):
+                i = i0 + ii
+                if row_special[i] != 0:
+                    continue
+                rneg, rmag, rq, rbad = neg[ii], mag[ii], qq[ii], bad[ii]
+                for blk in range(b0, b1):
+                    _lane_efdpa_block(sa, ea, sb, eb, i, j0, nv, blk * L, L, fp, window, rneg, rmag, rq, lo, hi, S)
+                    n_wide = 0
+                    for u in range(ul):
+                        fits = hi[u] - lo[u] <= window
+                        neg_r, keep, q_r, inf = round_int(S[u], lo[u] if lo[u] != _NO_TERM else 0, pr, eminr, emaxr,
+                                                          mode, flush)
+                        rneg[u] = neg_r if fits else rneg[u]
+                        rmag[u] = keep if fits else rmag[u]
+                        rq[u] = q_r if fits else rq[u]
+                        rbad[u] |= inf & fits
+                        wide[u] = not fits
+                        n_wide += 0 if fits else 1
+                    if n_wide == 0:
+                        continue
+                    for u in range(nl):          # the limbs, for the lanes the window did not hold
+                        if wide[u] and not rbad[u]:
+                            d = efdpa_step(A, BT, sa, ea, sb, eb, i, j0 + u, blk * L, lane_value(rneg[u], rmag[u], rq[u]),
+                                           q, limbs)
+                            if d != d or math.isinf(d):
+                                rbad[u] = True
+                            else:
+                                c_sig, c_exp = decompose_one(d, mc, eminc, False)
+                                rneg[u] = math.copysign(1.0, d) < 0       # a zero result keeps its sign
+                                rmag[u] = -c_sig if c_sig < 0 else c_sig
+                                rq[u] = c_exp - mc
+        for ii in range(ti):
+            i = i0 + ii
+            for u in range(nl):
+                j = j0 + u
+                if bad[ii, u]:
+                    acc[i, j] = _amd_chain(A, BT, sa, ea, sb, eb, i, j, acc[i, j], q, limbs)
+                else:
+                    acc[i, j] = lane_value(neg[ii, u], mag[ii, u], qq[ii, u])
+
+
 def amd_params(model, code: int) -> np.ndarray:
     """The int64 parameter vector of :func:`amd_gemm` for a model computing ``code``
     (:data:`KIND_E`, :data:`KIND_TR` or :data:`KIND_GTR`), validated."""
@@ -536,25 +664,53 @@ def amd_params(model, code: int) -> np.ndarray:
     return q
 
 
+def lanes_fit(model, N: int) -> bool:
+    """Whether the lane kernels compute this product: at least
+    :data:`~workbench.engine.kernels.LANES_MIN_N` columns and a result format that fits
+    in the output format (each block's result is exactly the next block's c)."""
+    res, out = model.res_fmt, model.out_fmt
+    return N >= _k.LANES_MIN_N and res.p <= out.p and res.emin >= out.emin
+
+
+def efdpa_lanes(model, A, BT, sa, ea, sb, eb, acc, special: bool = True):
+    """E-FDPA over whole matrices on :func:`efdpa_gemm_lanes`: ``A`` (M, K) and ``BT``
+    (N, K) float64 (any layout; read for NaN payloads only), ``sa, ea`` (M, Kp) and
+    ``sb, eb`` (Kp, N) decomposed, K zero-padded to L (B copied into the lane layout
+    unless it is there already); ``acc`` C on entry, D on exit.  ``special=False``
+    promises that no operand is Inf/NaN."""
+    q = amd_params(model, KIND_E)
+    q[P_K] = A.shape[1]
+    M, N = acc.shape
+    sbl, ebl, row_special, col_special = _k.lane_operands(sa, ea, sb, eb, N, model.in_fmt.emin, special)
+    TI, TJ = _k.output_tiles(M, N, numba.get_num_threads())
+    TJ = -(-TJ // _k.LANE_PAD) * _k.LANE_PAD
+    BC = max(1, _LANE_CHUNK // (model.L * sbl.shape[1]))
+    efdpa_gemm_lanes(A, BT, sa, ea, sbl, ebl, row_special, col_special, acc, q, TI, TJ, BC)
+    return acc
+
+
+#: Elements of B (significands and exponents) the E-FDPA lane kernel walks per chunk of K.
+_LANE_CHUNK = 1 << 13
+
+
 def run_amd(model, code: int, A, BT, acc):
     """E-FDPA / TR-FDPA / GTR-FDPA over whole matrices (K zero-padded to L): the lane
-    kernel for TR-/GTR-FDPA products with at least
-    :data:`~workbench.engine.kernels.LANES_MIN_N` columns whose result format fits
-    the output format, :func:`amd_gemm` otherwise."""
+    kernels for products of :func:`lanes_fit`, :func:`amd_gemm` otherwise."""
     q = amd_params(model, code)
     q[P_K] = A.shape[1]
     A2, BT2, sa, ea, sb, eb = padded_decomposed(model, A, BT, model.L)
     fin = model.in_fmt
     M, N = acc.shape
-    res, out = model.res_fmt, model.out_fmt
-    if q[P_KIND] == KIND_E or N < _k.LANES_MIN_N or res.p > out.p or res.emin < out.emin:
+    if not lanes_fit(model, N):
         amd_gemm(A2, BT2, sa, ea, sb.T, eb.T, acc, q)
         return acc
+    if code == KIND_E:
+        return efdpa_lanes(model, A, BT, sa, ea, sb.T, eb.T, acc)
     sbl, ebl, row_special, col_special = _k.lane_operands(sa, ea, sb.T, eb.T, N, fin.emin)
     TI, TJ = _k.output_tiles(M, N, numba.get_num_threads())
     trfdpa_gemm_lanes(A2, BT2, sa, ea, sbl, ebl, row_special, col_special, acc, q, TI, -(-TJ // _k.LANE_PAD) * _k.LANE_PAD)
     return acc
 
 
-__all__ = ["run_amd", "amd_params", "amd_gemm", "trfdpa_gemm_lanes", "efdpa_step", "trfdpa_step", "tr_parts", "group_sum",
+__all__ = ["run_amd", "amd_params", "amd_gemm", "trfdpa_gemm_lanes", "efdpa_gemm_lanes", "efdpa_lanes", "lanes_fit", "efdpa_step", "trfdpa_step", "tr_parts", "group_sum",
            "limb_round", "scan_specials", "shift_floor", "shift_align"]

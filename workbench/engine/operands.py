@@ -97,7 +97,8 @@ class Operands(NamedTuple):
     B^T of which ``sb, eb`` are the transposed views (so that one output's walk
     down K is contiguous).  ``special``: whether A or B may
     hold Inf/NaN.  Other kinds carry float64 ``A`` (M, K) and ``BT`` (N, K) and
-    ``sa = ea = sb = eb = None``."""
+    ``sa = ea = sb = eb = None``; E-FDPA carries both forms (the float64 ones for
+    NaN payloads)."""
 
     M: int
     K: int

@@ -1,18 +1,34 @@
-"""The kernel of FTZ-AddMul (dispatched by :mod:`workbench.engine.operations.ftz_addmul`).
+"""The kernels of FTZ-AddMul (dispatched by :mod:`workbench.engine.operations.ftz_addmul`).
 
 * FTZ-AddMul (Xie et al. 2025 Algorithms 1-2, AMD CDNA2): products and sums in fp32
   with round-to-nearest-even, subnormal inputs flushed to +0, subnormal results
   flushed to zero with their sign; P consecutive products summed pairwise, then added
   to the running c.  NaN payloads follow MMA-Sim 2.1.1 (:mod:`workbench.engine.nans`).
+
+Two kernels compute it.  :func:`ftz_addmul_gemm` walks one output at a time in
+float64, rounding every operation to fp32 (the reference, and the path of every NaN
+result).  :func:`ftz_addmul_lanes` computes the outputs of a row side by side in
+float32 arithmetic, one loop over the lanes per step that LLVM turns into vector
+instructions: an IEEE binary32 multiply or add *is* RNE-FP32 of the exact result, so
+for operands exactly in fp32 it gives the same bits as the reference, except for the
+payload of a NaN; outputs that end in NaN (NaN propagates through every later step)
+are recomputed by the reference.
 """
 from __future__ import annotations
 
 import numba
 import numpy as np
 
+from .kernels import lane_tile
 from .nans import nan_add, nan_mul
+from .ops import check_decompose_bits
 
 _MIN_NORMAL32 = 2.0 ** -126
+_MIN_NORMAL32_F = np.float32(_MIN_NORMAL32)
+_ZERO_F = np.float32(0.0)
+_CHECK_CHUNK = 1 << 14          # values per task of the input check
+_ABS_MASK = (1 << 63) - 1
+_FRAC_MASK = (1 << 52) - 1
 
 
 @numba.njit(cache=True, inline="always")
@@ -43,43 +59,187 @@ def ftz_add(x, y):
     return _ftz(float(np.float32(s)), True)
 
 
+@numba.njit(cache=True, inline="always")
+def _flush_input(x, min_normal):
+    """A subnormal input becomes +0 (Xie Algorithm 2 lines 1-3); a signed zero stays."""
+    return 0.0 if (x != 0.0 and abs(x) < min_normal) else x
+
+
+@numba.njit(cache=True)
+def ftz_chain(A, BT, i, j, d, P, in_min_normal):
+    """Output (i, j) of FTZ-AddMul (Xie Algorithm 2 lines 5-13) from c = ``d``: row i
+    of ``A`` and row j of ``BT`` (float64, K a multiple of P), one output at a time."""
+    K = A.shape[1]
+    d = _flush_input(d, _MIN_NORMAL32)
+    for k0 in range(0, K, P):
+        p0 = 0.0
+        p1 = 0.0
+        p2 = 0.0
+        p3 = 0.0
+        for u in range(P):
+            p = ftz_mul(_flush_input(A[i, k0 + u], in_min_normal), _flush_input(BT[j, k0 + u], in_min_normal))
+            if u == 0:
+                p0 = p
+            elif u == 1:
+                p1 = p
+            elif u == 2:
+                p2 = p
+            else:
+                p3 = p
+        s = ftz_add(p0, p1)
+        if P == 4:
+            s = ftz_add(s, ftz_add(p2, p3))
+        d = ftz_add(d, s)
+    return d
+
+
 @numba.njit(cache=True, parallel=True)
 def ftz_addmul_gemm(A, BT, acc, P, in_min_normal):
-    """FTZ-AddMul chains (Xie Algorithms 1-2) for every output."""
-    M, K = A.shape
+    """FTZ-AddMul chains (Xie Algorithms 1-2) for every output: :func:`ftz_chain`."""
+    M = A.shape[0]
     N = BT.shape[0]
     for t in numba.prange(M * N):
         i = t // N
         j = t - i * N
-        d = acc[i, j]
-        if d != 0.0 and abs(d) < _MIN_NORMAL32:  # subnormal c -> +0 (a signed zero stays)
-            d = 0.0
-        for k0 in range(0, K, P):
-            p0 = 0.0
-            p1 = 0.0
-            p2 = 0.0
-            p3 = 0.0
-            for u in range(P):
-                a = A[i, k0 + u]
-                b = BT[j, k0 + u]
-                if a != 0.0 and abs(a) < in_min_normal:  # subnormal inputs -> +0 (Alg. 2 lines 1-2)
-                    a = 0.0
-                if b != 0.0 and abs(b) < in_min_normal:
-                    b = 0.0
-                p = ftz_mul(a, b)
-                if u == 0:
-                    p0 = p
-                elif u == 1:
-                    p1 = p
-                elif u == 2:
-                    p2 = p
+        acc[i, j] = ftz_chain(A, BT, i, j, acc[i, j], P, in_min_normal)
+
+
+@numba.njit(cache=True, parallel=True)
+def ftz_addmul_outputs(A, BT, acc, C, rows, cols, P, in_min_normal):
+    """``acc[rows[t], cols[t]]`` <- :func:`ftz_chain` from ``C`` at that output, for
+    every t (the outputs the lane kernel leaves to the reference)."""
+    for t in numba.prange(rows.size):
+        i = rows[t]
+        j = cols[t]
+        acc[i, j] = ftz_chain(A, BT, i, j, C[i, j], P, in_min_normal)
+
+
+@numba.njit(cache=True, parallel=True)
+def ftz_operand32(X, out, in_min_normal):
+    """``out`` (float32, rows x cols at least X's, zero elsewhere) <- X (float64)
+    with subnormal inputs flushed to +0: the lane kernel's operands, in one compiled
+    pass (X's values must be exact in fp32)."""
+    R, Cn = X.shape
+    Ro, Co = out.shape
+    for r in numba.prange(Ro):
+        if r < R:
+            for c in range(Cn):
+                out[r, c] = np.float32(_flush_input(X[r, c], in_min_normal))
+            for c in range(Cn, Co):
+                out[r, c] = _ZERO_F
+        else:
+            for c in range(Co):
+                out[r, c] = _ZERO_F
+
+
+@numba.njit(cache=True, parallel=True)
+def first_unrepresentable(bits, man_bits, emin, vmax_bits, has_nan, has_inf):
+    """C-order index of the first value of ``bits`` (the int64 patterns of a
+    C-contiguous float64 array) that is not representable in a signed format with
+    subnormals (``man_bits``, ``emin``, largest finite pattern ``vmax_bits``), or -1,
+    in one parallel read-only pass (FTZ-AddMul's input check).  Finite values whose
+    bits below the format's grid (``2**(max(e, emin) - man_bits)``) are zero and whose
+    magnitude is at most the largest pass a branch-free test of the bit pattern; a
+    chunk holding anything else (Inf, NaN, float64 subnormals, values not
+    representable) is redone value by value by
+    :func:`~workbench.engine.ops.check_decompose_bits`."""
+    flat = bits.reshape(-1)
+    n = flat.size
+    nt = (n + _CHECK_CHUNK - 1) // _CHECK_CHUNK
+    first = np.full(nt, n, dtype=np.int64)
+    for t in numba.prange(nt):
+        lo = t * _CHECK_CHUNK
+        hi = min(n, lo + _CHECK_CHUNK)
+        all_ok = True
+        for k in range(np.uint64(lo), np.uint64(hi)):
+            b = flat[k]
+            ab = b & _ABS_MASK
+            below = emin + 1023 - ((b >> 52) & 0x7FF)       # > 0: a subnormal of the format
+            sh = 52 - man_bits + (below if below > 0 else 0)
+            sh = sh if sh < 63 else 63
+            full = (b & _FRAC_MASK) | (np.int64(1) << 52)
+            all_ok &= (ab == 0) | (((full & ((np.int64(1) << sh) - 1)) == 0) & (ab <= vmax_bits))
+        if not all_ok:
+            for k in range(lo, hi):
+                ok, _, _ = check_decompose_bits(flat[k], man_bits, emin, False, vmax_bits, has_nan, has_inf)
+                if not ok:
+                    first[t] = k
+                    break
+    best = first.min() if nt else n
+    return -1 if best == n else best
+
+
+@numba.njit(cache=True, inline="always")
+def _ftz32(x):
+    """FTZ of an fp32 result (Xie Algorithm 1 line 5), branch-free: x * 0 keeps the sign."""
+    return x * _ZERO_F if abs(x) < _MIN_NORMAL32_F else x
+
+
+@numba.njit(cache=True, inline="always")
+def _lane_blocks2(A, B, i, j0, nv, b0, b1, d):
+    """Blocks b0 .. b1-1 of P = 2 (Xie Algorithm 2, lines 6-9 and 13) for the lanes
+    ``d`` of outputs (i, j0 ..)."""
+    ul = np.uint64(nv)
+    uj0 = np.uint64(j0)
+    for blk in range(b0, b1):
+        k = np.uint64(2 * blk)
+        a0 = A[i, k]
+        a1 = A[i, k + 1]
+        for u in range(ul):
+            s = _ftz32(_ftz32(a0 * B[k, uj0 + u]) + _ftz32(a1 * B[k + 1, uj0 + u]))
+            d[u] = _ftz32(d[u] + s)
+
+
+@numba.njit(cache=True, inline="always")
+def _lane_blocks4(A, B, i, j0, nv, b0, b1, d):
+    """Blocks b0 .. b1-1 of P = 4 (Xie Algorithm 2, lines 6-13) for the lanes ``d``
+    of outputs (i, j0 ..)."""
+    ul = np.uint64(nv)
+    uj0 = np.uint64(j0)
+    for blk in range(b0, b1):
+        k = np.uint64(4 * blk)
+        a0 = A[i, k]
+        a1 = A[i, k + 1]
+        a2 = A[i, k + 2]
+        a3 = A[i, k + 3]
+        for u in range(ul):
+            s = _ftz32(_ftz32(a0 * B[k, uj0 + u]) + _ftz32(a1 * B[k + 1, uj0 + u]))
+            s2 = _ftz32(_ftz32(a2 * B[k + 2, uj0 + u]) + _ftz32(a3 * B[k + 3, uj0 + u]))
+            d[u] = _ftz32(d[u] + _ftz32(s + s2))
+
+
+@numba.njit(cache=True, parallel=True)
+def ftz_addmul_lanes(A, B, acc, P, TI, TJ, BC):
+    """FTZ-AddMul chains for tiles of TI x TJ outputs, the TJ outputs of a row side by
+    side in float32 (module docstring): ``A`` (M, Kp) and ``B`` (Kp, Np) float32 from
+    :func:`ftz_operand32` (Kp a multiple of P; Np >= N a multiple of TJ's lanes, zero
+    padding computed and never written); ``acc`` (M, N) float64 holds C (exact in
+    fp32) on entry and D on exit.  K is walked in chunks of BC blocks so that a chunk
+    of B serves every row of the tile from cache.  Results that are NaN are left NaN
+    for the caller to recompute (:func:`ftz_addmul_outputs`)."""
+    M, Kp = A.shape
+    N = acc.shape[1]
+    Np = B.shape[1]
+    nblocks = Kp // P
+    n_it = (M + TI - 1) // TI
+    n_jt = (N + TJ - 1) // TJ
+    for t in numba.prange(n_it * n_jt):
+        i0, ti, j0, nl, nv = lane_tile(t, n_jt, TI, TJ, M, N, Np)
+        d = np.zeros((ti, nv), dtype=np.float32)
+        for ii in range(ti):
+            for u in range(nl):
+                d[ii, u] = np.float32(_flush_input(acc[i0 + ii, j0 + u], _MIN_NORMAL32))
+        for b0 in range(0, nblocks, BC):
+            b1 = min(nblocks, b0 + BC)
+            for ii in range(ti):
+                if P == 4:
+                    _lane_blocks4(A, B, i0 + ii, j0, nv, b0, b1, d[ii])
                 else:
-                    p3 = p
-            s = ftz_add(p0, p1)
-            if P == 4:
-                s = ftz_add(s, ftz_add(p2, p3))
-            d = ftz_add(d, s)
-        acc[i, j] = d
+                    _lane_blocks2(A, B, i0 + ii, j0, nv, b0, b1, d[ii])
+        for ii in range(ti):
+            for u in range(nl):
+                acc[i0 + ii, j0 + u] = float(d[ii, u])
 
 
-__all__ = ["ftz_addmul_gemm", "ftz_mul", "ftz_add"]
+__all__ = ["first_unrepresentable", "ftz_addmul_gemm", "ftz_addmul_lanes", "ftz_addmul_outputs", "ftz_operand32", "ftz_chain", "ftz_mul",
+           "ftz_add"]

@@ -2,10 +2,14 @@
 
 The L products and c are added exactly (multi-limb fixed point, no alignment loss)
 and the sum is rounded once with rho to ``result_format``; K is consumed in blocks of
-L.  NaN results carry an operand's payload (MMA-Sim 2.1.1).  Kernel:
-:func:`~workbench.engine.fdpa_amd.amd_gemm` with
-:func:`~workbench.engine.fdpa_amd.efdpa_step`, which the scalar trace
-:func:`~workbench.engine.explain.efdpa_block` calls too.
+L.  NaN results carry an operand's payload (MMA-Sim 2.1.1).  Kernels:
+:func:`~workbench.engine.fdpa_amd.efdpa_gemm_lanes` (outputs of a row side by side,
+the exact sum in one int64 where the block's terms fit, the limbs otherwise) for
+products of :func:`~workbench.engine.fdpa_amd.lanes_fit`, the reference
+:func:`~workbench.engine.fdpa_amd.amd_gemm` (one output at a time) otherwise; both
+compute a block with :func:`~workbench.engine.fdpa_amd.efdpa_step`, which the scalar
+trace :func:`~workbench.engine.explain.efdpa_block` calls too, whenever it needs the
+limbs.
 """
 from __future__ import annotations
 
@@ -16,7 +20,8 @@ import numpy as np
 
 from .. import fdpa_amd as _amd
 from ..explain import Block, efdpa_block
-from ..operands import Operands
+from ..layout import P_K
+from ..operands import Operands, decompose_checked, threads_for
 from ..operation import BoundShape, ErrorTerm, Operation, register
 from ..checks import check_block, check_format, check_rounding
 
@@ -49,10 +54,31 @@ class EFDPA(Operation):
     propagates_nan = True
     kernel_family = "amd"
 
+    def prepare(self, model: "Model", A: np.ndarray, B: np.ndarray) -> Operands:
+        """A and B checked and decomposed in one compiled pass (K zero-padded to whole
+        blocks of L; B in the lane kernel's layout when it will read it), and kept as
+        float64 ``A`` and ``B^T`` (a view of B) for the payloads of NaN results: both
+        forms of :class:`~workbench.engine.operands.Operands` at once."""
+        M, K = A.shape
+        N = B.shape[1]
+        Kp = K + (-K) % model.L if K else model.L
+        with threads_for(A.size + B.size):
+            sa, ea, sb, eb, special = decompose_checked(A, B, model.in_fmt, model.flush_subnormals, Kp,
+                                                        not _amd.lanes_fit(model, N))
+        return Operands(M, K, N, np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64).T,
+                        sa, ea, sb, eb, special)
+
     def run(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
             promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
         self.check_run(accumulation, promote_every, scale_a, scale_b)
-        return _amd.run_amd(model, _amd.KIND_E, ops.A, ops.BT, acc)
+        if ops.sa is None or ops.ea is None or ops.sb is None or ops.eb is None:   # float64 operands only
+            return _amd.run_amd(model, _amd.KIND_E, ops.A, ops.BT, acc)
+        if _amd.lanes_fit(model, ops.N):
+            return _amd.efdpa_lanes(model, ops.A, ops.BT, ops.sa, ops.ea, ops.sb, ops.eb, acc, ops.special)
+        q = _amd.amd_params(model, _amd.KIND_E)
+        q[P_K] = ops.K
+        _amd.amd_gemm(ops.A, ops.BT, ops.sa, ops.ea, ops.sb, ops.eb, acc, q)
+        return acc
 
     def explain_block(self, index: int, start: int, K: int, a: np.ndarray, b: np.ndarray, d: float,
                       model: "Model", scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> Block:

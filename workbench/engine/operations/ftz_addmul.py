@@ -4,10 +4,12 @@
 Products and sums in fp32 with round-to-nearest-even, subnormal inputs flushed to +0
 (``flush_subnormals``), subnormal results flushed to zero with their sign; P = 2 or 4
 consecutive products summed pairwise, then added to the running c.  NaN payloads
-follow MMA-Sim 2.1.1.  Kernel: :func:`~workbench.engine.others.ftz_addmul_gemm`;
-scalar path :func:`~workbench.engine.others.ftz_mul` /
-:func:`~workbench.engine.others.ftz_add` (shown by
-:func:`~workbench.engine.explain.ftz_block`).
+follow MMA-Sim 2.1.1.  Kernels: :func:`~workbench.engine.others.ftz_addmul_lanes`
+(outputs of a row side by side in float32) for inputs exact in fp32 and at least
+:data:`~workbench.engine.kernels.LANES_MIN_N` columns, its NaN results recomputed by
+the reference :func:`~workbench.engine.others.ftz_addmul_gemm` (one output at a time:
+:func:`~workbench.engine.others.ftz_mul` / :func:`~workbench.engine.others.ftz_add`,
+shown by :func:`~workbench.engine.explain.ftz_block`).
 """
 from __future__ import annotations
 
@@ -16,10 +18,14 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+import numba
+
 from ... import formats as _formats
+from .. import kernels as _k
 from .. import others as _others
 from ..explain import Block, ftz_block
-from ..operands import Operands, pad_k
+from ...gate import real_array
+from ..operands import Operands, float_operands, pad_k
 from ..operation import ErrorTerm, Operation, register
 
 if TYPE_CHECKING:
@@ -39,6 +45,41 @@ class FTZAddMulParams:
             raise ValueError(f"P={self.P!r}: FTZ-AddMul needs P in {{2, 4}} (Xie et al. Algorithm 2)")
 
 
+#: Elements of B (float32) that the lane kernel walks per chunk of K: 64 KiB, from cache for every row of a tile.
+_LANE_CHUNK = 1 << 14
+
+
+def lanes_exact(fin: _formats.FloatFormat) -> bool:
+    """Whether every value of the input format is exactly an fp32 value, so that the
+    float32 lane kernel (:func:`~workbench.engine.others.ftz_addmul_lanes`) computes
+    the products and sums of the fp32 reference bit for bit (fp16, bf16)."""
+    return fin.p <= 24 and fin.emax <= 127 and fin.emin - fin.man_bits >= -149
+
+
+def run_lanes(A: np.ndarray, BT: np.ndarray, acc: np.ndarray, P: int, min_normal: float) -> None:
+    """FTZ-AddMul on the lane kernel: ``A`` (M, K), ``BT`` (N, K) float64 in a format
+    of :func:`lanes_exact`, ``acc`` C on entry and D on exit.  The operands go to
+    float32 (B in its (K, N) layout, K zero-padded to whole blocks of P, N to whole
+    lanes); outputs whose lane result is NaN are recomputed by the reference kernel,
+    which chooses the NaN's payload (MMA-Sim 2.1.1)."""
+    (M, K), N = A.shape, BT.shape[0]
+    Kp = K + (-K) % P if K else P
+    TI, TJ = _k.output_tiles(M, N, numba.get_num_threads())
+    TJ = -(-TJ // _k.LANE_PAD) * _k.LANE_PAD
+    Np = -(-N // _k.LANE_PAD) * _k.LANE_PAD
+    A32 = np.empty((M, Kp), dtype=np.float32)
+    B32 = np.empty((Kp, Np), dtype=np.float32)
+    _others.ftz_operand32(np.ascontiguousarray(A), A32, min_normal)
+    _others.ftz_operand32(np.ascontiguousarray(BT.T), B32, min_normal)
+    C = acc.copy()
+    _others.ftz_addmul_lanes(A32, B32, acc, P, TI, TJ, max(1, _LANE_CHUNK // (P * Np)))
+    rows, cols = np.nonzero(np.isnan(acc))
+    if rows.size:
+        A2, BT2 = pad_k(A, BT, P)
+        _others.ftz_addmul_outputs(np.ascontiguousarray(A2), np.ascontiguousarray(BT2), acc, C, rows, cols, P,
+                                   min_normal)
+
+
 class FTZAddMul(Operation):
     """Flush-to-zero adds and multiplies (Xie et al. 2025 Algorithms 1-2)."""
 
@@ -51,13 +92,37 @@ class FTZAddMul(Operation):
     def block_size(self, model: "Model") -> int:
         return cast(int, model.P)  # FTZAddMulParams checked it is 2 or 4
 
+    def prepare(self, model: "Model", A: np.ndarray, B: np.ndarray) -> Operands:
+        """A and B checked against the input format by one compiled pass each (signed
+        formats with subnormals: fp16, bf16; the generic check otherwise), as float64
+        ``A`` and ``B^T``, the latter a view of B (the lane kernel reads B's layout)."""
+        fin = model.in_fmt
+        if not (fin.signed and fin.subnormals):
+            return float_operands(model, A, B)
+        vmax_bits = int(np.float64(fin.max).view(np.int64))
+        checked = []
+        for name, x in (("A", A), ("B", B)):
+            x = np.ascontiguousarray(real_array(x, name), dtype=np.float64)
+            bad = _others.first_unrepresentable(x.view(np.int64), fin.man_bits, fin.emin, vmax_bits, fin.has_nan,
+                                                fin.has_inf)
+            if bad >= 0:
+                raise _formats.not_representable_error(x, bad, fin, name)
+            checked.append(x)
+        A64, B64 = checked
+        return Operands(A64.shape[0], A64.shape[1], B64.shape[1], A64, B64.T, None, None, None, None)
+
     def run(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
             promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
         self.check_run(accumulation, promote_every, scale_a, scale_b)
-        A2, BT2 = pad_k(np.asarray(ops.A, dtype=np.float64), np.asarray(ops.BT, dtype=np.float64), self.block_size(model))
+        A, BT = np.asarray(ops.A, dtype=np.float64), np.asarray(ops.BT, dtype=np.float64)
+        P = self.block_size(model)
         fin = model.in_fmt
-        _others.ftz_addmul_gemm(np.ascontiguousarray(A2), np.ascontiguousarray(BT2), acc, self.block_size(model),
-                                fin.min_normal if model.flush_subnormals else 0.0)
+        min_normal = fin.min_normal if model.flush_subnormals else 0.0
+        if ops.N >= _k.LANES_MIN_N and lanes_exact(fin):
+            run_lanes(A, BT, acc, P, min_normal)
+        else:
+            A2, BT2 = pad_k(A, BT, P)
+            _others.ftz_addmul_gemm(np.ascontiguousarray(A2), np.ascontiguousarray(BT2), acc, P, min_normal)
         return acc
 
     def explain_block(self, index: int, start: int, K: int, a: np.ndarray, b: np.ndarray, d: float,
@@ -80,4 +145,4 @@ class FTZAddMul(Operation):
 
 FTZ_ADDMUL_OPERATION = register(FTZAddMul())
 
-__all__ = ["FTZAddMul", "FTZAddMulParams", "FTZ_ADDMUL_OPERATION"]
+__all__ = ["FTZAddMul", "FTZAddMulParams", "FTZ_ADDMUL_OPERATION", "lanes_exact", "run_lanes"]

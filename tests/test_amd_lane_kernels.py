@@ -1,0 +1,168 @@
+"""The lane kernels of E-FDPA and FTZ-AddMul against the one-output-at-a-time kernels
+they replace, and against ``mmasim`` on shapes the differential test does not reach.
+
+* ``efdpa_gemm_lanes`` (Xie et al. 2025 Algorithm 6 on outputs side by side, the
+  exact sum in one int64 when a block's terms fit, the limbs otherwise) against
+  ``amd_gemm`` / ``efdpa_step``, and ``ftz_addmul_lanes`` (Algorithms 1-2 in float32
+  lanes, NaN results recomputed) against ``ftz_addmul_gemm``: bit for bit, NaN
+  payloads included, over shapes (M, N not multiples of the lane width, K not a
+  multiple of L), tiles, chunks of K, value kinds (normal, wide exponent range,
+  subnormals, random bit patterns with NaN/Inf) and every preset of both kinds plus
+  custom E-FDPA models (fp16 outputs, L up to 16, every rounding).
+* Through ``workbench.gemm`` (the operations' ``prepare`` and dispatch) against the
+  same references, and against ``mmasim`` 2.1.1 with N not a multiple of 8 and K
+  crossing the lane kernels' chunks of K (M * N * K a multiple of 8, as in
+  ``tests/test_mmasim_differential.py``).
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+import workbench as wb
+from workbench import formats as F
+from workbench.catalogue import records
+from workbench.engine import fdpa_amd as amd
+from workbench.engine import kernels as K
+from workbench.engine import others
+from workbench.engine.operands import pad_k, padded_decomposed
+
+sys.path.insert(0, str(Path(__file__).parent))
+import mmasim_oracle as mo  # noqa: E402
+
+EFDPA = [r for r in records() if r.kind == "e-fdpa"]
+FTZ = [r for r in records() if r.kind == "ftz-addmul"]
+EFDPA_CUSTOM = [wb.custom_model("fp16", "fp16", kind="e-fdpa", L=8, rounding="rz"),
+                wb.custom_model("bf16", "fp32", kind="e-fdpa", L=16, rounding="rd"),
+                wb.custom_model("tf32", "fp32", kind="e-fdpa", L=4, rounding="ru"),
+                wb.custom_model("fp8_e4m3", "fp32", kind="e-fdpa", L=1, rounding="rne")]
+KINDS = ("normal", "wide", "subnormal", "bits")
+SETTINGS = settings(max_examples=25, deadline=None)
+
+
+def values(kind: str, fmt: str, shape: tuple[int, int], seed: int) -> np.ndarray:
+    """float64 values of ``fmt`` of one kind (``bits``: every pattern, NaN payloads kept)."""
+    rng = np.random.default_rng(seed)
+    if kind == "subnormal":   # around the smallest normal: subnormals, their neighbours, zeros of both signs
+        f = F.format(fmt)
+        x = rng.standard_normal(shape) * f.min_normal * np.exp2(rng.integers(-f.man_bits, 3, shape))
+        x[rng.random(shape) < 0.1] = -0.0
+        return F.round(x, f, "rne")
+    return mo.values(mo.draw(kind, fmt, shape, rng), fmt)
+
+
+def operands(m, kind: str, M: int, Kk: int, N: int, seed: int):
+    """(A, B, C) float64 for model ``m``; C of the same kind in the output format."""
+    return (values(kind, m.in_format, (M, Kk), seed), values(kind, m.in_format, (Kk, N), seed + 1),
+            values(kind, m.out_format, (M, N), seed + 2))
+
+
+def bits(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(x, dtype=np.float64).view(np.int64)
+
+
+def efdpa_reference(m, A: np.ndarray, B: np.ndarray, C: np.ndarray) -> np.ndarray:
+    """D by ``amd_gemm``: every output's chain of ``efdpa_step`` blocks (the limbs)."""
+    q = amd.amd_params(m, amd.KIND_E)
+    q[amd.P_K] = A.shape[1]
+    A2, BT2, sa, ea, sb, eb = padded_decomposed(m, A, np.ascontiguousarray(B.T), m.L)
+    D = C.copy()
+    amd.amd_gemm(A2, BT2, sa, ea, sb.T, eb.T, D, q)
+    return D
+
+
+def ftz_reference(m, A: np.ndarray, B: np.ndarray, C: np.ndarray) -> np.ndarray:
+    """D by ``ftz_addmul_gemm``: every output's chain in float64, rounded to fp32 per operation."""
+    A2, BT2 = pad_k(A, np.ascontiguousarray(B.T), m.P)
+    D = C.copy()
+    others.ftz_addmul_gemm(np.ascontiguousarray(A2), np.ascontiguousarray(BT2), D, m.P, m.in_fmt.min_normal)
+    return D
+
+
+shapes = st.tuples(st.integers(1, 9), st.integers(0, 37), st.integers(4, 21))
+
+
+@SETTINGS
+@given(m=st.sampled_from(EFDPA + EFDPA_CUSTOM), kind=st.sampled_from(KINDS), shape=shapes,
+       seed=st.integers(0, 2**31), TI=st.integers(1, 4), TJ=st.sampled_from([8, 16, 24]), BC=st.integers(1, 4))
+@example(m=EFDPA_CUSTOM[2], kind="subnormal", shape=(2, 1, 12), seed=3, TI=1, TJ=8, BC=1)
+def test_efdpa_lanes_equal_the_one_output_kernel(m, kind, shape, seed, TI, TJ, BC):
+    """efdpa_gemm_lanes with any tiles and chunks of K gives amd_gemm's bits (the
+    example: a block left to the limbs that rounds up to -0, whose sign the lane
+    must keep)."""
+    M, Kk, N = shape
+    A, B, C = operands(m, kind, M, Kk, N, seed)
+    q = amd.amd_params(m, amd.KIND_E)
+    q[amd.P_K] = Kk
+    A2, BT2, sa, ea, sb, eb = padded_decomposed(m, A, np.ascontiguousarray(B.T), m.L)
+    sbl, ebl, row_special, col_special = K.lane_operands(sa, ea, sb.T, eb.T, N, m.in_fmt.emin)
+    D = C.copy()
+    amd.efdpa_gemm_lanes(A, np.ascontiguousarray(B.T), sa, ea, sbl, ebl, row_special, col_special, D, q, TI, TJ, BC)
+    np.testing.assert_array_equal(bits(D), bits(efdpa_reference(m, A, B, C)))
+
+
+@SETTINGS
+@given(m=st.sampled_from(FTZ), kind=st.sampled_from(KINDS), shape=shapes, seed=st.integers(0, 2**31),
+       TI=st.integers(1, 4), TJ=st.sampled_from([8, 16, 24]), BC=st.integers(1, 4))
+def test_ftz_lanes_equal_the_one_output_kernel(m, kind, shape, seed, TI, TJ, BC):
+    """ftz_addmul_lanes with any tiles and chunks of K, its NaN outputs recomputed by
+    ftz_addmul_outputs, gives ftz_addmul_gemm's bits."""
+    M, Kk, N = shape
+    A, B, C = operands(m, kind, M, Kk, N, seed)
+    P = m.P
+    A2, BT2 = pad_k(A, np.ascontiguousarray(B.T), P)
+    Np = -(-N // K.LANE_PAD) * K.LANE_PAD
+    A32 = np.empty((M, A2.shape[1]), dtype=np.float32)
+    B32 = np.empty((A2.shape[1], Np), dtype=np.float32)
+    others.ftz_operand32(A, A32, m.in_fmt.min_normal)
+    others.ftz_operand32(B, B32, m.in_fmt.min_normal)
+    D = C.copy()
+    others.ftz_addmul_lanes(A32, B32, D, P, TI, TJ, BC)
+    rows, cols = np.nonzero(np.isnan(D))
+    others.ftz_addmul_outputs(np.ascontiguousarray(A2), np.ascontiguousarray(BT2), D, C, rows, cols, P,
+                              m.in_fmt.min_normal)
+    np.testing.assert_array_equal(bits(D), bits(ftz_reference(m, A, B, C)))
+
+
+@SETTINGS
+@given(m=st.sampled_from(EFDPA + EFDPA_CUSTOM + FTZ), kind=st.sampled_from(KINDS),
+       shape=st.tuples(st.integers(1, 9), st.integers(0, 37), st.integers(1, 21)), seed=st.integers(0, 2**31))
+def test_gemm_equals_the_one_output_kernels(m, kind, shape, seed):
+    """workbench.gemm (compiled input check and decomposition, dispatch to the lane or
+    the one-output kernel by N) gives the reference kernels' bits."""
+    M, Kk, N = shape
+    if m.kind == "ftz-addmul":
+        Kk -= Kk % m.P        # FTZ-AddMul is defined on whole pairs/quads (Xie Algorithm 2)
+    A, B, C = operands(m, kind, M, Kk, N, seed)
+    reference = efdpa_reference if m.kind == "e-fdpa" else ftz_reference
+    np.testing.assert_array_equal(bits(wb.gemm(A, B, C, model=m)), bits(reference(m, A, B, C)))
+
+
+def test_an_input_off_the_format_is_named():
+    m = next(r for r in FTZ if r.in_format == "fp16")
+    A = np.ones((3, 8))
+    A[2, 5] = 1 + 2.0 ** -12
+    with pytest.raises(ValueError, match=r"A\[2, 5\] = 1.000244140625 is not representable in fp16"):
+        wb.gemm(A, np.ones((8, 5)), model=m)
+    B = np.ones((8, 5))
+    B[3, 4] = B[6, 0] = 70000.0
+    with pytest.raises(ValueError, match=r"B\[3, 4\] = 70000.0 is not representable in fp16"):
+        wb.gemm(np.ones((3, 8)), B, model=m)
+
+
+@pytest.mark.parametrize("kind", mo.INPUT_KINDS)
+@pytest.mark.parametrize("p", EFDPA + FTZ, ids=[p.name for p in EFDPA + FTZ])
+def test_lane_shapes_match_mmasim(p, kind):
+    """N = 13 (lanes padded to 16, three left unwritten) and K = 1032, past the first
+    chunk of K of both lane kernels at this N, bit for bit against mmasim 2.1.1."""
+    pytest.importorskip("torch", reason="the mmasim oracle needs torch (pip install -e '.[oracle]')")
+    pytest.importorskip("mmasim", reason="mmasim is not installed (pip install -e '.[oracle]')")
+    rng = np.random.default_rng([13, len(p.name), mo.INPUT_KINDS.index(kind)])
+    A, B, C = mo.operands(kind, p, 8, 1032, 13, rng)
+    got, want = mo.compare(p, A, B, C)
+    np.testing.assert_array_equal(got, want)

@@ -41,6 +41,43 @@ _PARENT_POLL_S = 0.5
 _EXIT_GRACE_S = 2.0
 
 
+#: Environment variables that set a process's compute threads (numba's, and BLAS libraries').
+THREAD_ENV = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+#: glibc malloc settings of the workers: arrays up to 1 GiB come from the heap, and up to
+#: 1 GiB of freed memory stays there for the next task.  By default every array above 32 MiB
+#: (a 10 x 10^6 float64 matrix is 80 MB) is a fresh mmap whose pages fault in on first touch
+#: and are unmapped when it is freed: the Figure 7 sweep then spent as much system time as
+#: user time, and none with these settings (benchmarks/bench_sweep.py prints both).
+MALLOC_TUNABLES = "glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=1073741824"
+
+
+def cores() -> int:
+    """The CPUs this process may run on (its affinity mask where the system has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # no sched_getaffinity (macOS, Windows)
+        return os.cpu_count() or 1
+
+
+def worker_environment(workers: int, threads: int | None = None) -> dict[str, str]:
+    """The environment of each of ``workers`` local workers: ``threads`` compute threads
+    (default ``cores() // workers``, at least 1; workers times threads must not exceed
+    :func:`cores`, or the threads fight over the CPUs) and :data:`MALLOC_TUNABLES`
+    (after any ``GLIBC_TUNABLES`` of this process, which keep the last word)."""
+    n = cores()
+    if threads is None:
+        threads = max(1, n // workers)
+    elif not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+        raise ValueError(f"threads_per_worker={threads!r}: expected a positive integer")
+    elif workers * threads > n:
+        raise ValueError(f"threads_per_worker={threads} with {workers} workers needs {workers * threads} CPUs, "
+                         f"but this process may use {n}: give at most {max(1, n // workers)} threads per worker")
+    env = dict.fromkeys(THREAD_ENV, str(threads))
+    own = os.environ.get("GLIBC_TUNABLES")
+    env["GLIBC_TUNABLES"] = f"{MALLOC_TUNABLES}:{own}" if own else MALLOC_TUNABLES
+    return env
+
+
 class WorkerDied(RuntimeError):
     """The worker process running a job ended before it answered."""
 
@@ -110,7 +147,7 @@ def _worker_main(conn: Any, parent_pid: int) -> None:
 
 
 @contextlib.contextmanager
-def _environment(env: Mapping[str, str]) -> Iterator[None]:
+def environment(env: Mapping[str, str]) -> Iterator[None]:
     """Set ``env`` in ``os.environ`` (processes started meanwhile inherit it), then restore it."""
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
@@ -129,7 +166,7 @@ class _Worker:
         self.conn, child = ctx.Pipe(duplex=True)
         self.process = ctx.Process(target=_worker_main, args=(child, os.getpid()),
                                    name="workbench-sweep-worker")
-        with _environment(env):
+        with environment(env):
             self.process.start()
         child.close()
         self.job: tuple[cf.Future, Callable[..., Any], tuple[Any, ...]] | None = None

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import math
-import os
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -35,7 +34,6 @@ from . import store as _store
 from . import tasks as _tasks
 from . import warmup as _warmup
 
-_THREAD_ENV = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 #: How many times a job whose worker died (or whose result was lost on the way) is run again;
 #: after that its task is stored as an error row that says so.
 WORKER_RETRIES = 2
@@ -134,7 +132,9 @@ def run(path_or_dict: str | Path | Mapping[str, Any], out: str | Path | None = N
     retry_errors:
         Run again the stored tasks whose rows record an error.
     threads_per_worker:
-        Compute threads of each local worker (numba, BLAS); default CPU count / workers.
+        Compute threads of each local worker (numba, BLAS); default the CPUs this process
+        may use divided by the workers, at least 1.  More than fit on those CPUs (workers
+        times threads) is a ValueError.
     compact:
         Merge the per-task files into one Parquet file at the end.
 
@@ -170,7 +170,7 @@ def run(path_or_dict: str | Path | Mapping[str, Any], out: str | Path | None = N
         if scheduler is not None:
             executor: Any = _DaskExecutor(scheduler, scheduler_timeout)
         else:
-            n = workers if workers is not None else (os.cpu_count() or 1)
+            n = workers if workers is not None else _pool.cores()
             if n < 1:
                 raise ValueError(f"workers={workers!r} must be at least 1")
             n = min(n, len(pending))
@@ -178,8 +178,7 @@ def run(path_or_dict: str | Path | Mapping[str, Any], out: str | Path | None = N
                 executor = _SerialExecutor()
             else:  # only the workers start with these: this process, which compiles the warm-up
                 # tasks, keeps its own (numba refuses another NUMBA_NUM_THREADS once its threads run)
-                threads = threads_per_worker or max(1, (os.cpu_count() or 1) // n)
-                executor = _pool.WorkerPool(n, env=dict.fromkeys(_THREAD_ENV, str(threads)))
+                executor = _pool.WorkerPool(n, env=_pool.worker_environment(n, threads_per_worker))
         try:
             _execute(exp, pending, executor, out, progress, first_here=scheduler is None)
         finally:

@@ -7,8 +7,8 @@ fp4 on NVIDIA units, the FMA chains in fp64 and fp32, E-FDPA, FTZ-AddMul, TR-FDP
 GTR-FDPA, ST-FDPA and GST-FDPA with their block scales) at 64x1024x64, 16x4096x16 and
 10x1,000,000x10 (M x K x N; ``--quick`` leaves out the last), through ``workbench.gemm``
 (inputs checked, decomposed, computed, converted: the whole call).  Each row gives the
-min/median/max wall time over ``--repeat`` calls after an untimed one, the simulated
-MAC/s at the median, the threads the product ran on
+min/median/max wall time over ``--repeat`` calls (at most 3 at 10x1,000,000x10) after
+an untimed one, the simulated MAC/s at the median, the threads the product ran on
 (:func:`workbench.engine.operands.threads_used`: numba's thread count, which
 ``NUMBA_NUM_THREADS`` or ``numba.set_num_threads`` set, for products of 2^18
 multiply-adds and more; one below) and the one-minute load average when the row ended.
@@ -46,6 +46,9 @@ from workbench.engine.operands import threads_used  # noqa: E402
 #: (M, K, N) of the products timed; the mmasim comparison runs on the first.
 SHAPES = [(64, 1024, 64), (16, 4096, 16), (10, 1_000_000, 10)]
 MMASIM_SHAPE = SHAPES[0]
+#: Products of this many multiply-adds or more are timed at most BIG_REPEAT times (the
+#: slowest kinds take seconds per call there).
+BIG, BIG_REPEAT = 10**8, 3
 
 
 class Case(NamedTuple):
@@ -188,7 +191,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for case in CASES:
         for shape in shapes:
-            rows.append(run_case(case, shape, args.repeat, with_mmasim, rng))
+            repeat = args.repeat if shape[0] * shape[1] * shape[2] < BIG else min(args.repeat, BIG_REPEAT)
+            rows.append(run_case(case, shape, repeat, with_mmasim, rng))
             _print_row(rows[-1])
     print(f"load average at end: {' '.join(f'{x:.2f}' for x in _machine.load())}")
     record = args.record or (None if args.quick else _machine.MEASURED / "engine.json")

@@ -377,3 +377,20 @@ def test_workers_times_threads_never_exceed_the_cores(monkeypatch):
         pool.worker_environment(1, 0)
     monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.arena_max=2")
     assert pool.worker_environment(2)["GLIBC_TUNABLES"] == f"{pool.MALLOC_TUNABLES}:glibc.malloc.arena_max=2"
+
+
+def test_pool_starts_queued_jobs_highest_priority_first():
+    """One worker: while the first job runs, jobs queued with priorities 1, 5, 3, 5 start
+    in the order 5 (the earlier of the two), 5, 3, 1; a sweep gives references and then the
+    costliest tasks the highest priority."""
+    pool = WorkerPool(1)
+    try:
+        first = pool.submit(time.sleep, 0.3)
+        queued = [pool.submit(time.monotonic_ns, priority=p) for p in (1, 5, 3, 5)]
+        futures = {first, *queued}
+        while not all(f.done() for f in futures):
+            pool.wait_any({f for f in futures if not f.done()})
+        started = [f.result() for f in queued]
+        assert sorted(range(4), key=lambda i: started[i]) == [1, 3, 2, 0]
+    finally:
+        pool.shutdown()

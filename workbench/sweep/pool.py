@@ -28,7 +28,8 @@ import signal
 import sys
 import threading
 import time
-from collections import deque
+import heapq
+import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from multiprocessing.connection import wait as _wait_ready
 from typing import Any
@@ -43,12 +44,13 @@ _EXIT_GRACE_S = 2.0
 
 #: Environment variables that set a process's compute threads (numba's, and BLAS libraries').
 THREAD_ENV = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-#: glibc malloc settings of the workers: arrays up to 1 GiB come from the heap, and up to
-#: 1 GiB of freed memory stays there for the next task.  By default every array above 32 MiB
-#: (a 10 x 10^6 float64 matrix is 80 MB) is a fresh mmap whose pages fault in on first touch
-#: and are unmapped when it is freed: the Figure 7 sweep then spent as much system time as
-#: user time, and none with these settings (benchmarks/bench_sweep.py prints both).
-MALLOC_TUNABLES = "glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=1073741824"
+#: glibc malloc settings of the workers: arrays up to 1 GiB come from the heap, and freed
+#: memory stays there for the next task (up to 64 GiB: a worker keeps the memory of its
+#: largest task until the sweep ends).  By default every array above 32 MiB (a 10 x 10^6
+#: float64 matrix is 80 MB) is a fresh mmap, and a heap whose free top passes 128 KiB is
+#: trimmed, so each task's pages fault in and are zeroed again: the Figure 7 sweep spent as
+#: much system time as user time that way (benchmarks/bench_sweep.py prints both).
+MALLOC_TUNABLES = "glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=68719476736"
 
 
 def cores() -> int:
@@ -189,12 +191,15 @@ class WorkerPool:
         self._env = dict(env or {})
         self._ctx = multiprocessing.get_context("spawn")
         self._workers: list[_Worker] = []
-        self._queue: deque[tuple[cf.Future, Callable[..., Any], tuple[Any, ...]]] = deque()
+        # (-priority, submission number, job): the highest priority first, then the earliest
+        self._queue: list[tuple[float, int, tuple[cf.Future, Callable[..., Any], tuple[Any, ...]]]] = []
+        self._order = itertools.count()
 
-    def submit(self, fn: Callable[..., Any], *args: Any) -> cf.Future:
-        """Queue ``fn(*args)`` (``fn`` and ``args`` must pickle); returns its future."""
+    def submit(self, fn: Callable[..., Any], *args: Any, priority: float = 0.0) -> cf.Future:
+        """Queue ``fn(*args)`` (``fn`` and ``args`` must pickle); returns its future.  Queued
+        jobs start highest ``priority`` first, in submission order among equals."""
         fut: cf.Future = cf.Future()
-        self._queue.append((fut, fn, args))
+        heapq.heappush(self._queue, (-priority, next(self._order), (fut, fn, args)))
         self._dispatch()
         return fut
 
@@ -209,7 +214,7 @@ class WorkerPool:
                 self._workers.append(_Worker(self._ctx, self._env))
                 idle.append(self._workers[-1])
             w = idle.pop()
-            w.job = self._queue.popleft()
+            w.job = heapq.heappop(self._queue)[2]
             fut, fn, args = w.job
             fut.set_running_or_notify_cancel()
             try:
@@ -256,7 +261,7 @@ class WorkerPool:
 
     def shutdown(self) -> None:
         """Stop every worker: idle ones are asked to exit, busy ones are killed; queued jobs are cancelled."""
-        for fut, _, _ in self._queue:
+        for _, _, (fut, _, _) in self._queue:
             fut.cancel()
         self._queue.clear()
         for w in self._workers:

@@ -42,7 +42,7 @@ WORKER_RETRIES = 2
 class _SerialExecutor:
     """Runs each job at submission, in this process (``workers=1``)."""
 
-    def submit(self, fn: Any, *args: Any) -> cf.Future:
+    def submit(self, fn: Any, *args: Any, priority: float = 0.0) -> cf.Future:
         fut: cf.Future = cf.Future()
         try:
             fut.set_result(fn(*args))
@@ -78,8 +78,8 @@ class _DaskExecutor:
             raise ConnectionError(f"no Dask scheduler answered at {scheduler!r} within {timeout:g} s "
                                   f"({type(exc).__name__}: {exc})") from None
 
-    def submit(self, fn: Any, *args: Any) -> Any:
-        return self.client.submit(fn, *args, pure=False)
+    def submit(self, fn: Any, *args: Any, priority: float = 0.0) -> Any:
+        return self.client.submit(fn, *args, pure=False, priority=priority)
 
     def wait_any(self, futures: set) -> set:
         done, _ = self._distributed.wait(list(futures), return_when="FIRST_COMPLETED")
@@ -252,7 +252,10 @@ def _execute(exp: _spec.Experiment, pending: list[_spec.Task], executor: Any, ou
 def _submit_all(exp: _spec.Experiment, pending: list[_spec.Task], executor: Any, references: dict[str, Any],
                 record: Callable[[dict[str, Any]], None]) -> None:
     """Submit the reference job of each input (largest first; ``references`` holds those
-    already computed), then its tasks as soon as it is done; ``record`` each row.
+    already computed), then its tasks as soon as it is done; ``record`` each row.  Queued
+    jobs start references first, then the costliest task (m k n times the products of
+    a multi-word task), so that the longest tasks do not end the sweep with one worker
+    busy and the others idle.
 
     The job functions never raise, so a failed future means the job's worker died or
     its result was lost: the job is submitted again, up to :data:`WORKER_RETRIES` times."""
@@ -265,9 +268,11 @@ def _submit_all(exp: _spec.Experiment, pending: list[_spec.Task], executor: Any,
 
     def submit(role: str, what: Any) -> None:
         if role == "ref":
-            job = executor.submit(_tasks.compute_reference, _spec.input_key(by_input[what][0].spec, exp.reference))
+            job = executor.submit(_tasks.compute_reference, _spec.input_key(by_input[what][0].spec, exp.reference),
+                                  priority=math.inf)
         else:
-            job = executor.submit(_tasks.run_task, _warmup.payload(exp, what), references.get(what.input_hash))
+            job = executor.submit(_tasks.run_task, _warmup.payload(exp, what), references.get(what.input_hash),
+                                  priority=what.cost)
         in_flight[job] = (role, what)
 
     for ih in by_input:

@@ -30,13 +30,17 @@ SECTION = re.compile(re.escape(BEGIN) + r"\n(.*?)" + re.escape(END), flags=re.S)
 
 
 def _shape(r: dict[str, Any]) -> str:
-    return f"{r['m']}x{r['k']:,}x{r['n']}"
+    return f"{r['m']}x{r['k']:,}x{r['n']}" if r["k"] >= 100_000 else f"{r['m']}x{r['k']}x{r['n']}"
 
 
 def _rate(x: float) -> str:
     """Two significant digits, exponent without padding: 1.2e9."""
     mantissa, exponent = f"{x:.1e}".split("e")
     return f"{mantissa}e{int(exponent)}"
+
+
+def _ratio(x: float) -> str:
+    return f"{x:.0f}x" if x >= 10 else f"{x:.1f}x"
 
 
 def _load_range(values: list[float]) -> str:
@@ -74,13 +78,13 @@ def render(engine: dict[str, Any], sweep: dict[str, Any] | None) -> str:
         rates = " | ".join(_rate(cells[s]['mac_per_s']) if s in cells else "-" for s in shapes)
         threads = sorted({c["threads"] for c in cells.values()})
         mm = next((c for c in cells.values() if "mmasim" in c), None)
-        ratio = f"{mm['mmasim_ratio']:.0f}x ({'yes' if mm['mmasim']['same_bits'] else 'NO'})" if mm else "-"
+        ratio = f"{_ratio(mm['mmasim_ratio'])} ({'yes' if mm['mmasim']['same_bits'] else 'NO'})" if mm else "-"
         lines.append(f"| {family} | `{preset}` | {rates} | {'/'.join(map(str, threads))} | {ratio} |")
     if sweep is not None:
         m = sweep["machine"]
         threads = f" x {sweep['threads_per_worker']} thread{'s' if sweep['threads_per_worker'] != 1 else ''}" \
             if sweep["threads_per_worker"] else ""
-        lines += ["", f"`bench_sweep.py`, the full Figure 7 grid ({sweep['tasks']} GEMMs, {sweep['macs']:.2g} "
+        lines += ["", f"`bench_sweep.py`, the full Figure 7 grid ({sweep['tasks']} GEMMs, {_rate(sweep['macs'])} "
                       f"simulated multiply-adds, {sweep['workers']} workers{threads}) on {_machine(m)}, load average "
                       f"{m['load_start'][0]:.1f} before and {sweep['load_end'][0]:.1f} after: "
                       f"{sweep['wall_s'] / 60:.1f} minutes wall, {sweep['user_s']:.0f} s user and "

@@ -6,8 +6,10 @@ the workers load the compiled kernels from the cache.  Then the tasks are groupe
 seed, rounding, reference kind, alpha, beta).  One reference job per input with
 pending tasks is submitted first (largest first); when it finishes, that input's
 tasks are submitted with the reference as an argument, so an exact reference is
-computed once per input and shared by every preset and algorithm.  Workers
-regenerate the (deterministic) inputs themselves and cache the last two.  Each
+computed once per input and shared by every preset and algorithm; queued jobs
+start references first, then the costliest task.  Workers
+regenerate the (deterministic) inputs themselves and cache the last four (tasks
+of neighbouring costs come from a few inputs).  Each
 finished task's row is written to disk before the next result is looked at.
 
 Faults: a job whose worker dies is run again (:data:`WORKER_RETRIES` times at most;

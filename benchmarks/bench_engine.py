@@ -1,120 +1,207 @@
-"""Engine benchmark: simulated multiply-adds per second (one command, prints a table).
+"""Engine benchmark: simulated multiply-adds per second of every kind of unit (one command).
 
-    python benchmarks/bench_engine.py [--quick] [--repeat N]
+    python benchmarks/bench_engine.py [--quick] [--repeat N] [--record FILE] [--no-mmasim]
 
-fp16->fp32 and bf16->fp32 on the Volta, Ampere and Hopper presets at 16x4096x16,
-64x1024x64 and 10x1,000,000x10 (M x K x N) through ``workbench.gemm`` (inputs
-checked, decomposed, computed, converted: the whole call).  When the optional
-``mmasim`` package (PyPI, CPU torch) is installed, the same GEMM runs through it in
-the same process (not for 10x1,000,000x10) and the ratio of the times is printed;
-otherwise "mmasim not installed".  The package measured is this checkout's (the
-repository root goes first on ``sys.path``); its path is printed.
+One preset per kind and format family (:data:`CASES`: T-FDPA fp16, bf16, tf32, fp8 and
+fp4 on NVIDIA units, the FMA chains in fp64 and fp32, E-FDPA, FTZ-AddMul, TR-FDPA,
+GTR-FDPA, ST-FDPA and GST-FDPA with their block scales) at 64x1024x64, 16x4096x16 and
+10x1,000,000x10 (M x K x N; ``--quick`` leaves out the last), through ``workbench.gemm``
+(inputs checked, decomposed, computed, converted: the whole call).  Each row gives the
+min/median/max wall time over ``--repeat`` calls (at most 3 at 10x1,000,000x10) after
+an untimed one, the simulated MAC/s at the median, the threads the product ran on
+(:func:`workbench.engine.operands.threads_used`: numba's thread count, which
+``NUMBA_NUM_THREADS`` or ``numba.set_num_threads`` set, for products of 2^18
+multiply-adds and more; one below) and the one-minute load average when the row ended.
 
-The machine is shared, so every wall-clock figure is the best of ``--repeat`` runs,
-the one-minute load average is printed next to each row (and at the start and end),
-and ``MAC/cpu-s`` (simulated MACs per second of process CPU time, all threads, over
-all the runs: the CPU time of a thread still running elsewhere is only counted once
-it stops, so a per-run minimum would flatter short calls) gives a load-independent
-view: on an idle machine the wall-clock rate ``MAC/s`` approaches ``threads x`` that
-figure when the threads scale.  ``ratio`` compares the best wall-clock times with
-mmasim's, ``cpu ratio`` the mean CPU times.
+Where the ``mmasim`` package (MMA-Sim 2.1.1, extra ``oracle``) has the same instruction
+(``benchmarks/_mmasim.py``), the same 64x1024x64 GEMM runs through it in the same
+process on the same bit patterns: ``ratio`` is mmasim's median time over ours, and
+``same`` says whether the output bits agree.
+
+The figures, with the machine (CPU model, cores, numpy/numba/mmasim versions, load at
+start and end), go to ``benchmarks/measured/engine.json`` (``--record``; a ``--quick`` run records
+nothing unless asked); ``python benchmarks/readme_speed.py`` writes the README's speed table from
+that file.  The package measured is this checkout's (the repository root goes first on
+``sys.path``).
 """
 from __future__ import annotations
 
 import argparse
-import os
+import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any, NamedTuple
 
-import numba
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 import workbench as wb  # noqa: E402
+from benchmarks import _machine  # noqa: E402
+from benchmarks import _mmasim  # noqa: E402
+from workbench import formats as _formats  # noqa: E402
+from workbench.engine.operands import threads_used  # noqa: E402
 
-SHAPES = [(16, 4096, 16), (64, 1024, 64), (10, 1_000_000, 10)]
-PRESETS = [("volta", "fp16"), ("ampere", "fp16"), ("ampere", "bf16"), ("hopper", "fp16"), ("hopper", "bf16")]
-MMASIM_ARCH = {"volta": ("Volta", "m8n8k4"), "ampere": ("Ampere", "m16n8k16"), "hopper": ("Hopper", "m16n8k16")}
+#: (M, K, N) of the products timed; the mmasim comparison runs on the first.
+SHAPES = [(64, 1024, 64), (16, 4096, 16), (10, 1_000_000, 10)]
+MMASIM_SHAPE = SHAPES[0]
+#: Products of this many multiply-adds or more are timed at most BIG_REPEAT times (the
+#: slowest kinds take seconds per call there).
+BIG, BIG_REPEAT = 10**8, 3
 
 
-def _mmasim(arch: str, fin: str, A: np.ndarray, B: np.ndarray, C: np.ndarray,
-            repeat: int) -> tuple[float, float, np.ndarray] | None:
-    """(best wall seconds, best CPU seconds, D) of mmasim's MMA on the same GEMM, or
-    None when mmasim (or the instruction) is not available."""
-    try:
-        import torch
-        from mmasim.nv_ptx import sim
-    except ImportError:
-        return None
-    name, shape = MMASIM_ARCH[arch]
-    tdt = {"fp16": torch.float16, "bf16": torch.bfloat16}[fin]
-    if arch == "volta" and fin != "fp16":
-        return None
-    try:
-        op = sim.MMA(name, f"{shape}.f32.{'f16' if fin == 'fp16' else 'bf16'}.{'f16' if fin == 'fp16' else 'bf16'}.f32")
-    except Exception:
-        return None
-    tA = torch.tensor(A).to(tdt)
-    tB = torch.tensor(B).to(tdt)
-    tC = torch.tensor(C, dtype=torch.float32)
-    best = float("inf")
-    c0 = time.process_time()
+class Case(NamedTuple):
+    """One row group: the family it stands for and the preset's arguments."""
+    family: str
+    arch: str
+    in_format: str
+    out_format: str
+    instruction: str | None = None
+    variant: str | None = None
+
+
+#: One preset per kind and format family (Xie et al. 2025 Tables 3-7 name their units).
+CASES = [
+    Case("T-FDPA fp16 (NVIDIA)", "volta", "fp16", "fp32"),
+    Case("T-FDPA fp16 (NVIDIA)", "hopper", "fp16", "fp32"),
+    Case("T-FDPA bf16 (NVIDIA)", "ampere", "bf16", "fp32"),
+    Case("T-FDPA tf32 (NVIDIA)", "ampere", "tf32", "fp32"),
+    Case("T-FDPA fp8 (NVIDIA)", "hopper", "fp8_e4m3", "fp32"),
+    Case("T-FDPA fp8 mma.sync (NVIDIA)", "hopper", "fp8_e4m3", "fp32", instruction="mma.sync"),
+    Case("T-FDPA fp4 (NVIDIA)", "blackwell", "fp4_e2m1", "fp32"),
+    Case("FMA chain fp64", "ampere", "fp64", "fp64"),
+    Case("FMA chain fp32", "cdna1", "fp32", "fp32"),
+    Case("E-FDPA fp16", "cdna1", "fp16", "fp32"),
+    Case("FTZ-AddMul fp16", "cdna2", "fp16", "fp32"),
+    Case("TR-FDPA fp16", "cdna3", "fp16", "fp32"),
+    Case("GTR-FDPA fp8", "cdna3", "fp8_e4m3fnuz", "fp32"),
+    Case("ST-FDPA MXFP8 (scaled)", "blackwell", "fp8_e4m3", "fp32", variant="mx"),
+    Case("GST-FDPA NVFP4 (scaled)", "blackwell", "fp4_e2m1", "fp32", variant="nvfp4"),
+]
+
+
+def _values(shape: tuple[int, int], fmt: str, rng: np.random.Generator) -> np.ndarray:
+    """Normal random values rounded to ``fmt`` (to nearest, overflow saturated)."""
+    f = _formats.format(fmt)
+    return _formats.round(rng.standard_normal(shape), f, "rne", saturate=True)
+
+
+def _operands(model: Any, M: int, K: int, N: int, rng: np.random.Generator) -> dict[str, Any]:
+    """A, B, C (and the block scales of a scaled unit) of one product."""
+    ops: dict[str, Any] = {"A": _values((M, K), model.in_format, rng), "B": _values((K, N), model.in_format, rng),
+                           "C": _values((M, N), model.out_format, rng)}
+    if model.kind in ("st-fdpa", "gst-fdpa"):
+        blocks = -(-K // model.k_block)
+        for name, shape in (("scale_a", (M, blocks)), ("scale_b", (blocks, N))):
+            ops[name] = _formats.round(2.0 ** rng.uniform(-3, 3, size=shape), _formats.format(model.scale_format),
+                                       "rne", saturate=True)
+    return ops
+
+
+def _times(fn: Any, repeat: int) -> tuple[list[float], Any]:
+    """Wall seconds of ``repeat`` calls of ``fn`` (after one untimed call) and its last result."""
+    out = fn()
+    times = []
     for _ in range(repeat):
         t = time.perf_counter()
-        D = op(tA, tB, tC)
-        best = min(best, time.perf_counter() - t)
-    return best, (time.process_time() - c0) / repeat, D.numpy()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return times, out
 
 
-def main() -> None:
+def _mmasim_times(model: Any, ops: dict[str, Any], D: np.ndarray, repeat: int) -> dict[str, Any] | None:
+    """mmasim's times on the same bit patterns and whether its output bits equal ``D``'s;
+    None when mmasim (or torch) is missing or has no such instruction."""
+    try:
+        op = _mmasim.mmasim_op(model)
+    except ImportError:
+        return None
+    if op is None:
+        return None
+    fin, fout = model.in_format, model.out_format
+    tA, tB, tC = (_mmasim.torch_tensor(_mmasim.bits_of(ops[k], f), f) for k, f in (("A", fin), ("B", fin),
+                                                                                     ("C", fout)))
+    times, Dm = _times(lambda: op(tA, tB, tC), repeat)
+    ut = _formats.format(fout).bits_dtype
+    return {"seconds": times, "same_bits": bool((Dm.numpy().view(ut) == D.view(ut)).all())}
+
+
+def _summary(times: list[float]) -> dict[str, float]:
+    return {"min_s": min(times), "median_s": statistics.median(times), "max_s": max(times)}
+
+
+def run_case(case: Case, shape: tuple[int, int, int], repeat: int, with_mmasim: bool,
+             rng: np.random.Generator) -> dict[str, Any]:
+    """The record of one (case, shape) row."""
+    model = wb.preset(case.arch, case.in_format, case.out_format, instruction=case.instruction,
+                      variant=case.variant)
+    M, K, N = shape
+    ops = _operands(model, M, K, N, rng)
+    kwargs = {k: ops[k] for k in ("scale_a", "scale_b") if k in ops}
+    times, D = _times(lambda: wb.gemm(ops["A"], ops["B"], ops["C"], model=model, **kwargs), repeat)
+    row: dict[str, Any] = {"family": case.family, "preset": model.name, "kind": model.kind, "m": M, "k": K, "n": N,
+                           "repeat": repeat, "seconds": times, **_summary(times),
+                           "mac_per_s": M * K * N / statistics.median(times), "threads": threads_used(M * K * N)}
+    if with_mmasim and shape == MMASIM_SHAPE:
+        m = _mmasim_times(model, ops, D, max(1, min(repeat, 3)))
+        if m is not None:
+            row["mmasim"] = {**m, **_summary(m["seconds"])}
+            row["mmasim_ratio"] = row["mmasim"]["median_s"] / row["median_s"]
+    row["load"] = _machine.load()[:1]
+    return row
+
+
+def _print_row(r: dict[str, Any]) -> None:
+    mm = r.get("mmasim")
+    ratio = f"{r['mmasim_ratio']:.0f}x" if mm else "-"
+    same = str(mm["same_bits"]) if mm else "-"
+    load = f"{r['load'][0]:.2f}" if r["load"] else "-"
+    print(f"{r['family']:29s} {r['preset']:46s} {r['m']}x{r['k']}x{r['n']:<4d} {r['min_s']:9.4f} {r['median_s']:9.4f} "
+          f"{r['max_s']:9.4f} {r['mac_per_s']:9.3g} {r['threads']:3d} {ratio:>7s} {same:>5s} {load:>5s}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="skip the 10 x 1,000,000 x 10 shape")
-    ap.add_argument("--repeat", type=int, default=3, help="best of this many runs (default 3)")
-    args = ap.parse_args()
-    rng = np.random.default_rng(1)
+    ap.add_argument("--quick", action="store_true", help="leave out the 10 x 1,000,000 x 10 product")
+    ap.add_argument("--repeat", type=int, default=5, help="timed calls per row (default 5)")
+    ap.add_argument("--record", default=None, help="results file (default benchmarks/measured/engine.json; "
+                                                     "none with --quick)")
+    ap.add_argument("--no-mmasim", action="store_true", help="do not time mmasim")
+    args = ap.parse_args(argv)
+    if args.repeat < 1:
+        ap.error(f"--repeat {args.repeat}: expected at least 1")
     try:
         import mmasim  # noqa: F401
-        have_mmasim = True
+        import torch  # noqa: F401
+        with_mmasim = not args.no_mmasim
     except ImportError:
-        have_mmasim = False
-        print("mmasim not installed")
+        with_mmasim = False
+        print("mmasim not installed (pip install -e '.[oracle]'): no ratios")
+    machine = _machine.describe()
+    import numba
+
     print(f"workbench: {wb.__file__}")
-    print(f"threads: {numba.get_num_threads()}  cpus: {os.cpu_count()}  "
-          f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print(f"{'preset':28s} {'M x K x N':>14s} {'seconds':>8s} {'MAC/s':>9s} {'MAC/cpu-s':>9s} {'mmasim MAC/s':>12s} "
-          f"{'ratio':>7s} {'cpu ratio':>9s} {'same bits':>9s} {'load':>5s}")
-    for (arch, fin) in PRESETS:
-        m = wb.preset(arch, fin, "fp32")
-        wb.gemm(np.zeros((2, 64)), np.zeros((64, 2)), model=m)  # compile / load cache
-        for (M, K, N) in SHAPES:
-            if args.quick and K >= 1_000_000:
-                continue
-            A = wb.round(rng.standard_normal((M, K)), fin)
-            B = wb.round(rng.standard_normal((K, N)), fin)
-            C = wb.round(rng.standard_normal((M, N)), "fp32")
-            wb.gemm(A, B, C, model=m)  # untimed: first parallel region, caches warm
-            dt = float("inf")
-            c0 = time.process_time()
-            for _ in range(args.repeat):
-                t = time.perf_counter()
-                D = wb.gemm(A, B, C, model=m)
-                dt = min(dt, time.perf_counter() - t)
-            cpu = (time.process_time() - c0) / args.repeat
-            macs = M * K * N
-            ms = ratio = cratio = same = "-"
-            if have_mmasim and K <= 4096:
-                r = _mmasim(arch, fin, A, B, C, max(1, args.repeat - 1))
-                if r is not None:
-                    mdt, mcpu, Dm = r
-                    ms = f"{macs / mdt:.3g}"
-                    ratio = f"{mdt / dt:.1f}x"
-                    cratio = f"{mcpu / cpu:.1f}x"
-                    same = str(bool((Dm.view(np.uint32) == D.view(np.uint32)).all()))
-            load = os.getloadavg()[0]
-            print(f"{m.name:28s} {f'{M}x{K}x{N}':>14s} {dt:8.4f} {macs / dt:9.3g} {macs / cpu:9.3g} {ms:>12s} "
-                  f"{ratio:>7s} {cratio:>9s} {same:>9s} {load:5.2f}", flush=True)
-    print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"{machine['cpu']}, {machine['cores']} cores; numba threads {numba.get_num_threads()}; "
+          f"load average at start: {' '.join(f'{x:.2f}' for x in machine['load_start'])}")
+    print(f"{'family':29s} {'preset':46s} {'M x K x N':14s} {'min s':>9s} {'median s':>9s} {'max s':>9s} "
+          f"{'MAC/s':>9s} {'thr':>3s} {'mmasim':>7s} {'same':>5s} {'load':>5s}")
+    shapes = [s for s in SHAPES if not (args.quick and s[1] >= 1_000_000)]
+    rng = np.random.default_rng(1)
+    rows = []
+    for case in CASES:
+        for shape in shapes:
+            repeat = args.repeat if shape[0] * shape[1] * shape[2] < BIG else min(args.repeat, BIG_REPEAT)
+            rows.append(run_case(case, shape, repeat, with_mmasim, rng))
+            _print_row(rows[-1])
+    print(f"load average at end: {' '.join(f'{x:.2f}' for x in _machine.load())}")
+    record = args.record or (None if args.quick else _machine.MEASURED / "engine.json")
+    if record:
+        _machine.write(Path(record), {"benchmark": "bench_engine", "quick": args.quick, "repeat": args.repeat,
+                                      "numba_threads": numba.get_num_threads(), "machine": machine,
+                                      "rows": rows})
+    return 0
+
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

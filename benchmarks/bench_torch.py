@@ -21,7 +21,6 @@ import argparse
 import statistics
 import time
 
-import numpy as np
 import torch
 
 import workbench

@@ -1,9 +1,9 @@
 """The ``mmasim`` package (MMA-Sim 2.1.1, Xie et al. 2025) as an independent oracle.
 
-Maps every preset that has a counterpart in ``mmasim`` to the ``mmasim`` operation
-of the same instruction, and moves operands between the two as bit patterns, so
-that NaN payloads, signed zeros and subnormals reach both sides unchanged.  Used by
-``tests/test_mmasim_differential.py``; imports ``torch`` and ``mmasim`` lazily.
+The preset -> ``mmasim`` operation mapping and the bit-pattern converters live in
+``benchmarks/_mmasim.py`` (the engine benchmark uses them too); this module adds the
+test inputs (:data:`INPUT_KINDS`, :func:`draw`, :func:`operands`) and :func:`compare`.
+Used by ``tests/test_mmasim_differential.py``; imports ``torch`` and ``mmasim`` lazily.
 """
 
 from __future__ import annotations
@@ -13,123 +13,15 @@ from collections.abc import Callable
 import numpy as np
 
 import workbench as wb
+from benchmarks._mmasim import bits_of, mmasim_op, paired_presets, torch_tensor, values
 from workbench import formats as _formats
 from workbench import inputs as _inputs
-from workbench.catalogue import Preset, records
+from workbench.catalogue import Preset
 
-NV_ARCH = {"volta": "Volta", "turing": "Turing", "ampere": "Ampere", "ada": "Ada Lovelace", "hopper": "Hopper",
-           "blackwell": "Blackwell", "rtx-blackwell": "RTX Blackwell"}
-PTX_TYPE = {"fp16": "f16", "bf16": "bf16", "tf32": "tf32", "fp8_e4m3": "e4m3", "fp8_e5m2": "e5m2",
-            "fp6_e2m3": "e2m3", "fp6_e3m2": "e3m2", "fp4_e2m1": "e2m1", "fp32": "f32", "fp64": "f64"}
-# CDNA instruction suffixes (mmasim.amd.isa_mfma) per (architecture, instruction, input format)
-AMD_SUFFIX = {
-    ("cdna1", "mfma", "fp32"): "f32_32x32x2f32", ("cdna2", "mfma", "fp32"): "f32_32x32x2f32",
-    ("cdna3", "mfma", "fp32"): "f32_32x32x2_f32", ("cdna2", "mfma", "fp64"): "f64_16x16x4f64",
-    ("cdna3", "mfma", "fp64"): "f64_16x16x4_f64", ("cdna1", "mfma", "bf16"): "f32_32x32x4bf16",
-    ("cdna1", "mfma", "fp16"): "f32_32x32x8f16", ("cdna2", "mfma", "bf16"): "f32_32x32x4bf16",
-    ("cdna2", "mfma_1k", "bf16"): "f32_32x32x8bf16_1k", ("cdna2", "mfma", "fp16"): "f32_32x32x8f16",
-    ("cdna3", "mfma", "tf32"): "f32_16x16x8_xf32", ("cdna3", "mfma", "bf16"): "f32_32x32x8_bf16",
-    ("cdna3", "mfma", "fp16"): "f32_32x32x8_f16", ("cdna3", "mfma", "fp8_e4m3fnuz"): "f32_32x32x16_fp8_fp8",
-    ("cdna3", "mfma", "fp8_e5m2fnuz"): "f32_32x32x16_bf8_bf8",
-}
+__all__ = ["INPUT_KINDS", "bits_of", "compare", "draw", "mmasim_op", "operands", "paired_presets",
+           "torch_tensor", "values"]
+
 INPUT_KINDS = ("normal", "wide", "dnn", "bits", "cancel")
-
-
-def _nv_op(p: Preset):
-    """The mmasim operation of an NVIDIA preset, or None when mmasim has no such
-    instruction (Hopper/Blackwell fp8 through mma.sync, the hypothetical B200-RN)."""
-    from mmasim import nv_ptx
-
-    arch = NV_ARCH[p.architecture]
-    a, d = PTX_TYPE[p.in_format], PTX_TYPE[p.out_format]
-    if p.variant == "rn" or p.instruction == "mma.sync":
-        return None
-    if p.in_format == "fp64":
-        shape = "m16n8k16" if arch == "Hopper" else "m8n8k4"
-        return nv_ptx.MMA(arch, f"{shape}.f64.f64.f64.f64")
-    if p.instruction == "wgmma":
-        k = {"tf32": 8, "fp16": 16, "bf16": 16}.get(p.in_format, 32)
-        return nv_ptx.WGMMA(arch, f"m64n8k{k}.{d}.{a}.{a}")
-    if p.instruction == "tcgen05.mma":
-        kind, k = {"tf32": ("tf32", 8), "fp16": ("f16", 16), "bf16": ("f16", 16)}.get(p.in_format, ("f8f6f4", 32))
-        return nv_ptx.TCGen05MMA(arch, f"m64n8k{k}.kind::{kind}.{d}.{a}.{a}")
-    if p.in_format in ("fp6_e2m3", "fp6_e3m2", "fp4_e2m1") or (arch == "RTX Blackwell" and p.in_format.startswith("fp8")):
-        return nv_ptx.MMA(arch, f"m16n8k32.kind::f8f6f4.{d}.{a}.{a}.{d}")
-    shape = {"mma.m8n8k4": "m8n8k4", "mma.m16n8k8": "m16n8k8"}.get(p.instruction)
-    if shape is None:
-        shape = {"tf32": "m16n8k8", "fp16": "m16n8k16", "bf16": "m16n8k16"}.get(p.in_format, "m16n8k32")
-    c = d if not (shape == "m8n8k4" and d == "f32") else "f32"
-    return nv_ptx.MMA(arch, f"{shape}.{d}.{a}.{a}.{c}")
-
-
-def mmasim_op(p: Preset):
-    """The mmasim operation computing what preset ``p`` models, or None."""
-    if p.kind in ("st-fdpa", "gst-fdpa"):
-        return None
-    if p.architecture in NV_ARCH:
-        return _nv_op(p)
-    suffix = AMD_SUFFIX.get((p.architecture, p.instruction, p.in_format))
-    if suffix is None:
-        return None
-    from mmasim import amd
-
-    return amd.MFMA(p.architecture.upper(), suffix)
-
-
-def paired_presets() -> list[Preset]:
-    """Every preset that mmasim also models (no torch needed to list them)."""
-    return [p for p in records() if _has_counterpart(p)]
-
-
-def _has_counterpart(p: Preset) -> bool:
-    if p.kind in ("st-fdpa", "gst-fdpa"):
-        return False
-    if p.architecture in NV_ARCH:
-        return not (p.variant == "rn" or p.instruction == "mma.sync")
-    return (p.architecture, p.instruction, p.in_format) in AMD_SUFFIX
-
-
-# ------------------------------------------------------------ bit patterns
-def values(bits: np.ndarray, fmt: str) -> np.ndarray:
-    """float64 values of bit patterns of ``fmt`` keeping NaN payloads where the
-    format has them (IEEE widening of fp16/bf16/tf32/fp32 is exact)."""
-    if fmt == "fp16":
-        return bits.astype(np.uint16).view(np.float16).astype(np.float64)
-    if fmt == "bf16":
-        return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
-    if fmt in ("tf32", "fp32"):
-        return bits.astype(np.uint32).view(np.float32).astype(np.float64)
-    if fmt == "fp64":
-        return bits.astype(np.uint64).view(np.float64).copy()
-    return _formats.from_bits(bits, fmt)
-
-
-def bits_of(x: np.ndarray, fmt: str) -> np.ndarray:
-    """Bit patterns of representable values (tf32 in the fp32 register layout, its
-    low 13 bits zero, as both tensor-core APIs and mmasim hold it)."""
-    if fmt == "tf32":
-        return x.astype(np.float32).view(np.uint32)
-    return _formats.to_bits(x, fmt)
-
-
-def torch_tensor(bits: np.ndarray, fmt: str):
-    """The mmasim operand holding bit patterns ``bits`` of ``fmt``."""
-    import torch
-
-    if fmt in ("fp16", "bf16"):
-        t = torch.from_numpy(bits.astype(np.uint16).view(np.int16).copy())
-        return t.view(torch.float16 if fmt == "fp16" else torch.bfloat16)
-    if fmt in ("tf32", "fp32"):
-        return torch.from_numpy(bits.astype(np.uint32).view(np.float32).copy())
-    if fmt == "fp64":
-        return torch.from_numpy(bits.astype(np.uint64).view(np.float64).copy())
-    u8 = torch.from_numpy(bits.astype(np.uint8).copy())
-    if fmt.startswith("fp6"):
-        return u8                               # mmasim: fp6 in bits 5:0 of a uint8
-    if fmt == "fp4_e2m1":
-        return u8 << 2                          # mmasim: fp4 in bits 5:2 of a uint8
-    return u8.view({"fp8_e4m3": torch.float8_e4m3fn, "fp8_e5m2": torch.float8_e5m2,
-                    "fp8_e4m3fnuz": torch.float8_e4m3fnuz, "fp8_e5m2fnuz": torch.float8_e5m2fnuz}[fmt])
 
 
 def draw(kind: str, fmt: str, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:

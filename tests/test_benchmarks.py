@@ -18,3 +18,25 @@ def test_bench_sweep_quick_grid_runs_to_its_summary(capsys, monkeypatch):
     summary = out.split("max ours/bound")[1].strip().splitlines()
     assert len(summary) == 33  # one line per published curve: 3 formats x words x models of Figure 7
     assert all("nan" not in line for line in summary)
+
+
+def test_bench_engine_records_every_kind_and_the_readme_renders_it(tmp_path, capsys, monkeypatch):
+    """bench_engine on small shapes (the module's SHAPES swapped; mmasim's ratio needs the
+    oracle extra and takes minutes, so not here): one row per case and shape, every kind of
+    unit, the machine described, and readme_speed turns the record into the README table."""
+    import json
+
+    from benchmarks import bench_engine, readme_speed
+
+    monkeypatch.setattr(bench_engine, "SHAPES", [(4, 64, 8), (2, 96, 2)])
+    record = tmp_path / "engine.json"
+    assert bench_engine.main(["--repeat", "2", "--no-mmasim", "--record", str(record)]) == 0
+    data = json.loads(record.read_text())
+    assert len(data["rows"]) == 2 * len(bench_engine.CASES)
+    assert {r["kind"] for r in data["rows"]} == {"t-fdpa", "fma", "e-fdpa", "ftz-addmul", "tr-fdpa", "gtr-fdpa",
+                                                 "st-fdpa", "gst-fdpa"}
+    for r in data["rows"]:
+        assert r["min_s"] <= r["median_s"] <= r["max_s"] and len(r["seconds"]) == 2 and r["threads"] == 1
+    assert data["machine"]["cores"] >= 1 and data["machine"]["versions"]["numba"]
+    table = readme_speed.render(data, None)
+    assert table.count("\n| ") == 1 + len(bench_engine.CASES) and "4x64x8 | 2x96x2 |" in table

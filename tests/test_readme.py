@@ -13,6 +13,9 @@
 * The Figure 7 numbers quoted ("0.84-1.38 on all 33 curves") agree with
   ``figures/fig7_summary.csv``, which ``workbench reproduce --full --only fig7_multiword``
   (quoted next to them) regenerates.
+* The speed figures are what ``benchmarks/readme_speed.py`` makes of the committed
+  results files of ``bench_engine.py`` and ``bench_sweep.py`` (``benchmarks/measured/``),
+  and the thread threshold quoted is the engine's.
 """
 
 import contextlib
@@ -24,7 +27,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from benchmarks import readme_speed
 from workbench.cli import build_parser, main
+from workbench.engine.operands import PARALLEL_MIN_WORK
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -113,3 +118,17 @@ def test_quoted_figure7_numbers_match_the_summary_file():
     assert round(summary["geomean_ratio"].min(), 2) == low and round(summary["geomean_ratio"].max(), 2) == high
     # the committed file is the full run: the published curves have 20 points each
     assert (summary["points"] == 20).all()
+
+
+def test_speed_figures_are_those_of_the_committed_benchmark_results():
+    engine, sweep = readme_speed._records()
+    assert readme_speed.readme_section(TEXT) == readme_speed.render(engine, sweep)
+    kinds = {row["kind"] for row in engine["rows"]}   # every kind of unit, on the full set of shapes
+    assert kinds == {"t-fdpa", "fma", "e-fdpa", "ftz-addmul", "tr-fdpa", "gtr-fdpa", "st-fdpa", "gst-fdpa"}
+    assert not engine["quick"] and {row["k"] for row in engine["rows"]} >= {1024, 1_000_000}
+    assert sweep["tasks"] == 660 and sweep["task_errors"] == 0
+
+
+def test_quoted_thread_threshold_is_the_engines():
+    quote = re.search(r"a product of 2\^(\d+) multiply-adds or more runs on numba's threads", TEXT)
+    assert quote and 2 ** int(quote[1]) == PARALLEL_MIN_WORK

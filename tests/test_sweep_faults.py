@@ -28,7 +28,7 @@ import sweep_helpers
 from hypothesis import given, settings
 
 import workbench.sweep as sweep
-from workbench.sweep import runner, store, tasks
+from workbench.sweep import pool, runner, store, tasks
 from workbench.sweep.pool import WorkerDied, WorkerPool
 
 HERE = Path(__file__).resolve().parent
@@ -49,6 +49,7 @@ def test_dead_worker_task_runs_again_and_gives_up_after_the_retries(tmp_path, mo
     log = tmp_path / "calls.log"
     monkeypatch.setenv("SWEEP_TEST_LOG", str(log))
     monkeypatch.setenv("SWEEP_TEST_DIE_DIR", str(tmp_path))
+    monkeypatch.setattr(pool, "cores", lambda: 6)   # so that 2 workers x 3 threads fit
     raw = sweep_helpers.experiment(shifts=(0.0, 2.0**-10), ks=(8, 16), seeds=(0,), metrics=METRICS)
     raw["grid"] += [{"params": {"shift": 2.0**-6, "die": "once"}},     # dies once in a worker, then runs
                     {"params": {"shift": 2.0**-4, "die": "always"}}]   # dies in every worker
@@ -358,3 +359,38 @@ def test_killed_sweep_resumes_to_the_uninterrupted_table(tmp_path):
 @pytest.mark.parametrize("seed", range(4))
 def test_killed_sweep_resumes_many_times(tmp_path, seed):
     _crash_and_resume(tmp_path, parent_kills=6, seed=1000 + seed)
+
+
+def test_workers_times_threads_never_exceed_the_cores(monkeypatch):
+    """Each worker gets cores // workers compute threads (at least 1) and the malloc settings
+    that keep freed arrays for the next task; asking for more threads than fit is an error."""
+    for n_cores, workers, threads in [(2, 2, 1), (8, 2, 4), (8, 3, 2), (2, 3, 1), (16, 1, 16)]:
+        monkeypatch.setattr(pool, "cores", lambda n=n_cores: n)
+        env = pool.worker_environment(workers)
+        assert {env[k] for k in pool.THREAD_ENV} == {str(threads)}
+        assert env["GLIBC_TUNABLES"].startswith(pool.MALLOC_TUNABLES)
+    monkeypatch.setattr(pool, "cores", lambda: 2)
+    with pytest.raises(ValueError, match=r"threads_per_worker=2 with 2 workers needs 4 CPUs, but this process may "
+                                         r"use 2: give at most 1 threads per worker"):
+        pool.worker_environment(2, 2)
+    with pytest.raises(ValueError, match="threads_per_worker=0"):
+        pool.worker_environment(1, 0)
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.arena_max=2")
+    assert pool.worker_environment(2)["GLIBC_TUNABLES"] == f"{pool.MALLOC_TUNABLES}:glibc.malloc.arena_max=2"
+
+
+def test_pool_starts_queued_jobs_highest_priority_first():
+    """One worker: while the first job runs, jobs queued with priorities 1, 5, 3, 5 start
+    in the order 5 (the earlier of the two), 5, 3, 1; a sweep gives references and then the
+    costliest tasks the highest priority."""
+    pool = WorkerPool(1)
+    try:
+        first = pool.submit(time.sleep, 0.3)
+        queued = [pool.submit(time.monotonic_ns, priority=p) for p in (1, 5, 3, 5)]
+        futures = {first, *queued}
+        while not all(f.done() for f in futures):
+            pool.wait_any({f for f in futures if not f.done()})
+        started = [f.result() for f in queued]
+        assert sorted(range(4), key=lambda i: started[i]) == [1, 3, 2, 0]
+    finally:
+        pool.shutdown()

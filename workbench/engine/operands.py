@@ -13,7 +13,6 @@ one thread or on numba's thread pool (results never depend on it).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, NamedTuple
@@ -30,15 +29,11 @@ if TYPE_CHECKING:
     from .model import Model
 
 #: Work (multiply-adds, or values checked) below which the compiled passes run on the
-#: calling thread alone: starting a parallel region wakes the other threads.
+#: calling thread alone: starting a parallel region wakes the other threads, which costs
+#: more than it saves on a smaller pass (with the lane kernel a serial 16x4096x16 product,
+#: 2^20 multiply-adds, takes about a millisecond).  The choice depends on the work only,
+#: never on what else the machine runs, so the same call takes the same path everywhere.
 PARALLEL_MIN_WORK = 1 << 18
-#: The same when the machine is busy (one-minute load average at least the number of
-#: CPUs plus one, i.e. a runnable task per CPU besides the caller): a woken thread
-#: then often waits for a time slice, measured at 4-8 ms per region at load 3 on the
-#: 2-core development machine.  With the lane kernel a serial 16x4096x16 product takes
-#: 1.2 ms and 64x1024x64 3.5 ms (2^22 multiply-adds), both below that wait; from 2^23
-#: (about 7 ms serial) a second thread can pay for its wake-up.
-PARALLEL_MIN_WORK_BUSY = 1 << 23
 
 
 def decompose(x: np.ndarray, man_bits: int, emin: int, flush: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -62,20 +57,21 @@ def pad_k(A: np.ndarray, BT: np.ndarray, L: int) -> tuple[np.ndarray, np.ndarray
     return A, BT
 
 
-def machine_busy() -> bool:
-    """Whether the one-minute load average has reached the number of CPUs plus one."""
-    try:
-        return os.getloadavg()[0] >= (os.cpu_count() or 1) + 1
-    except OSError:  # no load average on this platform
-        return False
+def threads_used(work: int) -> int:
+    """Threads the compiled passes of ``work`` run on: 1 below :data:`PARALLEL_MIN_WORK`,
+    numba's current number of threads otherwise.  That number is the user's to set:
+    ``NUMBA_NUM_THREADS=N`` in the environment before numba starts (default: the CPU
+    count), or ``numba.set_num_threads(N)`` at run time (at most the former); a sweep's
+    workers get ``cores // workers`` each (:func:`workbench.sweep.run`'s
+    ``threads_per_worker``)."""
+    return 1 if work < PARALLEL_MIN_WORK else numba.get_num_threads()
 
 
 @contextmanager
 def threads_for(work: int) -> Iterator[None]:
-    """Run the compiled passes inside on one thread when ``work`` is below
-    :data:`PARALLEL_MIN_WORK` (:data:`PARALLEL_MIN_WORK_BUSY` on a busy machine), on
-    numba's current number of threads otherwise.  Results do not depend on it."""
-    if work >= PARALLEL_MIN_WORK_BUSY or (work >= PARALLEL_MIN_WORK and not machine_busy()):
+    """Run the compiled passes inside on :func:`threads_used` ``(work)`` threads (the only
+    place that chooses; results never depend on it)."""
+    if threads_used(work) > 1:
         yield
         return
     n = numba.get_num_threads()
@@ -185,4 +181,4 @@ def padded_decomposed(model: "Model", A: np.ndarray, BT: np.ndarray, L: int
 
 
 __all__ = ["Operands", "decompose", "decompose_checked", "pad_k", "float_operands", "padded_decomposed",
-           "threads_for", "machine_busy", "PARALLEL_MIN_WORK", "PARALLEL_MIN_WORK_BUSY"]
+           "threads_for", "threads_used", "PARALLEL_MIN_WORK"]

@@ -1,4 +1,4 @@
-"""``workbench sweep EXPERIMENT.toml [--out DIR] [--workers N] [--scheduler ADDRESS] [--quick]``."""
+"""``workbench sweep EXPERIMENT.toml [--out DIR] [--workers N] [--threads-per-worker N] [--scheduler ADDRESS] [--quick]``."""
 
 from __future__ import annotations
 
@@ -15,6 +15,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default=None, help="results folder (default results/<experiment name>)")
     parser.add_argument("--workers", type=cli_positive_int, default=None,
                         help="local worker processes (default: CPU count; 1 = in this process)")
+    parser.add_argument("--threads-per-worker", type=cli_positive_int, default=None, metavar="N",
+                        help="compute threads of each worker (default: CPUs // workers; workers x N may not "
+                             "exceed the CPUs)")
     parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
                         help="dask.distributed scheduler address, e.g. tcp://host:8786 (runs on that cluster)")
     parser.add_argument("--quick", action="store_true", help="apply the file's [quick] overrides (small grid)")
@@ -38,7 +41,8 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"{exp.name}: {len(exp.tasks)} tasks on {inputs} inputs, {pending} pending (results in {out})")
         return 0
     df = runner.run(args.experiment, out=args.out, workers=args.workers, scheduler=args.scheduler,
-                    quick=args.quick, progress=not args.no_progress, retry_errors=args.retry_errors)
+                    quick=args.quick, progress=not args.no_progress, retry_errors=args.retry_errors,
+                    threads_per_worker=args.threads_per_worker)
     n_err = int(df["error"].notna().sum()) if "error" in df.columns else 0
     name = df["experiment"].iloc[0] if len(df) else "experiment"
     folder = args.out or str(runner.default_out(name))

@@ -28,7 +28,8 @@ import signal
 import sys
 import threading
 import time
-from collections import deque
+import heapq
+import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from multiprocessing.connection import wait as _wait_ready
 from typing import Any
@@ -39,6 +40,44 @@ _PR_SET_PDEATHSIG = 1
 _PARENT_POLL_S = 0.5
 #: How long :meth:`WorkerPool.shutdown` lets an idle worker exit by itself before killing it (seconds).
 _EXIT_GRACE_S = 2.0
+
+
+#: Environment variables that set a process's compute threads (numba's, and BLAS libraries').
+THREAD_ENV = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+#: glibc malloc settings of the workers: arrays up to 1 GiB come from the heap, and freed
+#: memory stays there for the next task (up to 64 GiB: a worker keeps the memory of its
+#: largest task until the sweep ends).  By default every array above 32 MiB (a 10 x 10^6
+#: float64 matrix is 80 MB) is a fresh mmap, and a heap whose free top passes 128 KiB is
+#: trimmed, so each task's pages fault in and are zeroed again: the Figure 7 sweep spent as
+#: much system time as user time that way (benchmarks/bench_sweep.py prints both).
+MALLOC_TUNABLES = "glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=68719476736"
+
+
+def cores() -> int:
+    """The CPUs this process may run on (its affinity mask where the system has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # no sched_getaffinity (macOS, Windows)
+        return os.cpu_count() or 1
+
+
+def worker_environment(workers: int, threads: int | None = None) -> dict[str, str]:
+    """The environment of each of ``workers`` local workers: ``threads`` compute threads
+    (default ``cores() // workers``, at least 1; workers times threads must not exceed
+    :func:`cores`, or the threads fight over the CPUs) and :data:`MALLOC_TUNABLES`
+    (after any ``GLIBC_TUNABLES`` of this process, which keep the last word)."""
+    n = cores()
+    if threads is None:
+        threads = max(1, n // workers)
+    elif not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+        raise ValueError(f"threads_per_worker={threads!r}: expected a positive integer")
+    elif workers * threads > n:
+        raise ValueError(f"threads_per_worker={threads} with {workers} workers needs {workers * threads} CPUs, "
+                         f"but this process may use {n}: give at most {max(1, n // workers)} threads per worker")
+    env = dict.fromkeys(THREAD_ENV, str(threads))
+    own = os.environ.get("GLIBC_TUNABLES")
+    env["GLIBC_TUNABLES"] = f"{MALLOC_TUNABLES}:{own}" if own else MALLOC_TUNABLES
+    return env
 
 
 class WorkerDied(RuntimeError):
@@ -110,7 +149,7 @@ def _worker_main(conn: Any, parent_pid: int) -> None:
 
 
 @contextlib.contextmanager
-def _environment(env: Mapping[str, str]) -> Iterator[None]:
+def environment(env: Mapping[str, str]) -> Iterator[None]:
     """Set ``env`` in ``os.environ`` (processes started meanwhile inherit it), then restore it."""
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
@@ -129,7 +168,7 @@ class _Worker:
         self.conn, child = ctx.Pipe(duplex=True)
         self.process = ctx.Process(target=_worker_main, args=(child, os.getpid()),
                                    name="workbench-sweep-worker")
-        with _environment(env):
+        with environment(env):
             self.process.start()
         child.close()
         self.job: tuple[cf.Future, Callable[..., Any], tuple[Any, ...]] | None = None
@@ -152,12 +191,15 @@ class WorkerPool:
         self._env = dict(env or {})
         self._ctx = multiprocessing.get_context("spawn")
         self._workers: list[_Worker] = []
-        self._queue: deque[tuple[cf.Future, Callable[..., Any], tuple[Any, ...]]] = deque()
+        # (-priority, submission number, job): the highest priority first, then the earliest
+        self._queue: list[tuple[float, int, tuple[cf.Future, Callable[..., Any], tuple[Any, ...]]]] = []
+        self._order = itertools.count()
 
-    def submit(self, fn: Callable[..., Any], *args: Any) -> cf.Future:
-        """Queue ``fn(*args)`` (``fn`` and ``args`` must pickle); returns its future."""
+    def submit(self, fn: Callable[..., Any], *args: Any, priority: float = 0.0) -> cf.Future:
+        """Queue ``fn(*args)`` (``fn`` and ``args`` must pickle); returns its future.  Queued
+        jobs start highest ``priority`` first, in submission order among equals."""
         fut: cf.Future = cf.Future()
-        self._queue.append((fut, fn, args))
+        heapq.heappush(self._queue, (-priority, next(self._order), (fut, fn, args)))
         self._dispatch()
         return fut
 
@@ -172,7 +214,7 @@ class WorkerPool:
                 self._workers.append(_Worker(self._ctx, self._env))
                 idle.append(self._workers[-1])
             w = idle.pop()
-            w.job = self._queue.popleft()
+            w.job = heapq.heappop(self._queue)[2]
             fut, fn, args = w.job
             fut.set_running_or_notify_cancel()
             try:
@@ -219,7 +261,7 @@ class WorkerPool:
 
     def shutdown(self) -> None:
         """Stop every worker: idle ones are asked to exit, busy ones are killed; queued jobs are cancelled."""
-        for fut, _, _ in self._queue:
+        for _, _, (fut, _, _) in self._queue:
             fut.cancel()
         self._queue.clear()
         for w in self._workers:

@@ -6,8 +6,10 @@ the workers load the compiled kernels from the cache.  Then the tasks are groupe
 seed, rounding, reference kind, alpha, beta).  One reference job per input with
 pending tasks is submitted first (largest first); when it finishes, that input's
 tasks are submitted with the reference as an argument, so an exact reference is
-computed once per input and shared by every preset and algorithm.  Workers
-regenerate the (deterministic) inputs themselves and cache the last two.  Each
+computed once per input and shared by every preset and algorithm; queued jobs
+start references first, then the costliest task.  Workers
+regenerate the (deterministic) inputs themselves and cache the last four (tasks
+of neighbouring costs come from a few inputs).  Each
 finished task's row is written to disk before the next result is looked at.
 
 Faults: a job whose worker dies is run again (:data:`WORKER_RETRIES` times at most;
@@ -20,7 +22,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import math
-import os
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -35,7 +36,6 @@ from . import store as _store
 from . import tasks as _tasks
 from . import warmup as _warmup
 
-_THREAD_ENV = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 #: How many times a job whose worker died (or whose result was lost on the way) is run again;
 #: after that its task is stored as an error row that says so.
 WORKER_RETRIES = 2
@@ -44,7 +44,7 @@ WORKER_RETRIES = 2
 class _SerialExecutor:
     """Runs each job at submission, in this process (``workers=1``)."""
 
-    def submit(self, fn: Any, *args: Any) -> cf.Future:
+    def submit(self, fn: Any, *args: Any, priority: float = 0.0) -> cf.Future:
         fut: cf.Future = cf.Future()
         try:
             fut.set_result(fn(*args))
@@ -80,8 +80,8 @@ class _DaskExecutor:
             raise ConnectionError(f"no Dask scheduler answered at {scheduler!r} within {timeout:g} s "
                                   f"({type(exc).__name__}: {exc})") from None
 
-    def submit(self, fn: Any, *args: Any) -> Any:
-        return self.client.submit(fn, *args, pure=False)
+    def submit(self, fn: Any, *args: Any, priority: float = 0.0) -> Any:
+        return self.client.submit(fn, *args, pure=False, priority=priority)
 
     def wait_any(self, futures: set) -> set:
         done, _ = self._distributed.wait(list(futures), return_when="FIRST_COMPLETED")
@@ -134,7 +134,9 @@ def run(path_or_dict: str | Path | Mapping[str, Any], out: str | Path | None = N
     retry_errors:
         Run again the stored tasks whose rows record an error.
     threads_per_worker:
-        Compute threads of each local worker (numba, BLAS); default CPU count / workers.
+        Compute threads of each local worker (numba, BLAS); default the CPUs this process
+        may use divided by the workers, at least 1.  More than fit on those CPUs (workers
+        times threads) is a ValueError.
     compact:
         Merge the per-task files into one Parquet file at the end.
 
@@ -170,7 +172,7 @@ def run(path_or_dict: str | Path | Mapping[str, Any], out: str | Path | None = N
         if scheduler is not None:
             executor: Any = _DaskExecutor(scheduler, scheduler_timeout)
         else:
-            n = workers if workers is not None else (os.cpu_count() or 1)
+            n = workers if workers is not None else _pool.cores()
             if n < 1:
                 raise ValueError(f"workers={workers!r} must be at least 1")
             n = min(n, len(pending))
@@ -178,8 +180,7 @@ def run(path_or_dict: str | Path | Mapping[str, Any], out: str | Path | None = N
                 executor = _SerialExecutor()
             else:  # only the workers start with these: this process, which compiles the warm-up
                 # tasks, keeps its own (numba refuses another NUMBA_NUM_THREADS once its threads run)
-                threads = threads_per_worker or max(1, (os.cpu_count() or 1) // n)
-                executor = _pool.WorkerPool(n, env=dict.fromkeys(_THREAD_ENV, str(threads)))
+                executor = _pool.WorkerPool(n, env=_pool.worker_environment(n, threads_per_worker))
         try:
             _execute(exp, pending, executor, out, progress, first_here=scheduler is None)
         finally:
@@ -253,7 +254,10 @@ def _execute(exp: _spec.Experiment, pending: list[_spec.Task], executor: Any, ou
 def _submit_all(exp: _spec.Experiment, pending: list[_spec.Task], executor: Any, references: dict[str, Any],
                 record: Callable[[dict[str, Any]], None]) -> None:
     """Submit the reference job of each input (largest first; ``references`` holds those
-    already computed), then its tasks as soon as it is done; ``record`` each row.
+    already computed), then its tasks as soon as it is done; ``record`` each row.  Queued
+    jobs start references first, then the costliest task (m k n times the products of
+    a multi-word task), so that the longest tasks do not end the sweep with one worker
+    busy and the others idle.
 
     The job functions never raise, so a failed future means the job's worker died or
     its result was lost: the job is submitted again, up to :data:`WORKER_RETRIES` times."""
@@ -266,9 +270,11 @@ def _submit_all(exp: _spec.Experiment, pending: list[_spec.Task], executor: Any,
 
     def submit(role: str, what: Any) -> None:
         if role == "ref":
-            job = executor.submit(_tasks.compute_reference, _spec.input_key(by_input[what][0].spec, exp.reference))
+            job = executor.submit(_tasks.compute_reference, _spec.input_key(by_input[what][0].spec, exp.reference),
+                                  priority=math.inf)
         else:
-            job = executor.submit(_tasks.run_task, _warmup.payload(exp, what), references.get(what.input_hash))
+            job = executor.submit(_tasks.run_task, _warmup.payload(exp, what), references.get(what.input_hash),
+                                  priority=what.cost)
         in_flight[job] = (role, what)
 
     for ih in by_input:

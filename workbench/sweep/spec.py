@@ -82,8 +82,11 @@ class Task:
 
     @property
     def cost(self) -> float:
-        """Rough relative cost used to start large tasks first (m k n)."""
-        return float(self.spec["m"]) * self.spec["k"] * self.spec["n"]
+        """Rough relative cost used to start large tasks first: m k n, times the p(p+1)/2 word
+        products of a task with ``words = p`` (multi-word algorithms)."""
+        words = self.spec.get("params", {}).get("words", 1)
+        products = words * (words + 1) // 2 if isinstance(words, int) and words > 1 else 1
+        return float(self.spec["m"]) * self.spec["k"] * self.spec["n"] * products
 
 
 @dataclass

@@ -163,7 +163,7 @@ def _round(x: np.ndarray, target: str | None) -> np.ndarray:
     return x if target is None or target == "none" else _formats.round(x, target)
 
 
-@functools.lru_cache(maxsize=2)
+@functools.lru_cache(maxsize=4)
 def _inputs_cached(key_json: str) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     key = json.loads(key_json)
     inp = dict(key["input"])

@@ -159,7 +159,10 @@ def compile_experiments(experiments: Sequence[str | Path | dict], *, quick: bool
     import multiprocessing
     import queue as _queue
 
+    import numba
     from tqdm.auto import tqdm
+
+    from . import pool as _pool
 
     todo = []
     for e in experiments:
@@ -196,15 +199,18 @@ def compile_experiments(experiments: Sequence[str | Path | dict], *, quick: bool
         nonlocal messages
         state["compiled"] += 1
         show(state["compiled"], name)
-        if state["worker"] is None and other and parallel and (os.cpu_count() or 1) >= 2:
+        if state["worker"] is None and other and parallel and _pool.cores() >= 2:
             ctx = multiprocessing.get_context("spawn")
             messages = ctx.Queue()
             worker = ctx.Process(target=_run_family, args=(other, messages, os.getpid()), daemon=True)
-            worker.start()
+            with _pool.environment(_pool.worker_environment(2)):   # two processes: half the CPUs each
+                worker.start()
+            numba.set_num_threads(min(threads, max(1, _pool.cores() // 2)))
             state["worker"] = worker
             state["running"] = 1
 
     references: dict[str, Any] = {}
+    threads = numba.get_num_threads()
     try:
         with CompileWatch(on_compile=on_compile):
             for exp, task in here:
@@ -221,5 +227,6 @@ def compile_experiments(experiments: Sequence[str | Path | dict], *, quick: bool
             state["worker"].join()
         bar.set_postfix_str(f"{state['compiled']} compiled" if state["compiled"] else "")
     finally:
+        numba.set_num_threads(threads)
         bar.close()
     return time.perf_counter() - t0, state["compiled"]

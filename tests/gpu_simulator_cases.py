@@ -10,7 +10,8 @@ The oracle is the CPU path (``workbench.gemm(..., device="cpu")``), itself held 
 the papers, the GPU vectors and MMA-Sim by the rest of the suite; what this checks is
 the GPU kernels' own logic: the launch shape and thread -> output mapping (shapes
 spanning several blocks, none a multiple of the block), the operand layouts they
-read, the parameters they pass, the accumulation modes and late c.
+read, the parameters they pass, the accumulation modes, late c and the block scales
+of ST-FDPA and GST-FDPA.
 """
 from __future__ import annotations
 
@@ -67,24 +68,93 @@ def same_bits(x: np.ndarray, y: np.ndarray) -> bool:
     return x.dtype == y.dtype and x.shape == y.shape and bool(np.array_equal(x.view(np.uint8), y.view(np.uint8)))
 
 
-def check(model: wb.Model, seed: int, m: int, k: int, n: int, specials: bool, **kw: object) -> None:
-    rng = np.random.default_rng(seed)
+SCALE_KINDS = ("near", "wide", "nan")
+
+
+def scales(rng: np.random.Generator, shape: tuple[int, int], fmt: str, kind: str) -> np.ndarray:
+    """Block scale factors of ``fmt``: within 2**+-4 of 1 ("near"), over the format's
+    whole range, subnormals included where it has them ("wide"), or "near" ones with
+    NaN among them ("nan", where the format has NaN)."""
+    f = F.format(fmt)
+    lo, hi = (f.emin - f.man_bits, f.emax) if kind == "wide" else (-4, 4)
+    x = np.exp2(rng.integers(lo, hi + 1, shape).astype(float)) * (1 + rng.integers(0, 8, shape) / 8)
+    x = wb.round(np.minimum(x, f.max), fmt)
+    if kind == "nan" and f.has_nan:
+        x[rng.random(shape) < 0.1] = np.nan
+    return x
+
+
+def operands(model: wb.Model, rng: np.random.Generator, m: int, k: int, n: int, specials: bool,
+             scale_kind: str = "near") -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """A, B, C and, for block-scaled models, their scale factors (``scale_a``/``scale_b``)."""
     A = values(rng, (m, k), model.in_format, specials)
     B = values(rng, (k, n), model.in_format, specials)
     C = values(rng, (m, n), model.out_format, specials)
-    want = wb.gemm(A, B, C, model=model, **kw)
-    got = wb.gemm(A, B, C, model=model, device="cuda", **kw)
-    assert same_bits(got, want), (model.describe(), kw, A, B, C, got, want)
+    if not model.operation.scaled:
+        return A, B, C, {}
+    nb = -(-k // model.k_block)
+    sf = str(model.scale_format)
+    return A, B, C, {"scale_a": scales(rng, (m, nb), sf, scale_kind), "scale_b": scales(rng, (nb, n), sf, scale_kind)}
+
+
+def check(model: wb.Model, seed: int, m: int, k: int, n: int, specials: bool, scale_kind: str = "near",
+          **kw: object) -> None:
+    A, B, C, sc = operands(model, np.random.default_rng(seed), m, k, n, specials, scale_kind)
+    want = wb.gemm(A, B, C, model=model, **sc, **kw)
+    got = wb.gemm(A, B, C, model=model, device="cuda", **sc, **kw)
+    assert same_bits(got, want), (model.describe(), kw, A, B, C, sc, got, want)
 
 
 shapes = st.tuples(st.integers(1, 9), st.integers(0, 70), st.integers(1, 7))
 
 
 @SETTINGS
-@given(st.sampled_from(PRESETS), st.integers(0, 2**32 - 1), shapes, st.booleans())
+@given(st.sampled_from([r for r in PRESETS if not r.operation.scaled]), st.integers(0, 2**32 - 1), shapes,
+       st.booleans())
 def test_presets(model: wb.Model, seed: int, shape: tuple[int, int, int], specials: bool) -> None:
     """Every T-FDPA and FMA-chain preset (interleaved fp8 mma.sync and c-late ones included)."""
     check(model, seed, *shape, specials)
+
+
+SCALED = [r for r in PRESETS if r.operation.scaled]
+scaled_shapes = st.tuples(st.integers(1, 6), st.integers(0, 140), st.integers(1, 6))
+
+
+@SETTINGS
+@given(st.sampled_from(SCALED), st.integers(0, 2**32 - 1), scaled_shapes, st.booleans(),
+       st.sampled_from(SCALE_KINDS), st.sampled_from(["chain", "outside"]))
+def test_block_scaled_presets(model: wb.Model, seed: int, shape: tuple[int, int, int], specials: bool,
+                              scale_kind: str, accumulation: str) -> None:
+    """Every ST-FDPA (MX, chain and outside) and GST-FDPA (NVFP4/MXFP4 k64) preset:
+    K over several scale blocks and not a multiple of one, scales near 1, over their
+    format's whole range, or NaN."""
+    if model.kind == "gst-fdpa":
+        accumulation = "chain"
+    check(model, seed, *shape, specials, scale_kind, accumulation=accumulation)
+
+
+@SETTINGS
+@given(st.sampled_from([("fp6_e2m3", 32, 8, 16, "ue4m3"), ("fp8_e4m3", 64, 16, 32, "e8m0"),
+                        ("fp4_e2m1", 64, 4, 16, "ue4m3")]),
+       st.integers(0, 2**32 - 1), scaled_shapes, st.booleans(), st.sampled_from(SCALE_KINDS))
+def test_custom_gst_units(unit: tuple[str, int, int, int, str], seed: int, shape: tuple[int, int, int],
+                          specials: bool, scale_kind: str) -> None:
+    """User-defined GST-FDPA units (other input and scale formats, groups, blocks and
+    roundings; 16 groups per block: the kernel's most)."""
+    fmt, L, G, kb, sf = unit
+    model = wb.custom_model(fmt, "fp32", kind="gst-fdpa", L=L, F=30, G=G, k_block=kb, scale_format=sf,
+                            rounding="rne" if seed % 2 else "rz", zero_exponent=-139 if seed % 3 else None)
+    check(model, seed, *shape, specials, scale_kind)
+
+
+def test_gst_units_with_more_groups_than_the_kernel_holds() -> None:
+    from workbench.engine import cuda_kernels
+
+    G = 64 // (2 * cuda_kernels.MAX_GROUPS)
+    model = wb.custom_model("fp4_e2m1", "fp32", kind="gst-fdpa", L=64, F=35, G=G, k_block=16, scale_format="ue4m3")
+    with pytest.raises(NotImplementedError, match=f"L/G={64 // G} groups"):
+        wb.gemm(np.zeros((2, 64)), np.zeros((64, 2)), model=model, device="cuda", scale_a=np.ones((2, 4)),
+                scale_b=np.ones((4, 2)))
 
 
 @st.composite

@@ -32,7 +32,7 @@ from workbench.engine import gpu
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
-from gpu_simulator_cases import check, custom_tfdpa, values  # noqa: E402
+from gpu_simulator_cases import SCALE_KINDS, check, custom_tfdpa, operands  # noqa: E402
 HAS_NUMBA_CUDA = importlib.util.find_spec("numba_cuda") is not None
 needs_numba_cuda = pytest.mark.skipif(not HAS_NUMBA_CUDA, reason="numba-cuda is not installed "
                                       "(pip install -e '.[dev]' or '.[gpu]')")
@@ -84,7 +84,7 @@ def _simulator(examples: int) -> None:
                            str(ROOT / "tests" / "gpu_simulator_cases.py")],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
-    assert re.search(r"\b12 passed\b", proc.stdout), proc.stdout[-2000:]
+    assert re.search(r"\b15 passed\b", proc.stdout), proc.stdout[-2000:]
 
 
 @needs_numba_cuda
@@ -115,9 +115,12 @@ def test_kernels_lower_for_the_cuda_target_without_a_gpu(monkeypatch):
     sm90 = type("SM90", (), {"compute_capability": (9, 0)})()
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: sm90)  # no driver asked for one
     i32, f64 = types.Array(types.int32, 2, "C"), types.Array(types.float64, 2, "C")
+    i32f = types.Array(types.int32, 2, "F")     # B and its scales as gst_kernel reads them: [j, k] of (K, N)
     kernels = {
         "tfdpa": (ck.tfdpa_kernel, (i32, i32, i32, i32, f64, types.Array(types.int64, 1, "C"), types.boolean),
                   {"llvm.ctlz.i64", "__nv_ldexp", "__nv_frexp"}),
+        "gst": (ck.gst_kernel, (i32, i32, i32f, i32f, i32, i32, i32f, i32f, f64, types.Array(types.int64, 1, "C")),
+                {"llvm.ctlz.i64", "__nv_frexp"}),
         "fma": (ck.fma_kernel, (f64, f64, f64) + (types.int64,) * 4, {"llvm.fma.f64", "llvm.fma.f32"}),
         "add_late": (ck.add_late_kernel, (f64, f64) + (types.int64,) * 4 + (types.boolean,), {"__nv_frexp"}),
     }
@@ -144,13 +147,16 @@ def _same_bits(x: np.ndarray, y: np.ndarray) -> bool:
 def test_gpu_matches_cpu_on_every_covered_preset(name):
     model = next(r for r in GPU_PRESETS if r.name == name)
     rng = np.random.default_rng(zlib.crc32(name.encode()))
-    for m, k, n, specials in ((67, 301, 45, False), (33, 129, 70, True), (1, 1000, 1, True)):
-        A, B = values(rng, (m, k), model.in_format, specials), values(rng, (k, n), model.in_format, specials)
-        C = values(rng, (m, n), model.out_format, specials)
-        assert _same_bits(wb.gemm(A, B, C, model=model, device="cuda"), wb.gemm(A, B, C, model=model)), (m, k, n)
-    if model.kind == "t-fdpa":
-        for kw in ({"accumulation": "outside"}, {"accumulation": "promote", "promote_every": 4 * model.L}):
-            assert _same_bits(wb.gemm(A, B, C, model=model, device="cuda", **kw), wb.gemm(A, B, C, model=model, **kw))
+    shapes = ((67, 301, 45, False), (33, 129, 70, True), (1, 1000, 1, True))
+    for (m, k, n, specials), scale_kind in zip(shapes, SCALE_KINDS):
+        A, B, C, sc = operands(model, rng, m, k, n, specials, scale_kind)
+        assert _same_bits(wb.gemm(A, B, C, model=model, device="cuda", **sc),
+                          wb.gemm(A, B, C, model=model, **sc)), (m, k, n, scale_kind)
+    modes = {"t-fdpa": ({"accumulation": "outside"}, {"accumulation": "promote", "promote_every": 4 * model.L}),
+             "st-fdpa": ({"accumulation": "outside"},)}
+    for kw in modes.get(model.kind, ()):
+        assert _same_bits(wb.gemm(A, B, C, model=model, device="cuda", **sc, **kw),
+                          wb.gemm(A, B, C, model=model, **sc, **kw)), kw
 
 
 @on_gpu

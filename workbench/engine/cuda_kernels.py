@@ -25,6 +25,7 @@ from numba import cuda
 from numba.cuda import config as cuda_config
 
 from . import kernels as _k
+from .gst import gst_chain
 from .layout import P_L
 
 #: Whether numba.cuda is the CUDA simulator (NUMBA_ENABLE_CUDASIM=1 when it was first imported).
@@ -77,6 +78,30 @@ def fma_kernel(A, B, acc, how, p, emin, emax):  # type: ignore[no-untyped-def]
         acc[i, j] = _k.fma_chain(_arr(A), _arr(B), i, j, acc[i, j], how, p, emin, emax)
 
 
+#: Groups per block (L/G) that :func:`gst_kernel`'s per-thread group terms hold (a GPU
+#: thread cannot allocate; the NVFP4/MXFP4 presets have 64/16 = 4).
+MAX_GROUPS = 16
+
+
+@cuda.jit
+def gst_kernel(sa, ea, sb, eb, xsa, xea, xsb, xeb, acc, r):  # type: ignore[no-untyped-def]
+    """One GST-FDPA output per thread: :func:`workbench.engine.gst.gst_chain` over all
+    blocks of K, from C in ``acc``, its group terms in the thread's local arrays.
+    ``sa, ea`` (M, Kp) and ``sb, eb`` (N, Kp) indexed ``[j, k]``: decomposed A and B
+    (int32); ``xsa, xea`` (M, Kp / k_block) and ``xsb, xeb`` (N, Kp / k_block): the
+    decomposed scales; ``r`` from :func:`workbench.engine.gst.gst_params`."""
+    t = cuda.grid(1)
+    M = acc.shape[0]
+    N = acc.shape[1]
+    if t < M * N:
+        i = t // N
+        j = t - i * N
+        Xs = cuda.local.array(MAX_GROUPS, np.int64)
+        Es = cuda.local.array(MAX_GROUPS, np.int64)
+        acc[i, j] = gst_chain(_arr(sa), _arr(ea), _arr(sb), _arr(eb), _arr(xsa), _arr(xea), _arr(xsb), _arr(xeb),
+                              i, j, acc[i, j], _arr(r), Xs, Es)
+
+
 @cuda.jit
 def add_late_kernel(D, C, p, emin, emax, mode, flush):  # type: ignore[no-untyped-def]
     """``D <- rho(D + C)`` per element (:func:`workbench.engine.kernels.exact_add`):
@@ -95,4 +120,4 @@ def blocks(outputs: int) -> int:
     return max(1, -(-outputs // THREADS))
 
 
-__all__ = ["SIMULATED", "THREADS", "tfdpa_kernel", "fma_kernel", "add_late_kernel", "blocks"]
+__all__ = ["SIMULATED", "THREADS", "MAX_GROUPS", "tfdpa_kernel", "gst_kernel", "fma_kernel", "add_late_kernel", "blocks"]

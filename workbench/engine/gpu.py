@@ -30,6 +30,8 @@ import numpy as np
 from .ops import MODE_CODES
 from . import kernels as _k
 from .core import ACCUMULATIONS
+from .gst import gst_params, scale_operands
+from .operations.scaled import STFDPA
 from .operations.tfdpa import accumulation_params
 from .operands import Operands
 from .operation import operation
@@ -89,13 +91,9 @@ def _kernels() -> ModuleType:
     return cuda_kernels
 
 
-def _run_tfdpa(model: "Model", ops: Operands, acc: np.ndarray, accumulation: str, promote_every: int | None,
-               scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
-    """T-FDPA (every NVIDIA preset, custom T-FDPA units: sticky bit, c late, interleaved
-    groups; chain, outside and promote accumulation) on the operands
-    :meth:`TFDPA.prepare <workbench.engine.operations.TFDPA.prepare>` decomposed."""
-    operation(model.kind).check_run(accumulation, promote_every, scale_a, scale_b)
-    prm = accumulation_params(model, accumulation, promote_every)
+def _launch_tfdpa(ops: Operands, acc: np.ndarray, prm: np.ndarray) -> np.ndarray:
+    """The T-FDPA kernel on decomposed operands (``sa, ea`` (M, Kp), ``sb, eb`` (Kp, N')
+    indexed ``[k, j]``, any layout) from C in ``acc``; D."""
     ck = _kernels()
     cuda = cuda_module()
     sa, ea = cast(np.ndarray, ops.sa), cast(np.ndarray, ops.ea)
@@ -107,6 +105,60 @@ def _run_tfdpa(model: "Model", ops: Operands, acc: np.ndarray, accumulation: str
                                                      cuda.to_device(np.ascontiguousarray(ea)),
                                                      cuda.to_device(sb), cuda.to_device(eb), d_acc,
                                                      cuda.to_device(prm), fast)
+    return np.asarray(d_acc.copy_to_host())
+
+
+def _run_tfdpa(model: "Model", ops: Operands, acc: np.ndarray, accumulation: str, promote_every: int | None,
+               scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
+    """T-FDPA (every NVIDIA preset, custom T-FDPA units: sticky bit, c late, interleaved
+    groups; chain, outside and promote accumulation) on the operands
+    :meth:`TFDPA.prepare <workbench.engine.operations.TFDPA.prepare>` decomposed."""
+    operation(model.kind).check_run(accumulation, promote_every, scale_a, scale_b)
+    return _launch_tfdpa(ops, acc, accumulation_params(model, accumulation, promote_every))
+
+
+def _run_stfdpa(model: "Model", ops: Operands, acc: np.ndarray, accumulation: str, promote_every: int | None,
+                scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
+    """ST-FDPA (Xie et al. 2025 Algorithm 8: the MX presets; chain and outside
+    accumulation): the T-FDPA kernel on the operands whose exponents carry their
+    block's scale exponents (:meth:`STFDPA.scaled_operands
+    <workbench.engine.operations.scaled.STFDPA.scaled_operands>`, on the host), as on the CPU."""
+    op = cast(STFDPA, operation(model.kind))
+    op.check_run(accumulation, promote_every, scale_a, scale_b)
+    assert scale_a is not None and scale_b is not None
+    return _launch_tfdpa(op.scaled_operands(model, ops, scale_a, scale_b), acc,
+                         accumulation_params(model, accumulation, None))
+
+
+def _run_gstfdpa(model: "Model", ops: Operands, acc: np.ndarray, accumulation: str, promote_every: int | None,
+                 scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
+    """GST-FDPA (Xie et al. 2025 Algorithm 9: the NVFP4/MXFP4 k64 presets; chain
+    accumulation): one :func:`~workbench.engine.gst.gst_chain` per thread on the
+    decomposed operands and scales (:func:`~workbench.engine.gst.scale_operands`)."""
+    operation(model.kind).check_run(accumulation, promote_every, scale_a, scale_b)
+    assert scale_a is not None and scale_b is not None
+    ck = _kernels()
+    cuda = cuda_module()
+    groups = model.L // cast(int, model.G)
+    if groups > ck.MAX_GROUPS:
+        raise NotImplementedError(f"device='cuda': GST-FDPA with L/G={groups} groups per block; the kernel's "
+                                  f"per-thread group terms hold at most {ck.MAX_GROUPS} (use device='cpu')")
+    r = gst_params(model)
+    sa, ea = cast(np.ndarray, ops.sa), cast(np.ndarray, ops.ea)
+    sb, eb = cast(np.ndarray, ops.sb), cast(np.ndarray, ops.eb)      # (Kp, Np)
+    xsa, xea, xsb, xeb = scale_operands(model, sa.shape[1], sb.shape[1], scale_a, scale_b)
+    N = ops.N
+
+    def by_column(x: np.ndarray) -> Any:
+        """(N, rows) on the device, stored (rows, N): gst_chain reads ``x[j, k]`` and a
+        warp's threads (consecutive j) read adjacent elements."""
+        return cuda.to_device(np.ascontiguousarray(x[:, :N]).T)
+
+    d_acc = cuda.to_device(acc)
+    ck.gst_kernel[ck.blocks(acc.size), ck.THREADS](
+        cuda.to_device(np.ascontiguousarray(sa)), cuda.to_device(np.ascontiguousarray(ea)), by_column(sb),
+        by_column(eb), cuda.to_device(xsa), cuda.to_device(xea), by_column(xsb), by_column(xeb), d_acc,
+        cuda.to_device(r))
     return np.asarray(d_acc.copy_to_host())
 
 
@@ -139,7 +191,8 @@ Runner = Callable[["Model", Operands, np.ndarray, str, "int | None", "np.ndarray
                   np.ndarray]
 #: The kinds the CUDA kernels compute, and how (the same arguments as
 #: :meth:`Operation.run <workbench.engine.operation.Operation.run>`).
-GPU_KINDS: dict[str, Runner] = {"t-fdpa": _run_tfdpa, "fma": _run_fma}
+GPU_KINDS: dict[str, Runner] = {"t-fdpa": _run_tfdpa, "st-fdpa": _run_stfdpa, "gst-fdpa": _run_gstfdpa,
+                                 "fma": _run_fma}
 
 
 def check_supported(model: "Model") -> None:

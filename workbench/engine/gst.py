@@ -333,6 +333,24 @@ def gst_params(model) -> np.ndarray:
     return r
 
 
+def scale_operands(model: "Model", Kp: int, Np: int, scale_a: np.ndarray,
+                   scale_b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The scale factors decomposed for the GST-FDPA kernels (CPU and GPU):
+    ``xsa, xea`` (M, Kp / k_block) from ``scale_a`` (M, nb) and ``xsb, xeb``
+    (Kp / k_block, Np) from ``scale_b`` (nb, N), the scales of K's and N's padding 1."""
+    M, nb = scale_a.shape
+    N = scale_b.shape[1]
+    nb_pad = Kp // cast(int, model.k_block)
+    xa = np.ones((M, nb_pad))
+    xb = np.ones((nb_pad, Np))
+    xa[:, :nb] = scale_a
+    xb[:nb, :N] = scale_b
+    sf = _formats.format(cast(str, model.scale_format))   # GSTFDPAParams checked it
+    xsa, xea = decompose(xa, sf.man_bits, sf.emin, False)
+    xsb, xeb = decompose(xb, sf.man_bits, sf.emin, False)
+    return xsa, xea, xsb, xeb
+
+
 def run_gst(model: "Model", sa: np.ndarray, ea: np.ndarray, sb: np.ndarray, eb: np.ndarray, acc: np.ndarray,
             scale_a: np.ndarray, scale_b: np.ndarray, special: bool = True, lanes: bool = True) -> np.ndarray:
     """GST-FDPA over whole matrices on ``acc`` (C on entry, D on exit): ``sa, ea``
@@ -344,17 +362,7 @@ def run_gst(model: "Model", sa: np.ndarray, ea: np.ndarray, sb: np.ndarray, eb: 
     ``special=False`` promises that no operand is Inf/NaN."""
     r = gst_params(model)
     M, N = acc.shape
-    Kp = sa.shape[1]
-    Np = sb.shape[1]
-    nb_pad = Kp // model.k_block
-    nb = scale_a.shape[1]
-    xa = np.ones((M, nb_pad))
-    xb = np.ones((nb_pad, Np))
-    xa[:, :nb] = scale_a
-    xb[:nb, :N] = scale_b
-    sf = _formats.format(cast(str, model.scale_format))   # GSTFDPAParams checked it
-    xsa, xea = decompose(xa, sf.man_bits, sf.emin, False)
-    xsb, xeb = decompose(xb, sf.man_bits, sf.emin, False)
+    xsa, xea, xsb, xeb = scale_operands(model, sa.shape[1], sb.shape[1], scale_a, scale_b)
     if not lanes or N < _k.LANES_MIN_N:
         gst_gemm(sa, ea, sb.T, eb.T, xsa, xea, xsb.T, xeb.T, acc, r)
         return acc
@@ -366,4 +374,4 @@ def run_gst(model: "Model", sa: np.ndarray, ea: np.ndarray, sb: np.ndarray, eb: 
     return acc
 
 
-__all__ = ["run_gst", "gst_params", "gst_gemm", "gst_gemm_lanes", "gst_chain", "gst_step", "gst_parts", "gst_group"]
+__all__ = ["run_gst", "scale_operands", "gst_params", "gst_gemm", "gst_gemm_lanes", "gst_chain", "gst_step", "gst_parts", "gst_group"]

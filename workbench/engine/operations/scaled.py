@@ -98,12 +98,11 @@ class STFDPA(Operation):
         checks them); ``run`` adds the scales' exponents."""
         return TFDPA_OPERATION.prepare(model, A, B)
 
-    def run(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
-            promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
-        if accumulation not in self.accumulations:
-            raise ValueError(f"accumulation={accumulation!r} is not available for scaled models")
-        self.check_run(accumulation, promote_every, scale_a, scale_b)
-        assert scale_a is not None and scale_b is not None
+    def scaled_operands(self, model: "Model", ops: Operands, scale_a: np.ndarray, scale_b: np.ndarray) -> Operands:
+        """Copies of the prepared operands whose exponents carry their block's scale
+        exponents (a NaN scale makes its block's elements NaN): T-FDPA operands, for
+        the T-FDPA kernels of the CPU (:meth:`run`) and of the GPU
+        (:mod:`workbench.engine.gpu`)."""
         sa, ea, sb, eb = cast("tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]", (ops.sa, ops.ea, ops.sb, ops.eb))
         K, N = ops.K, ops.N
         kb = cast(int, model.k_block)  # STFDPAParams checked it
@@ -118,10 +117,20 @@ class STFDPA(Operation):
         sa, ea = _k.add_scale_exponents(sa, ea, log2_a, kb, False, ops.M, K)
         # a NaN scale makes every product of its block NaN (Xie Section 4.2)
         special = ops.special or bool(np.isnan(log2_a).any() or np.isnan(log2_b).any())
+        return ops._replace(sa=sa, ea=ea, sb=sb, eb=eb, special=special)
+
+    def run(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
+            promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
+        if accumulation not in self.accumulations:
+            raise ValueError(f"accumulation={accumulation!r} is not available for scaled models")
+        self.check_run(accumulation, promote_every, scale_a, scale_b)
+        assert scale_a is not None and scale_b is not None
+        sc = self.scaled_operands(model, ops, scale_a, scale_b)
         params = kernel_params(model)
         params[P_ACCMODE] = ACC_MODES[accumulation]
-        prm = _k.pack_tfdpa(params, ops.M, N, numba.get_num_threads())
-        run_tfdpa(model, sa, ea, sb, eb, acc, prm, special)
+        prm = _k.pack_tfdpa(params, ops.M, ops.N, numba.get_num_threads())
+        run_tfdpa(model, cast(np.ndarray, sc.sa), cast(np.ndarray, sc.ea), cast(np.ndarray, sc.sb),
+                  cast(np.ndarray, sc.eb), acc, prm, sc.special)
         return acc
 
     def explain_block(self, index: int, start: int, K: int, a: np.ndarray, b: np.ndarray, d: float,

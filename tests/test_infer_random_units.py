@@ -8,7 +8,9 @@ The oracle is the drawn unit itself: inference must return a model that is verif
 that agrees with the drawn unit on fresh random inputs (a second randomised comparison,
 another seed), and whose parameters are the drawn ones - or, where the outputs cannot
 separate them, the drawn parameters must be among the consistent models it reports
-(``alternatives``) or the parameter marked not observable, with the reason.
+(``alternatives``) or the parameter marked not observable, with the reason; and the
+reported set must say so, its members indistinguishable from the drawn unit on a
+randomised comparison.
 The default run draws a fixed sample (derandomised, so CI is repeatable); the slow
 suite draws 300 fresh ones.
 """
@@ -50,12 +52,30 @@ def _agrees(drawn: dict, model: dict) -> bool:
     return all(model.get(k) == full[k] for k in keys)
 
 
+#: alternatives of one result compared with the drawn unit (evenly spaced through the set)
+N_ALTERNATIVES_CHECKED = 6
+
+
+def check_alternatives(truth, res) -> None:
+    """A reported set of models the outputs cannot separate says so, and its members are
+    indeed indistinguishable from the drawn unit on a randomised comparison (another seed)."""
+    if not res.alternatives:
+        return
+    if len(res.alternatives) > 1:
+        assert any("models reproduce every output" in why for why in res.unobservable.values()), res.sheet()
+    step = max(1, -(-len(res.alternatives) // N_ALTERNATIVES_CHECKED))
+    for alt in res.alternatives[::step]:
+        _, cex = verify(truth, Model(**alt), n=N_VERIFY, seed=4321)
+        assert cex is None, (alt, str(cex), res.sheet())
+
+
 def check_recovered(drawn: dict) -> None:
     truth = from_model(Model(**drawn))
     res = infer(truth, n_verify=N_VERIFY)
     assert res.verified, (drawn, res.sheet())
     _, cex = verify(truth, res.model, n=N_VERIFY, seed=1234)
     assert cex is None, (drawn, str(cex), res.sheet())
+    check_alternatives(truth, res)
     if res.alternatives:
         assert any(_agrees(drawn, alt) for alt in res.alternatives), (drawn, res.sheet())
         return
@@ -118,6 +138,7 @@ def check_other_recovered(drawn: dict) -> None:
     assert res.verified, (drawn, res.sheet())
     _, cex = verify(truth, res.model, n=N_VERIFY, seed=1234)
     assert cex is None, (drawn, str(cex), res.sheet())
+    check_alternatives(truth, res)
     if res.params["kind"] != drawn["kind"]:
         # an equivalent model of another kind is only reported as one of a set the outputs cannot separate
         assert res.alternatives and "search" in " ".join(res.notes), (drawn, res.sheet())

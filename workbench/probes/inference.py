@@ -413,7 +413,7 @@ def _infer(black_box: Any, in_format: str | None, out_format: str | None, n_veri
             if cp.late_rounding not in ("rne", "rz", "rd", "ru"):
                 notes.append(f"late addition rounds as {cp.late_rounding!r}, which the engine cannot model")
         feats["c"] = f"{cp.position} (in the fused sum)" if c_early else f"late, rounded {cp.late_rounding}"
-        few = len(_f._slots(st, st.L)) < 3 and c_early    # too few products share one fused sum
+        few = len(_f._slots(st, st.L)) < 2 and c_early    # one product per fused sum: c carries the range
         Fm = (_f.probe_precision_c(bb, allow_sub) if (is_narrow or few)
               else _f.probe_precision(bb, st, c_early, allow_sub))
         if Fm.value is None:
@@ -537,7 +537,9 @@ def _revise(bb: BlackBox, model: Model | None, params: dict[str, Any], n_verify:
     cex = None
     if model is not None:
         _, cex = verify(bb, model, n=max(n_verify // 4, 1000), seed=seed + 2)
-        if cex is None and (model.kind not in ("t-fdpa", "fma") or not notes):
+        # TR-/GTR-FDPA are always searched around: a window narrower than the output can
+        # hide the final rounding and F2 from every probe (and from most random inputs)
+        if cex is None and (model.kind not in ("t-fdpa", "fma", "tr-fdpa", "gtr-fdpa") or not notes):
             return model
     base = dict(model.params) if model is not None else {**Model().params, **params}
     extra = [] if cex is None else [(cex.a, cex.b, cex.c)]

@@ -20,9 +20,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numba
 import numpy as np
 
 from ..engine import core as _core
+from ..engine import fdpa_amd as _amd
 from ..engine import kernels as _k
 from ..engine import ops as _ops
 from ..engine.model import ROUNDINGS, Model
@@ -37,8 +39,10 @@ __all__ = ["consistent_models", "reproduce", "SEARCHED"]
 #: proposals are searched around their structure instead (F, F2, final rounding)
 SEARCHED = ("kind", "L", "F", "rounding", "sticky", "c_position", "late_rounding", "F2")
 _BLOCKS = tuple(2 ** i for i in range(7))      # L = 1 .. 64
-_STAGES = (8, 64, 480)                         # battery rows of the stages
-_DISTRIBUTIONS = ("normal", "log-uniform", "cancellation")
+_STAGES = (8, 64, 480, 3000)                   # battery rows of the stages
+_DISTRIBUTIONS = ("normal", "log-uniform", "cancellation", "sparse", "carry")
+#: kernel codes of the AMD kinds, run by :func:`_amd_rows`
+_AMD_CODES = {"e-fdpa": _amd.KIND_E, "tr-fdpa": _amd.KIND_TR, "gtr-fdpa": _amd.KIND_GTR}
 _MODE_CODES = _ops.MODE_CODES
 _KEPT = ("in_format", "out_format", "zero_exponent", "flush_subnormals", "flush_output_subnormals")
 
@@ -89,33 +93,55 @@ def _battery(bb: BlackBox, rows: int, K: int, rng: np.random.Generator,
     return np.array(a[:rows]), np.array(b[:rows]), np.array(c[:rows])
 
 
+@numba.njit(cache=True)
+def _amd_rows(A, BT, sa, ea, sbT, ebT, acc, q):  # type: ignore[no-untyped-def]
+    """Row r of ``acc`` <- the E-/TR-/GTR-FDPA chain of row r of A and of BT from
+    c = acc[r] (the engine's :func:`~workbench.engine.fdpa_amd._amd_chain` on the
+    diagonal only: one dot product per row, as the T-FDPA row kernel)."""
+    for r in range(acc.shape[0]):
+        limbs = np.zeros(max(1, q[_amd.P_NLIMBS]), dtype=np.int64)
+        acc[r] = _amd._amd_chain(A, BT, sa, ea, sbT, ebT, r, r, acc[r], q, limbs)
+
+
 def _survivors(cands: list[dict[str, Any]], a: np.ndarray, b: np.ndarray, c: np.ndarray,
                d: np.ndarray) -> list[dict[str, Any]]:
     keep: list[dict[str, Any]] = []
     operands: dict[int, tuple[np.ndarray, ...]] = {}
     templates: dict[tuple[Any, ...], np.ndarray] = {}
+
+    def decomposed(m: Model) -> tuple[np.ndarray, ...]:   # pad and decompose once per block size
+        if m.L not in operands:
+            A2, BT2, sa, ea, sb, eb = padded_decomposed(m, a, b, m.L)
+            operands[m.L] = (A2, BT2, sa, ea, sb.T, eb.T)
+        return operands[m.L]
+
     with _core.threads_for(a.size):   # thousands of small calls: one thread each
         for p in cands:
-            if p["kind"] != "t-fdpa":
-                try:
-                    if same_outputs(_core.dots(Model(**p), a, b, c), d).all():
-                        keep.append(p)
-                except ValueError:   # a model the engine cannot run (e.g. sums wider than its 62 bits)
-                    pass
-                continue
-            shape = (p["L"], p["c_position"], p["late_rounding"])
-            if shape not in templates:   # one Model per block shape; F, rounding, sticky go into its vector
-                m = Model(**{**p, "F": 0, "rounding": "rz", "sticky": False})
-                templates[shape] = _k.pack_tfdpa(tfdpa_op.kernel_params(m), a.shape[0], 1, 1)
-                if m.L not in operands:   # pad and decompose once per block size
-                    _, _, sa, ea, sb, eb = padded_decomposed(m, a, b, m.L)
-                    operands[m.L] = (sa, ea, sb.T, eb.T)
-            prm = templates[shape].copy()
-            prm[_k.P_F] = prm[_k.P_GF] = p["F"]
-            prm[_k.P_MODE] = _MODE_CODES[p["rounding"]]
-            prm[_k.P_STICKY] = p["sticky"]
             acc = np.array(c, dtype=np.float64)
-            _k.tfdpa_rows(*operands[p["L"]], acc, prm)  # type: ignore[call-arg]  # numba's Dispatcher takes *args
+            if p["kind"] in _AMD_CODES:
+                try:
+                    m = Model(**p)
+                    q = _amd.amd_params(m, _AMD_CODES[p["kind"]])
+                except ValueError:   # a model the engine cannot run (e.g. sums wider than its 62 bits)
+                    continue
+                q[_amd.P_K] = a.shape[1]
+                _amd_rows(*decomposed(m), acc, q)
+            elif p["kind"] != "t-fdpa":
+                try:
+                    acc = _core.dots(Model(**p), a, b, c)
+                except ValueError:
+                    continue
+            else:
+                shape = (p["L"], p["c_position"], p["late_rounding"])
+                if shape not in templates:   # one Model per block shape; F, rounding, sticky go into its vector
+                    m = Model(**{**p, "F": 0, "rounding": "rz", "sticky": False})
+                    templates[shape] = _k.pack_tfdpa(tfdpa_op.kernel_params(m), a.shape[0], 1, 1)
+                    decomposed(m)
+                prm = templates[shape].copy()
+                prm[_k.P_F] = prm[_k.P_GF] = p["F"]
+                prm[_k.P_MODE] = _MODE_CODES[p["rounding"]]
+                prm[_k.P_STICKY] = p["sticky"]
+                _k.tfdpa_rows(*operands[p["L"]][2:], acc, prm)  # type: ignore[call-arg]  # numba's Dispatcher takes *args
             if same_outputs(acc, d).all():
                 keep.append(p)
     return keep

@@ -33,7 +33,7 @@ from ..engine.model import PARAM_NAMES, ROUNDINGS, Model
 from . import features as _f
 from .blackbox import BlackBox, as_black_box, from_model
 from .differential import DISTRIBUTIONS, random_inputs, same_outputs
-from .search import SEARCHED, consistent_models, reproduce
+from .search import SEARCHED, agree_on_random_inputs, consistent_models, reproduce
 from .vectors import Cases, Ranges
 
 __all__ = ["infer", "verify", "InferenceResult", "Counterexample", "OBSERVABLE_NOTES"]
@@ -530,7 +530,8 @@ def _revise(bb: BlackBox, model: Model | None, params: dict[str, Any], n_verify:
     their proposal) that reproduces the outputs
     (:func:`~workbench.probes.search.consistent_models`) and return the one closest to
     the proposal that passes randomised verification (three seeds); each failure's
-    counterexample prunes the rest.  Parameters on which the
+    counterexample prunes the rest, and the rest are kept only if they pass a randomised
+    comparison of their own.  Parameters on which the
     consistent models differ go to ``searched`` (values) and ``unobs`` (why), the
     models themselves to ``alternatives``."""
 
@@ -564,6 +565,9 @@ def _revise(bb: BlackBox, model: Model | None, params: dict[str, Any], n_verify:
             if cx is not None:   # its counterexample rules out every survivor that agrees with it there
                 survivors = reproduce(bb, survivors[1:], [(cx.a, cx.b, cx.c)])
                 continue
+            # the others are reported only if they too pass a randomised comparison (a battery
+            # can miss the rare inputs, e.g. a product far below the output's range, that part them)
+            survivors = [p] + agree_on_random_inputs(bb, survivors[1:], seed=seed)
             alternatives.extend(survivors)
             for k in SEARCHED:
                 vals = sorted({q.get(k) for q in survivors

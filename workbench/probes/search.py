@@ -31,16 +31,16 @@ from ..engine.model import ROUNDINGS, Model
 from ..engine.operands import padded_decomposed
 from ..engine.operations import tfdpa as tfdpa_op
 from .blackbox import BlackBox
-from .differential import random_inputs, same_outputs
+from .differential import DISTRIBUTIONS, random_inputs, same_outputs
 
-__all__ = ["consistent_models", "reproduce", "SEARCHED"]
+__all__ = ["consistent_models", "reproduce", "agree_on_random_inputs", "SEARCHED"]
 
 #: the parameters the search varies (the others are the probes' values); TR-/GTR-FDPA
 #: proposals are searched around their structure instead (F, F2, final rounding)
 SEARCHED = ("kind", "L", "F", "rounding", "sticky", "c_position", "late_rounding", "F2")
 _BLOCKS = tuple(2 ** i for i in range(7))      # L = 1 .. 64
 _STAGES = (8, 64, 480, 3000)                   # battery rows of the stages
-_DISTRIBUTIONS = ("normal", "log-uniform", "cancellation", "sparse", "carry")
+_DISTRIBUTIONS = ("normal", "log-uniform", "cancellation", "sparse", "carry", "sparse-tiny")
 #: kernel codes of the AMD kinds, run by :func:`_amd_rows`
 _AMD_CODES = {"e-fdpa": _amd.KIND_E, "tr-fdpa": _amd.KIND_TR, "gtr-fdpa": _amd.KIND_GTR}
 _MODE_CODES = _ops.MODE_CODES
@@ -78,14 +78,15 @@ def _candidates(base: dict[str, Any], Ls: tuple[int, ...], fma: bool) -> Iterato
 
 
 def _battery(bb: BlackBox, rows: int, K: int, rng: np.random.Generator,
-             extra: list[tuple[np.ndarray, np.ndarray, float]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+             extra: list[tuple[np.ndarray, np.ndarray, float]],
+             distributions: tuple[str, ...] = _DISTRIBUTIONS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     a, b, c = [], [], []
     for x, y, z in extra:
         a.append(np.pad(x, (0, K - x.size)))
         b.append(np.pad(y, (0, K - y.size)))
         c.append(z)
-    per = -(-max(rows - len(extra), 1) // len(_DISTRIBUTIONS))
-    for dist in _DISTRIBUTIONS:
+    per = -(-max(rows - len(extra), 1) // len(distributions))
+    for dist in distributions:
         A, B, C = random_inputs(dist, rng, bb.in_fmt, bb.out_fmt, per, K, per)
         a.extend(A)
         b.extend(B.T)
@@ -169,6 +170,25 @@ def consistent_models(bb: BlackBox, base: dict[str, Any], *, seed: int = 0,
         if not cands:
             break
     return sorted(cands, key=lambda p: sum(p.get(k) != base.get(k) for k in SEARCHED))
+
+
+def agree_on_random_inputs(bb: BlackBox, cands: list[dict[str, Any]], *, rows: int = 7000,
+                           seed: int = 0) -> list[dict[str, Any]]:
+    """The candidates (in order) that reproduce the black box on ``rows`` random dot
+    products of every distribution of the randomised verification
+    (:data:`~workbench.probes.differential.DISTRIBUTIONS`: random bit patterns and sparse
+    tiny products included) and of several K (short ones too: a lone product far below
+    the output's range is common only there): the randomised comparison of many models
+    at once, one row kernel call per model and K."""
+    Ls = tuple(L for L in _BLOCKS if bb.max_k is None or L <= bb.max_k)
+    Ks = sorted({min(K, bb.max_k or K) for K in (2, 5, 64, 2 * max(Ls) + 3)})
+    rng = np.random.default_rng(seed + 29)
+    for K in Ks:
+        if not cands:
+            break
+        a, b, c = _battery(bb, rows // len(Ks), K, rng, [], DISTRIBUTIONS)
+        cands = _survivors(cands, a, b, c, bb.dots(a, b, c))
+    return cands
 
 
 def reproduce(bb: BlackBox, cands: list[dict[str, Any]],

@@ -8,11 +8,17 @@ directed rounding) one misread parameter misleads the next.  Xie et al. 2025 Sec
 3.1.4 revise a model that fails randomised testing by re-examining its features;
 this module does that exhaustively: every T-FDPA with L in {1, 2, 4, ..., 64}, F in
 0..56, each final rounding the engine models, sticky bit or not, c early or late
-with each late rounding (and E-FDPA, and the FMA chains when the formats allow one) is run on a
-battery of random dot products and kept only if it reproduces every output, the
-probes' counterexample included.  Stages keep it cheap: a few rows reject most
-candidates, larger batteries the rest.  What survives is the set of models the
-outputs cannot separate (issue 14: report them all, never one confident guess).
+with each late rounding (and E-FDPA, and the FMA chains when the formats allow one;
+around a TR-/GTR-FDPA proposal every L, F within one bit, every F2 and final rounding)
+is run on a battery of random dot products and kept only if it reproduces every
+output, the probes' counterexample included.  The battery holds, besides normal,
+log-uniform and cancelling data, a few products next to a larger c and sums that carry
+into the next binade (:func:`~workbench.probes.differential.random_inputs`): a window
+narrower than the output shows its final rounding only there.  Stages keep it cheap:
+a few rows reject most candidates, larger batteries the rest; every candidate runs
+as one row-kernel call per battery (T-FDPA's, and :func:`_amd_rows` for the AMD kinds).
+What survives is the set of models the outputs cannot separate (issue 14: report them
+all, never one confident guess).
 """
 
 from __future__ import annotations
@@ -126,7 +132,7 @@ def _survivors(cands: list[dict[str, Any]], a: np.ndarray, b: np.ndarray, c: np.
                 except ValueError:   # a model the engine cannot run (e.g. sums wider than its 62 bits)
                     continue
                 q[_amd.P_K] = a.shape[1]
-                _amd_rows(*decomposed(m), acc, q)
+                _amd_rows(*decomposed(m), acc, q)  # type: ignore[call-arg]  # numba's Dispatcher takes *args
             elif p["kind"] != "t-fdpa":
                 try:
                     acc = _core.dots(Model(**p), a, b, c)

@@ -17,7 +17,7 @@ suite draws 300 fresh ones.
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from workbench.engine.model import ROUNDINGS, Model
@@ -69,6 +69,13 @@ def check_alternatives(truth, res) -> None:
         assert cex is None, (alt, str(cex), res.sheet())
 
 
+def _outcome(res) -> str:
+    """The kind of answer, counted by ``pytest --hypothesis-show-statistics``."""
+    if len(res.alternatives) > 1:
+        return "verified, with a set of models the outputs cannot separate"
+    return "verified, one model" + (" (some parameters not observable)" if res.unobservable else "")
+
+
 def check_recovered(drawn: dict) -> None:
     truth = from_model(Model(**drawn))
     res = infer(truth, n_verify=N_VERIFY)
@@ -76,6 +83,7 @@ def check_recovered(drawn: dict) -> None:
     _, cex = verify(truth, res.model, n=N_VERIFY, seed=1234)
     assert cex is None, (drawn, str(cex), res.sheet())
     check_alternatives(truth, res)
+    event(_outcome(res))
     if res.alternatives:
         assert any(_agrees(drawn, alt) for alt in res.alternatives), (drawn, res.sheet())
         return
@@ -139,6 +147,7 @@ def check_other_recovered(drawn: dict) -> None:
     _, cex = verify(truth, res.model, n=N_VERIFY, seed=1234)
     assert cex is None, (drawn, str(cex), res.sheet())
     check_alternatives(truth, res)
+    event(_outcome(res))
     if res.params["kind"] != drawn["kind"]:
         # an equivalent model of another kind is only reported as one of a set the outputs cannot separate
         assert res.alternatives and "search" in " ".join(res.notes), (drawn, res.sheet())

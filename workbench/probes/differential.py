@@ -95,14 +95,14 @@ def _few_terms(carry: bool, rng: np.random.Generator, fin: _formats.FloatFormat,
     B = rnd((1 + rng.random((K, N))) * np.exp2(rng.integers(0, 2, size=(K, N))), fin)
     if not carry:
         B *= np.where(rng.random((K, N)) < 0.5, -1.0, 1.0)
-        ec = top[:, None] + rng.integers(-span, span, size=(M, N))
+        ec = np.minimum(top[:, None] + rng.integers(-span, span, size=(M, N)), fout.emax + 1)
         C = np.where(rng.random((M, N)) < 0.25, 0.0, np.where(rng.random((M, N)) < 0.5, -1.0, 1.0)
                      * (1 + rng.random((M, N))) * np.exp2(ec))
     else:   # a power of two above the products less u times their sum: c + sum crosses it when u < 1
         P = A @ B
         mag = np.exp2(np.ceil(np.log2(np.where(P == 0, 1.0, np.abs(P)))) + rng.integers(1, span // 2, size=(M, N)))
         C = np.where(P == 0, 0.0, np.sign(P) * mag - rng.uniform(0.5, 1.5, size=(M, N)) * P)
-    C = np.where(np.abs(C) >= fout.max, 0.0, C)
+    C[~(np.abs(C) < fout.max)] = 0.0              # beyond the output's range (inf for fp64 included)
     return A, B, rnd(C, fout)
 
 

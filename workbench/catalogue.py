@@ -117,21 +117,30 @@ def _wider_inputs(arch: str, in_format: str) -> str:
                 "cvt.rna.tf32.f32 (PTX ISA, cvt: round to nearest, ties away), input_rounding='rna'")
     if in_format == "tf32":
         return ("xf32 operands sit in 32-bit registers; what the unit does with the low 13 bits of fp32 data is "
-                "not in our sources (Xie et al. 2025 feed xf32 values only): choose input_rounding yourself")
+                "not in our sources (Xie et al. 2025 feed xf32 values only; the AMD CDNA3 ISA guide was not "
+                "checked here): choose input_rounding yourself. rocBLAS' own rocblas_xfloat32 type rounds fp32 to "
+                "nearest even (float_to_xfloat32 in ROCm/rocBLAS library/include/internal/rocblas_xfloat32.h), "
+                "input_rounding='rne' for data converted through it")
     if in_format in ("fp16", "bf16"):
         if arch in _NVIDIA:
             return (f"packed 16-bit operands: wider data is converted before the instruction, by default with "
                     f"cvt.rn.{'f16' if in_format == 'fp16' else 'bf16'}.f32 (PTX ISA, cvt: round to nearest even), "
                     "input_rounding='rne'")
-        return ("packed 16-bit operands: wider data is converted in software before the MFMA (HIP's "
-                "__float2half / __float2bfloat16 round to nearest even), input_rounding='rne'")
+        return ("packed 16-bit operands: wider data is converted in software before the MFMA; HIP's "
+                "__float2half is static_cast<_Float16> (the compiler's conversion, round to nearest even in the "
+                "default mode) and __float2bfloat16 adds 0x7FFF plus the kept LSB ('Round to nearest, round to "
+                "even'), ROCm/clr hipamd/include/hip/amd_detail/amd_hip_fp16.h and amd_hip_bf16.h (2024-10), "
+                "input_rounding='rne'")
     if arch in _NVIDIA:
         return ("packed 8/6/4-bit operands: wider data is converted before the instruction with "
                 "cvt.rn.satfinite.<type>.f32 (PTX ISA, cvt: round to nearest even, saturating); "
                 "input_rounding='rne' rounds the same but overflows to Inf/NaN instead of saturating")
-    return ("packed 8-bit operands: wider data is converted before the MFMA with v_cvt_pk_fp8_f32 / "
-            "v_cvt_pk_bf8_f32 (AMD CDNA3 ISA: round to nearest even) or their stochastic-rounding forms; "
-            "input_rounding='rne' for the former")
+    return ("packed 8-bit operands: wider data is converted before the MFMA; HIP's fp8 types use "
+            "v_cvt_pk_fp8_f32 / v_cvt_pk_bf8_f32 (commented 'RNE CVT') or, on request, the stochastic "
+            "v_cvt_sr_* forms, clamping to the format's largest finite value only when asked to saturate "
+            "(cast_to_f8_from_f32 in ROCm/clr hipamd/include/hip/amd_detail/amd_hip_fp8.h, 2024-10; the "
+            "instructions' rounding itself was not checked against the AMD CDNA3 ISA guide here); "
+            "input_rounding='rne' for the round-to-nearest path")
 
 
 def _add(arch: str, instruction: str, in_format: str, out_format: str, *, source: str,

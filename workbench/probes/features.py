@@ -213,7 +213,11 @@ def _fprev_cases(bb: BlackBox, K: int, allow_sub: bool) -> tuple[np.ndarray, flo
     fin, fout = bb.in_fmt, bb.out_fmt
     r = Ranges(fin, fout)
     eU = min(r.prod_hi, r.out_hi - 1)
-    lo = r.prod_lo_sub if allow_sub else r.prod_lo
+    # v a product of normal numbers where that leaves U room to swamp any window the
+    # model space holds (F <= 56 less a margin): a product of subnormals keeps its
+    # leading zeros in the alignment (its exponent is emin), so a narrow window loses
+    # it even in a block of v's alone (fp16: 2^-24 * 2^-24 is 20 bits below 2^-28)
+    lo = r.prod_lo if not allow_sub or eU - max(r.prod_lo, fout.emin + 1) >= 48 else r.prod_lo_sub
     ev = max(lo, fout.emin + 1)          # v normal in the output (FTZ units flush the rest)
     if eU - ev < 28:
         ev = max(lo, r.out_lo + 1)

@@ -33,7 +33,7 @@ from ..engine.model import PARAM_NAMES, ROUNDINGS, Model
 from . import features as _f
 from .blackbox import BlackBox, as_black_box, from_model
 from .differential import DISTRIBUTIONS, random_inputs, same_outputs
-from .search import SEARCHED, consistent_models, reproduce
+from .search import SEARCHED, agree_on_random_inputs, consistent_models, reproduce
 from .vectors import Cases, Ranges
 
 __all__ = ["infer", "verify", "InferenceResult", "Counterexample", "OBSERVABLE_NOTES"]
@@ -413,7 +413,7 @@ def _infer(black_box: Any, in_format: str | None, out_format: str | None, n_veri
             if cp.late_rounding not in ("rne", "rz", "rd", "ru"):
                 notes.append(f"late addition rounds as {cp.late_rounding!r}, which the engine cannot model")
         feats["c"] = f"{cp.position} (in the fused sum)" if c_early else f"late, rounded {cp.late_rounding}"
-        few = len(_f._slots(st, st.L)) < 3 and c_early    # too few products share one fused sum
+        few = len(_f._slots(st, st.L)) < 2 and c_early    # one product per fused sum: c carries the range
         Fm = (_f.probe_precision_c(bb, allow_sub) if (is_narrow or few)
               else _f.probe_precision(bb, st, c_early, allow_sub))
         if Fm.value is None:
@@ -530,14 +530,17 @@ def _revise(bb: BlackBox, model: Model | None, params: dict[str, Any], n_verify:
     their proposal) that reproduces the outputs
     (:func:`~workbench.probes.search.consistent_models`) and return the one closest to
     the proposal that passes randomised verification (three seeds); each failure's
-    counterexample prunes the rest.  Parameters on which the
+    counterexample prunes the rest, and the rest are kept only if they pass a randomised
+    comparison of their own.  Parameters on which the
     consistent models differ go to ``searched`` (values) and ``unobs`` (why), the
     models themselves to ``alternatives``."""
 
     cex = None
     if model is not None:
         _, cex = verify(bb, model, n=max(n_verify // 4, 1000), seed=seed + 2)
-        if cex is None and (model.kind not in ("t-fdpa", "fma") or not notes):
+        # TR-/GTR-FDPA are always searched around: a window narrower than the output can
+        # hide the final rounding and F2 from every probe (and from most random inputs)
+        if cex is None and (model.kind not in ("t-fdpa", "fma", "tr-fdpa", "gtr-fdpa") or not notes):
             return model
     base = dict(model.params) if model is not None else {**Model().params, **params}
     extra = [] if cex is None else [(cex.a, cex.b, cex.c)]
@@ -562,6 +565,9 @@ def _revise(bb: BlackBox, model: Model | None, params: dict[str, Any], n_verify:
             if cx is not None:   # its counterexample rules out every survivor that agrees with it there
                 survivors = reproduce(bb, survivors[1:], [(cx.a, cx.b, cx.c)])
                 continue
+            # the others are reported only if they too pass a randomised comparison (a battery
+            # can miss the rare inputs, e.g. a product far below the output's range, that part them)
+            survivors = [p] + agree_on_random_inputs(bb, survivors[1:], seed=seed)
             alternatives.extend(survivors)
             for k in SEARCHED:
                 vals = sorted({q.get(k) for q in survivors

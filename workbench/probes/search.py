@@ -8,11 +8,17 @@ directed rounding) one misread parameter misleads the next.  Xie et al. 2025 Sec
 3.1.4 revise a model that fails randomised testing by re-examining its features;
 this module does that exhaustively: every T-FDPA with L in {1, 2, 4, ..., 64}, F in
 0..56, each final rounding the engine models, sticky bit or not, c early or late
-with each late rounding (and E-FDPA, and the FMA chains when the formats allow one) is run on a
-battery of random dot products and kept only if it reproduces every output, the
-probes' counterexample included.  Stages keep it cheap: a few rows reject most
-candidates, larger batteries the rest.  What survives is the set of models the
-outputs cannot separate (issue 14: report them all, never one confident guess).
+with each late rounding (and E-FDPA, and the FMA chains when the formats allow one;
+around a TR-/GTR-FDPA proposal every L, F within one bit, every F2 and final rounding)
+is run on a battery of random dot products and kept only if it reproduces every
+output, the probes' counterexample included.  The battery holds, besides normal,
+log-uniform and cancelling data, a few products next to a larger c and sums that carry
+into the next binade (:func:`~workbench.probes.differential.random_inputs`): a window
+narrower than the output shows its final rounding only there.  Stages keep it cheap:
+a few rows reject most candidates, larger batteries the rest; every candidate runs
+as one row-kernel call per battery (T-FDPA's, and :func:`_amd_rows` for the AMD kinds).
+What survives is the set of models the outputs cannot separate (issue 14: report them
+all, never one confident guess).
 """
 
 from __future__ import annotations
@@ -20,25 +26,29 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numba
 import numpy as np
 
 from ..engine import core as _core
+from ..engine import fdpa_amd as _amd
 from ..engine import kernels as _k
 from ..engine import ops as _ops
 from ..engine.model import ROUNDINGS, Model
 from ..engine.operands import padded_decomposed
 from ..engine.operations import tfdpa as tfdpa_op
 from .blackbox import BlackBox
-from .differential import random_inputs, same_outputs
+from .differential import DISTRIBUTIONS, random_inputs, same_outputs
 
-__all__ = ["consistent_models", "reproduce", "SEARCHED"]
+__all__ = ["consistent_models", "reproduce", "agree_on_random_inputs", "SEARCHED"]
 
 #: the parameters the search varies (the others are the probes' values); TR-/GTR-FDPA
 #: proposals are searched around their structure instead (F, F2, final rounding)
 SEARCHED = ("kind", "L", "F", "rounding", "sticky", "c_position", "late_rounding", "F2")
 _BLOCKS = tuple(2 ** i for i in range(7))      # L = 1 .. 64
-_STAGES = (8, 64, 480)                         # battery rows of the stages
-_DISTRIBUTIONS = ("normal", "log-uniform", "cancellation")
+_STAGES = (8, 64, 480, 3000)                   # battery rows of the stages
+_DISTRIBUTIONS = ("normal", "log-uniform", "cancellation", "sparse", "carry", "sparse-tiny")
+#: kernel codes of the AMD kinds, run by :func:`_amd_rows`
+_AMD_CODES = {"e-fdpa": _amd.KIND_E, "tr-fdpa": _amd.KIND_TR, "gtr-fdpa": _amd.KIND_GTR}
 _MODE_CODES = _ops.MODE_CODES
 _KEPT = ("in_format", "out_format", "zero_exponent", "flush_subnormals", "flush_output_subnormals")
 
@@ -74,14 +84,15 @@ def _candidates(base: dict[str, Any], Ls: tuple[int, ...], fma: bool) -> Iterato
 
 
 def _battery(bb: BlackBox, rows: int, K: int, rng: np.random.Generator,
-             extra: list[tuple[np.ndarray, np.ndarray, float]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+             extra: list[tuple[np.ndarray, np.ndarray, float]],
+             distributions: tuple[str, ...] = _DISTRIBUTIONS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     a, b, c = [], [], []
     for x, y, z in extra:
         a.append(np.pad(x, (0, K - x.size)))
         b.append(np.pad(y, (0, K - y.size)))
         c.append(z)
-    per = -(-max(rows - len(extra), 1) // len(_DISTRIBUTIONS))
-    for dist in _DISTRIBUTIONS:
+    per = -(-max(rows - len(extra), 1) // len(distributions))
+    for dist in distributions:
         A, B, C = random_inputs(dist, rng, bb.in_fmt, bb.out_fmt, per, K, per)
         a.extend(A)
         b.extend(B.T)
@@ -89,33 +100,55 @@ def _battery(bb: BlackBox, rows: int, K: int, rng: np.random.Generator,
     return np.array(a[:rows]), np.array(b[:rows]), np.array(c[:rows])
 
 
+@numba.njit(cache=True)
+def _amd_rows(A, BT, sa, ea, sbT, ebT, acc, q):  # type: ignore[no-untyped-def]
+    """Row r of ``acc`` <- the E-/TR-/GTR-FDPA chain of row r of A and of BT from
+    c = acc[r] (the engine's :func:`~workbench.engine.fdpa_amd._amd_chain` on the
+    diagonal only: one dot product per row, as the T-FDPA row kernel)."""
+    for r in range(acc.shape[0]):
+        limbs = np.zeros(max(1, q[_amd.P_NLIMBS]), dtype=np.int64)
+        acc[r] = _amd._amd_chain(A, BT, sa, ea, sbT, ebT, r, r, acc[r], q, limbs)
+
+
 def _survivors(cands: list[dict[str, Any]], a: np.ndarray, b: np.ndarray, c: np.ndarray,
                d: np.ndarray) -> list[dict[str, Any]]:
     keep: list[dict[str, Any]] = []
     operands: dict[int, tuple[np.ndarray, ...]] = {}
     templates: dict[tuple[Any, ...], np.ndarray] = {}
+
+    def decomposed(m: Model) -> tuple[np.ndarray, ...]:   # pad and decompose once per block size
+        if m.L not in operands:
+            A2, BT2, sa, ea, sb, eb = padded_decomposed(m, a, b, m.L)
+            operands[m.L] = (A2, BT2, sa, ea, sb.T, eb.T)
+        return operands[m.L]
+
     with _core.threads_for(a.size):   # thousands of small calls: one thread each
         for p in cands:
-            if p["kind"] != "t-fdpa":
-                try:
-                    if same_outputs(_core.dots(Model(**p), a, b, c), d).all():
-                        keep.append(p)
-                except ValueError:   # a model the engine cannot run (e.g. sums wider than its 62 bits)
-                    pass
-                continue
-            shape = (p["L"], p["c_position"], p["late_rounding"])
-            if shape not in templates:   # one Model per block shape; F, rounding, sticky go into its vector
-                m = Model(**{**p, "F": 0, "rounding": "rz", "sticky": False})
-                templates[shape] = _k.pack_tfdpa(tfdpa_op.kernel_params(m), a.shape[0], 1, 1)
-                if m.L not in operands:   # pad and decompose once per block size
-                    _, _, sa, ea, sb, eb = padded_decomposed(m, a, b, m.L)
-                    operands[m.L] = (sa, ea, sb.T, eb.T)
-            prm = templates[shape].copy()
-            prm[_k.P_F] = prm[_k.P_GF] = p["F"]
-            prm[_k.P_MODE] = _MODE_CODES[p["rounding"]]
-            prm[_k.P_STICKY] = p["sticky"]
             acc = np.array(c, dtype=np.float64)
-            _k.tfdpa_rows(*operands[p["L"]], acc, prm)  # type: ignore[call-arg]  # numba's Dispatcher takes *args
+            if p["kind"] in _AMD_CODES:
+                try:
+                    m = Model(**p)
+                    q = _amd.amd_params(m, _AMD_CODES[p["kind"]])
+                except ValueError:   # a model the engine cannot run (e.g. sums wider than its 62 bits)
+                    continue
+                q[_amd.P_K] = a.shape[1]
+                _amd_rows(*decomposed(m), acc, q)  # type: ignore[call-arg]  # numba's Dispatcher takes *args
+            elif p["kind"] != "t-fdpa":
+                try:
+                    acc = _core.dots(Model(**p), a, b, c)
+                except ValueError:
+                    continue
+            else:
+                shape = (p["L"], p["c_position"], p["late_rounding"])
+                if shape not in templates:   # one Model per block shape; F, rounding, sticky go into its vector
+                    m = Model(**{**p, "F": 0, "rounding": "rz", "sticky": False})
+                    templates[shape] = _k.pack_tfdpa(tfdpa_op.kernel_params(m), a.shape[0], 1, 1)
+                    decomposed(m)
+                prm = templates[shape].copy()
+                prm[_k.P_F] = prm[_k.P_GF] = p["F"]
+                prm[_k.P_MODE] = _MODE_CODES[p["rounding"]]
+                prm[_k.P_STICKY] = p["sticky"]
+                _k.tfdpa_rows(*operands[p["L"]][2:], acc, prm)  # type: ignore[call-arg]  # numba's Dispatcher takes *args
             if same_outputs(acc, d).all():
                 keep.append(p)
     return keep
@@ -143,6 +176,25 @@ def consistent_models(bb: BlackBox, base: dict[str, Any], *, seed: int = 0,
         if not cands:
             break
     return sorted(cands, key=lambda p: sum(p.get(k) != base.get(k) for k in SEARCHED))
+
+
+def agree_on_random_inputs(bb: BlackBox, cands: list[dict[str, Any]], *, rows: int = 7000,
+                           seed: int = 0) -> list[dict[str, Any]]:
+    """The candidates (in order) that reproduce the black box on ``rows`` random dot
+    products of every distribution of the randomised verification
+    (:data:`~workbench.probes.differential.DISTRIBUTIONS`: random bit patterns and sparse
+    tiny products included) and of several K (short ones too: a lone product far below
+    the output's range is common only there): the randomised comparison of many models
+    at once, one row kernel call per model and K."""
+    Ls = tuple(L for L in _BLOCKS if bb.max_k is None or L <= bb.max_k)
+    Ks = sorted({min(K, bb.max_k or K) for K in (2, 5, 64, 2 * max(Ls) + 3)})
+    rng = np.random.default_rng(seed + 29)
+    for K in Ks:
+        if not cands:
+            break
+        a, b, c = _battery(bb, rows // len(Ks), K, rng, [], DISTRIBUTIONS)
+        cands = _survivors(cands, a, b, c, bb.dots(a, b, c))
+    return cands
 
 
 def reproduce(bb: BlackBox, cands: list[dict[str, Any]],

@@ -99,11 +99,17 @@ def test_the_cycle_finder_finds_one():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-def test_the_engine_imports_only_the_formats_and_the_gate_from_outside():
+def test_the_engine_imports_only_the_formats_the_gate_and_the_thread_chooser_from_outside():
     graph = import_graph()
     outside = {t for m, ts in graph.items() if m.startswith("workbench.engine") for t in ts
                if not t.startswith("workbench.engine")}
-    assert outside <= {"workbench.formats", "workbench.gate"}, outside
+    assert outside <= {"workbench.formats", "workbench.gate", "workbench.threads"}, outside
+
+
+def test_the_thread_chooser_and_the_gate_import_nothing_of_the_workbench():
+    graph = import_graph()
+    for low in ("workbench.threads", "workbench.gate"):
+        assert not {t for t in graph.get(low, ()) if t.startswith("workbench")}, low
 
 
 def test_algorithms_import_no_higher_layer():

@@ -38,6 +38,7 @@ import numba
 import numpy as np
 
 from .gate import real_array, unknown_name
+from .threads import threads_for
 
 __all__ = [
     "FloatFormat",
@@ -617,11 +618,12 @@ def round(  # noqa: A001 - public API name
     else:
         ovf = _OVF_NAN
     out = np.empty_like(flat)
-    _round_kernel(
-        flat, out, fmt.p, fmt.emin, fmt.emax - fmt.man_bits, float(fmt.max_significand),
-        ROUNDING_CODES[mode], bool(subnormals and fmt.subnormals), ovf, bool(saturate),
-        not fmt.has_zero, not fmt.has_negative_zero, rand,
-    )
+    with threads_for(flat.size):
+        _round_kernel(
+            flat, out, fmt.p, fmt.emin, fmt.emax - fmt.man_bits, float(fmt.max_significand),
+            ROUNDING_CODES[mode], bool(subnormals and fmt.subnormals), ovf, bool(saturate),
+            not fmt.has_zero, not fmt.has_negative_zero, rand,
+        )
     return out.reshape(arr.shape)
 
 
@@ -675,10 +677,11 @@ def is_representable(x: np.typing.ArrayLike, fmt: str | FloatFormat) -> np.ndarr
     if ok.any():
         vals = np.where(ok, flat, 1.0)
         r = np.empty_like(vals)
-        _round_kernel(
-            vals, r, fmt.p, fmt.emin, fmt.emax - fmt.man_bits, float(fmt.max_significand),
-            ROUNDING_CODES["rz"], fmt.subnormals, _OVF_SAT, True, not fmt.has_zero, False, np.empty(0),
-        )
+        with threads_for(vals.size):
+            _round_kernel(
+                vals, r, fmt.p, fmt.emin, fmt.emax - fmt.man_bits, float(fmt.max_significand),
+                ROUNDING_CODES["rz"], fmt.subnormals, _OVF_SAT, True, not fmt.has_zero, False, np.empty(0),
+            )
         ok &= (r == vals) & (np.abs(vals) <= fmt.max)
     if fmt.has_nan:
         ok |= np.isnan(flat)

@@ -1,4 +1,4 @@
-"""Operands of the engine's kernels, and the one place that chooses threads.
+"""Operands of the engine's kernels.
 
 :func:`decompose` splits float64 values into integer significands and exponents
 (the unnormalised form the fused operations align, Xie et al. 2025 Algorithm 7
@@ -7,34 +7,24 @@ checking that every value is representable; :func:`pad_k` zero-pads K to whole
 blocks.  :class:`Operands` is what :func:`workbench.engine.core.prepare` hands to an
 operation's ``run``: float64 ``A``/``B^T`` (:func:`float_operands`) or decomposed.
 
-:func:`threads_for` is the only place that decides whether a compiled pass runs on
-one thread or on numba's thread pool (results never depend on it).
+:func:`threads_for` (from :mod:`workbench.threads`, the only place that decides whether
+a compiled pass runs on one thread or on numba's thread pool) is re-exported here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, NamedTuple
 
-import numba
 import numpy as np
 
 from .. import formats as _formats
 from ..gate import real_array
+from ..threads import PARALLEL_MIN_WORK, threads_for, threads_used
 from . import kernels as _k
 from . import ops as _ops
 
 if TYPE_CHECKING:
     from .model import Model
-
-#: Work (multiply-adds, or values checked) below which the compiled passes run on the
-#: calling thread alone: starting a parallel region wakes the other threads, which costs
-#: more than it saves on a smaller pass (with the lane kernel a serial 16x4096x16 product,
-#: 2^20 multiply-adds, takes about a millisecond).  The choice depends on the work only,
-#: never on what else the machine runs, so the same call takes the same path everywhere.
-PARALLEL_MIN_WORK = 1 << 18
-
 
 def decompose(x: np.ndarray, man_bits: int, emin: int, flush: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(significands int32, exponents int32) of a 2-D float64 array (one compiled pass)."""
@@ -55,31 +45,6 @@ def pad_k(A: np.ndarray, BT: np.ndarray, L: int) -> tuple[np.ndarray, np.ndarray
         A = np.concatenate([A, np.zeros((A.shape[0], pad))], axis=1)
         BT = np.concatenate([BT, np.zeros((BT.shape[0], pad))], axis=1)
     return A, BT
-
-
-def threads_used(work: int) -> int:
-    """Threads the compiled passes of ``work`` run on: 1 below :data:`PARALLEL_MIN_WORK`,
-    numba's current number of threads otherwise.  That number is the user's to set:
-    ``NUMBA_NUM_THREADS=N`` in the environment before numba starts (default: the CPU
-    count), or ``numba.set_num_threads(N)`` at run time (at most the former); a sweep's
-    workers get ``cores // workers`` each (:func:`workbench.sweep.run`'s
-    ``threads_per_worker``)."""
-    return 1 if work < PARALLEL_MIN_WORK else numba.get_num_threads()
-
-
-@contextmanager
-def threads_for(work: int) -> Iterator[None]:
-    """Run the compiled passes inside on :func:`threads_used` ``(work)`` threads (the only
-    place that chooses; results never depend on it)."""
-    if threads_used(work) > 1:
-        yield
-        return
-    n = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(n)
 
 
 class Operands(NamedTuple):

@@ -387,6 +387,16 @@ def amd_gemm(A, BT, sa, ea, sb, eb, acc, q):
         acc[i, j] = _amd_chain(A, BT, sa, ea, sb, eb, i, j, acc[i, j], q, limbs)
 
 
+@numba.njit(cache=True, parallel=True)
+def amd_rows(A, BT, sa, ea, sb, eb, acc, q):
+    """Batched dot products: ``acc[r]`` <- :func:`_amd_chain` over row r of A and
+    column r of B (``sa, ea`` (n, Kp); ``sb, eb`` (Kp, n) indexed ``[k, r]``; ``A``
+    and ``BT`` (n, Kp) float64 for NaN payloads), parallel over rows."""
+    for r in numba.prange(sa.shape[0]):
+        limbs = np.zeros(max(1, q[P_NLIMBS]), dtype=np.int64)
+        acc[r] = _amd_chain(A, BT, sa, ea, sb, eb, r, r, acc[r], q, limbs)
+
+
 @numba.njit(cache=True, inline="always")
 def _lane_group(sa, ea, sb, eb, i, j0, nv, k0, L, start, step, ezp, F, fp, ovf, T, em, bad):
     """Truncated fused sum of the products k0+start, k0+start+step, ... of a block
@@ -664,6 +674,17 @@ def amd_params(model, code: int) -> np.ndarray:
     return q
 
 
+def amd_dots(model, code: int, a, b, acc):
+    """Batched E-FDPA / TR-FDPA / GTR-FDPA dot products ``acc[r]`` <- unit(a[r, :],
+    b[r, :], acc[r]) (``a``, ``b`` (n, K) float64 in the input format, K zero-padded
+    to L) on :func:`amd_rows`: the bits of :func:`amd_gemm`'s diagonal."""
+    q = amd_params(model, code)
+    q[P_K] = a.shape[1]
+    a2, b2, sa, ea, sb, eb = padded_decomposed(model, a, b, model.L)
+    amd_rows(a2, b2, sa, ea, sb.T, eb.T, acc, q)
+    return acc
+
+
 def lanes_fit(model, N: int) -> bool:
     """Whether the lane kernels compute this product: at least
     :data:`~workbench.engine.kernels.LANES_MIN_N` columns and a result format that fits
@@ -712,5 +733,5 @@ def run_amd(model, code: int, A, BT, acc):
     return acc
 
 
-__all__ = ["run_amd", "amd_params", "amd_gemm", "trfdpa_gemm_lanes", "efdpa_gemm_lanes", "efdpa_lanes", "lanes_fit", "efdpa_step", "trfdpa_step", "tr_parts", "group_sum",
+__all__ = ["run_amd", "amd_params", "amd_gemm", "amd_rows", "amd_dots", "trfdpa_gemm_lanes", "efdpa_gemm_lanes", "efdpa_lanes", "lanes_fit", "efdpa_step", "trfdpa_step", "tr_parts", "group_sum",
            "limb_round", "scan_specials", "shift_floor", "shift_align"]

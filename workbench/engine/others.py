@@ -105,6 +105,14 @@ def ftz_addmul_gemm(A, BT, acc, P, in_min_normal):
 
 
 @numba.njit(cache=True, parallel=True)
+def ftz_addmul_rows(A, B, acc, P, in_min_normal):
+    """Batched dot products: ``acc[r]`` <- :func:`ftz_chain` over row r of ``A`` and
+    row r of ``B`` (both (n, K), K a multiple of P), parallel over rows."""
+    for r in numba.prange(A.shape[0]):
+        acc[r] = ftz_chain(A, B, r, r, acc[r], P, in_min_normal)
+
+
+@numba.njit(cache=True, parallel=True)
 def ftz_addmul_outputs(A, BT, acc, C, rows, cols, P, in_min_normal):
     """``acc[rows[t], cols[t]]`` <- :func:`ftz_chain` from ``C`` at that output, for
     every t (the outputs the lane kernel leaves to the reference)."""
@@ -241,5 +249,41 @@ def ftz_addmul_lanes(A, B, acc, P, TI, TJ, BC):
                 acc[i0 + ii, j0 + u] = float(d[ii, u])
 
 
-__all__ = ["first_unrepresentable", "ftz_addmul_gemm", "ftz_addmul_lanes", "ftz_addmul_outputs", "ftz_operand32", "ftz_chain", "ftz_mul",
+@numba.njit(cache=True, parallel=True)
+def ftz_addmul_row_lanes(A, B, acc, P, R):
+    """Batched FTZ-AddMul dot products, rows side by side in float32: ``acc[r]`` <-
+    the chain over column r of ``A`` and of ``B`` (both (Kp, np) float32 from
+    :func:`ftz_operand32` of a^T and b^T; Kp a multiple of P, np >= n a multiple of
+    the lanes, zero padding computed and never written), tiles of R rows.  The
+    blocks of :func:`_lane_blocks2` / :func:`_lane_blocks4` with both operands per
+    lane; results that are NaN are left NaN for the caller to recompute
+    (:func:`ftz_addmul_rows`)."""
+    Kp, Np = A.shape
+    n = acc.shape[0]
+    for t in numba.prange((n + R - 1) // R):
+        r0 = t * R
+        nl = min(R, n - r0)
+        nv = min(R, Np - r0)
+        ul = np.uint64(nv)
+        ur0 = np.uint64(r0)
+        d = np.zeros(nv, dtype=np.float32)
+        for u in range(nl):
+            d[u] = np.float32(_flush_input(acc[r0 + u], _MIN_NORMAL32))
+        for blk in range(Kp // P):
+            k = np.uint64(P * blk)
+            if P == 4:
+                for u in range(ul):
+                    s = _ftz32(_ftz32(A[k, ur0 + u] * B[k, ur0 + u]) + _ftz32(A[k + 1, ur0 + u] * B[k + 1, ur0 + u]))
+                    s2 = _ftz32(_ftz32(A[k + 2, ur0 + u] * B[k + 2, ur0 + u])
+                                + _ftz32(A[k + 3, ur0 + u] * B[k + 3, ur0 + u]))
+                    d[u] = _ftz32(d[u] + _ftz32(s + s2))
+            else:
+                for u in range(ul):
+                    s = _ftz32(_ftz32(A[k, ur0 + u] * B[k, ur0 + u]) + _ftz32(A[k + 1, ur0 + u] * B[k + 1, ur0 + u]))
+                    d[u] = _ftz32(d[u] + s)
+        for u in range(nl):
+            acc[r0 + u] = float(d[u])
+
+
+__all__ = ["first_unrepresentable", "ftz_addmul_gemm", "ftz_addmul_rows", "ftz_addmul_row_lanes", "ftz_addmul_lanes", "ftz_addmul_outputs", "ftz_operand32", "ftz_chain", "ftz_mul",
            "ftz_add"]

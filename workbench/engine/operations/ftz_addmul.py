@@ -48,9 +48,6 @@ class FTZAddMulParams:
 #: Elements of B (float32) that the lane kernel walks per chunk of K: 64 KiB, from cache for every row of a tile.
 _LANE_CHUNK = 1 << 14
 
-#: Rows side by side per tile of the row-lane kernel (a multiple of the lanes).
-_ROW_TILE = 256
-
 
 def lanes_exact(fin: _formats.FloatFormat) -> bool:
     """Whether every value of the input format is exactly an fp32 value, so that the
@@ -140,14 +137,8 @@ class FTZAddMul(Operation):
         if not lanes_exact(model.in_fmt):
             _others.ftz_addmul_rows(a2, b2, acc, P, min_normal)
             return acc
-        n, Kp = a2.shape
-        Np = -(-n // _k.LANE_PAD) * _k.LANE_PAD
-        a32 = np.empty((Kp, Np), dtype=np.float32)
-        b32 = np.empty((Kp, Np), dtype=np.float32)
-        _others.ftz_operand32(np.ascontiguousarray(a2.T), a32, min_normal)
-        _others.ftz_operand32(np.ascontiguousarray(b2.T), b32, min_normal)
         c = acc.copy()
-        _others.ftz_addmul_row_lanes(a32, b32, acc, P, _ROW_TILE)
+        _others.ftz_addmul_row_lanes(a2, b2, acc, P, min_normal)
         nan_rows = np.flatnonzero(np.isnan(acc))
         if nan_rows.size:
             redo = c[nan_rows]

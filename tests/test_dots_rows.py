@@ -19,7 +19,7 @@ from workbench.catalogue import records
 from workbench.engine import core
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_amd_lane_kernels import KINDS, bits, values  # noqa: E402
+from test_amd_lane_kernels import EFDPA_CUSTOM, KINDS, bits, values  # noqa: E402
 
 UNSCALED = [("cdna1", "fp16", "fp32"), ("cdna2", "fp16", "fp32"), ("cdna3", "fp16", "fp32"),
             ("cdna3", "fp8_e4m3fnuz", "fp32"), ("hopper", "fp16", "fp32"), ("ampere", "fp64", "fp64"),
@@ -40,16 +40,18 @@ def test_dots_is_the_diagonal_of_gemm(unit, n, K, seed):
     assert np.array_equal(got, want, equal_nan=True)
 
 
-AMD_ROWS = [r for r in records() if r.kind in ("e-fdpa", "ftz-addmul", "tr-fdpa", "gtr-fdpa")]
+AMD_ROWS = [r for r in records() if r.kind in ("e-fdpa", "ftz-addmul", "tr-fdpa", "gtr-fdpa")] + EFDPA_CUSTOM
 
 
 @settings(max_examples=30, deadline=None)
-@given(m=st.sampled_from(AMD_ROWS), kind=st.sampled_from(KINDS), n=st.integers(1, 20), K=st.integers(0, 70),
+@given(m=st.sampled_from(AMD_ROWS), kind=st.sampled_from(KINDS), n=st.integers(1, 40), K=st.integers(0, 70),
        seed=st.integers(0, 2 ** 31))
 def test_amd_row_kernels_give_the_bits_of_the_gemm_diagonal(m, kind, n, K, seed):
     """E-FDPA, FTZ-AddMul, TR-FDPA and GTR-FDPA on their row kernels (``has_row_kernel``):
     the bits ``workbench.gemm`` gives on the diagonal (lane or one-output kernels);
-    NaN payloads compared where the kind propagates them (E-FDPA, FTZ-AddMul)."""
+    NaN payloads compared where the kind propagates them (E-FDPA, FTZ-AddMul); n up
+    to 40 crosses the row-lane kernels' tiles, custom E-FDPA models bring fp16
+    outputs, L up to 16 and every rounding."""
     assert m.operation.has_row_kernel
     a = values(kind, m.in_format, (n, K), seed)
     b = values(kind, m.in_format, (n, K), seed + 1)

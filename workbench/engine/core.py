@@ -70,8 +70,9 @@ def dots(model: Model, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarra
     representable (``workbench.gemm`` is the checked entry point).
 
     Operations with a row kernel (:attr:`~workbench.engine.operation.Operation.has_row_kernel`:
-    T-FDPA, FMA chains) run every row in one compiled call, vectorised across rows or
-    parallel over them.  The others run one 1 x K x 1 product per row (float64 rows
+    every built-in unscaled kind) run every row in one compiled call, vectorised across
+    rows or parallel over them.  Others (registered by users) run one 1 x K x 1 product
+    per row (float64 rows
     as they are, or through the operation's own ``prepare`` when it has one, so any
     operand layout works; routing chunks of rows
     through the lane kernels as diagonals of square products was measured slower).

@@ -71,7 +71,7 @@ from .layout import (  # the one parameter layout (see workbench.engine.layout)
     P_USE_EZ,
     fused_params,
 )
-from .operands import padded_decomposed
+from .operands import decompose_checked, padded_decomposed
 from .ops import (
     NEG_BIG,
     SPECIAL,
@@ -387,6 +387,16 @@ def amd_gemm(A, BT, sa, ea, sb, eb, acc, q):
         acc[i, j] = _amd_chain(A, BT, sa, ea, sb, eb, i, j, acc[i, j], q, limbs)
 
 
+@numba.njit(cache=True, parallel=True)
+def amd_rows(A, BT, sa, ea, sb, eb, acc, q):
+    """Batched dot products: ``acc[r]`` <- :func:`_amd_chain` over row r of A and
+    column r of B (``sa, ea`` (n, Kp); ``sb, eb`` (Kp, n) indexed ``[k, r]``; ``A``
+    and ``BT`` (n, Kp) float64 for NaN payloads), parallel over rows."""
+    for r in numba.prange(sa.shape[0]):
+        limbs = np.zeros(max(1, q[P_NLIMBS]), dtype=np.int64)
+        acc[r] = _amd_chain(A, BT, sa, ea, sb, eb, r, r, acc[r], q, limbs)
+
+
 @numba.njit(cache=True, inline="always")
 def _lane_group(sa, ea, sb, eb, i, j0, nv, k0, L, start, step, ezp, F, fp, ovf, T, em, bad):
     """Truncated fused sum of the products k0+start, k0+start+step, ... of a block
@@ -548,6 +558,39 @@ def _lane_efdpa_block(sa, ea, sb, eb, i, j0, nv, k0, L, fp, window, neg, mag, qq
             S[u] += (a_s * np.int64(sb[k, uj0 + u])) << (sh if sh < 63 else 63)
 
 
+@numba.njit(cache=True, inline="always")
+def _lane_efdpa_round(S, lo, hi, nv, window, pr, eminr, emaxr, mode, flush, neg, mag, qq, bad, wide):
+    """Each lane's exact block sum ``S * 2**lo`` rounded once (:func:`round_int`) into
+    its state ``(neg, mag, qq)``, ``bad`` set where it overflows; lanes whose terms
+    did not fit the window keep their state and are marked ``wide``.  Returns how
+    many are wide."""
+    n_wide = 0
+    for u in range(np.uint64(nv)):
+        fits = hi[u] - lo[u] <= window
+        neg_r, keep, q_r, inf = round_int(S[u], lo[u] if lo[u] != _NO_TERM else 0, pr, eminr, emaxr, mode, flush)
+        neg[u] = neg_r if fits else neg[u]
+        mag[u] = keep if fits else mag[u]
+        qq[u] = q_r if fits else qq[u]
+        bad[u] |= inf & fits
+        wide[u] = not fits
+        n_wide += 0 if fits else 1
+    return n_wide
+
+
+@numba.njit(cache=True, inline="always")
+def _limb_lane(A, BT, sa, ea, sb, eb, i, j, k0, q, limbs, mc, eminc, u, neg, mag, qq, bad):
+    """Lane u's block at k0 for output (i, j) by :func:`efdpa_step` (the limbs) from
+    its state as c; an Inf/NaN result marks it ``bad``."""
+    d = efdpa_step(A, BT, sa, ea, sb, eb, i, j, k0, lane_value(neg[u], mag[u], qq[u]), q, limbs)
+    if d != d or math.isinf(d):
+        bad[u] = True
+    else:
+        c_sig, c_exp = decompose_one(d, mc, eminc, False)
+        neg[u] = math.copysign(1.0, d) < 0       # a zero result keeps its sign
+        mag[u] = -c_sig if c_sig < 0 else c_sig
+        qq[u] = c_exp - mc
+
+
 @numba.njit(cache=True, parallel=True)
 def efdpa_gemm_lanes(A, BT, sa, ea, sb, eb, row_special, col_special, acc, q, TI, TJ, BC):
     """E-FDPA chains (Xie Algorithms 5-6) for tiles of TI x TJ outputs, the TJ outputs
@@ -579,7 +622,6 @@ def efdpa_gemm_lanes(A, BT, sa, ea, sb, eb, row_special, col_special, acc, q, TI
     n_jt = (N + TJ - 1) // TJ
     for t in numba.prange(n_it * n_jt):
         i0, ti, j0, nl, nv = lane_tile(t, n_jt, TI, TJ, M, N, Np)
-        ul = np.uint64(nv)
         neg = np.zeros((ti, nv), dtype=np.bool_)
         mag = np.zeros((ti, nv), dtype=np.int64)
         qq = np.zeros((ti, nv), dtype=np.int64)
@@ -600,30 +642,13 @@ def efdpa_gemm_lanes(A, BT, sa, ea, sb, eb, row_special, col_special, acc, q, TI
                 rneg, rmag, rq, rbad = neg[ii], mag[ii], qq[ii], bad[ii]
                 for blk in range(b0, b1):
                     _lane_efdpa_block(sa, ea, sb, eb, i, j0, nv, blk * L, L, fp, window, rneg, rmag, rq, lo, hi, S)
-                    n_wide = 0
-                    for u in range(ul):
-                        fits = hi[u] - lo[u] <= window
-                        neg_r, keep, q_r, inf = round_int(S[u], lo[u] if lo[u] != _NO_TERM else 0, pr, eminr, emaxr,
-                                                          mode, flush)
-                        rneg[u] = neg_r if fits else rneg[u]
-                        rmag[u] = keep if fits else rmag[u]
-                        rq[u] = q_r if fits else rq[u]
-                        rbad[u] |= inf & fits
-                        wide[u] = not fits
-                        n_wide += 0 if fits else 1
-                    if n_wide == 0:
+                    if _lane_efdpa_round(S, lo, hi, nv, window, pr, eminr, emaxr, mode, flush, rneg, rmag, rq, rbad,
+                                         wide) == 0:
                         continue
                     for u in range(nl):          # the limbs, for the lanes the window did not hold
                         if wide[u] and not rbad[u]:
-                            d = efdpa_step(A, BT, sa, ea, sb, eb, i, j0 + u, blk * L, lane_value(rneg[u], rmag[u], rq[u]),
-                                           q, limbs)
-                            if d != d or math.isinf(d):
-                                rbad[u] = True
-                            else:
-                                c_sig, c_exp = decompose_one(d, mc, eminc, False)
-                                rneg[u] = math.copysign(1.0, d) < 0       # a zero result keeps its sign
-                                rmag[u] = -c_sig if c_sig < 0 else c_sig
-                                rq[u] = c_exp - mc
+                            _limb_lane(A, BT, sa, ea, sb, eb, i, j0 + u, blk * L, q, limbs, mc, eminc, u, rneg, rmag,
+                                       rq, rbad)
         for ii in range(ti):
             i = i0 + ii
             for u in range(nl):
@@ -632,6 +657,88 @@ def efdpa_gemm_lanes(A, BT, sa, ea, sb, eb, row_special, col_special, acc, q, TI
                     acc[i, j] = _amd_chain(A, BT, sa, ea, sb, eb, i, j, acc[i, j], q, limbs)
                 else:
                     acc[i, j] = lane_value(neg[ii, u], mag[ii, u], qq[ii, u])
+
+
+@numba.njit(cache=True, inline="always")
+def _lane_efdpa_rows_block(sal, eal, sbl, ebl, r0, nv, k0, L, fp, neg, mag, qq, lo, hi, S):
+    """:func:`_lane_efdpa_block` for batched dot products: lane u is row r0 + u of
+    both operands (``sal, eal, sbl, ebl`` (Kp, np) indexed ``[k, r]``)."""
+    ul = np.uint64(nv)
+    ur0 = np.uint64(r0)
+    for u in range(ul):          # c's lowest and (exact) leading bit
+        m = mag[u]
+        lo[u] = qq[u] if m != 0 else _NO_TERM
+        hi[u] = bit_length(m) + qq[u] if m != 0 else NEG_BIG
+    for kk in range(L):          # the products' lowest bits and bounds on their leading bits
+        k = np.uint64(k0 + kk)
+        for u in range(ul):
+            e = np.int64(eal[k, ur0 + u]) - fp + np.int64(ebl[k, ur0 + u])
+            z = (sal[k, ur0 + u] == 0) | (sbl[k, ur0 + u] == 0)
+            lo[u] = min(lo[u], _NO_TERM if z else e)
+            hi[u] = max(hi[u], NEG_BIG if z else e + fp + 2)
+    for u in range(ul):          # c and every product at 2**lo: exact integers
+        sh = qq[u] - lo[u]
+        sh = sh if sh > 0 else 0
+        t = mag[u] << (sh if sh < 63 else 63)
+        S[u] = -t if neg[u] else t
+    for kk in range(L):
+        k = np.uint64(k0 + kk)
+        for u in range(ul):
+            sh = np.int64(eal[k, ur0 + u]) - fp + np.int64(ebl[k, ur0 + u]) - lo[u]
+            sh = sh if sh > 0 else 0
+            S[u] += (np.int64(sal[k, ur0 + u]) * np.int64(sbl[k, ur0 + u])) << (sh if sh < 63 else 63)
+
+
+#: Rows side by side in :func:`efdpa_rows_lanes` (a multiple of the lane padding).
+_ROW_LANES = 4 * _k.LANE_PAD
+
+
+@numba.njit(cache=True, parallel=True)
+def efdpa_rows_lanes(A, BT, sa, ea, sb, eb, sal, eal, sbl, ebl, special, acc, q):
+    """Batched E-FDPA dot products, :data:`_ROW_LANES` rows side by side (:func:`_lane_efdpa_rows_block`, :func:`_lane_efdpa_round`): the bits of
+    :func:`amd_rows`.  ``sal, eal, sbl, ebl`` (Kp, np) the operands in lane layout
+    (np >= n a multiple of the lanes, zero padding computed and never written);
+    ``sa, ea`` (rows, Kp), ``sb, eb`` (Kp, rows) (the same, transposed views allowed)
+    and the float64 ``A``, ``BT`` (n, K) for the limbs of wide blocks and for rows whose operands or c are Inf/NaN (flagged
+    in ``special``) or whose chain overflows (:func:`_amd_chain`)."""
+    Kp, Np = sal.shape
+    n = acc.shape[0]
+    L = q[P_L]
+    fp = q[P_FP]
+    mc = q[P_MC]
+    eminc = q[P_EMINC]
+    window = 62 - bit_length(L)
+    zero_row = np.zeros(1, dtype=np.int8)
+    acc2 = acc.reshape(1, n)
+    for t in numba.prange((n + _ROW_LANES - 1) // _ROW_LANES):
+        r0 = t * _ROW_LANES
+        nl = min(_ROW_LANES, n - r0)
+        nv = min(_ROW_LANES, Np - r0)
+        neg = np.zeros(nv, dtype=np.bool_)
+        mag = np.zeros(nv, dtype=np.int64)
+        qq = np.zeros(nv, dtype=np.int64)
+        bad = np.zeros(nv, dtype=np.bool_)
+        lo = np.empty(nv, dtype=np.int64)
+        hi = np.empty(nv, dtype=np.int64)
+        S = np.empty(nv, dtype=np.int64)
+        wide = np.zeros(nv, dtype=np.bool_)
+        limbs = np.zeros(max(1, q[P_NLIMBS]), dtype=np.int64)
+        lanes_from_c(acc2, 0, r0, nl, zero_row, special, mc, eminc, neg, mag, qq, bad)
+        for blk in range(Kp // L):
+            _lane_efdpa_rows_block(sal, eal, sbl, ebl, r0, nv, blk * L, L, fp, neg, mag, qq, lo, hi, S)
+            if _lane_efdpa_round(S, lo, hi, nv, window, q[P_PRES], q[P_EMINRES], q[P_EMAXRES], q[P_MODE],
+                                 q[P_FLUSHOUT] != 0, neg, mag, qq, bad, wide) == 0:
+                continue
+            for u in range(nl):          # the limbs, for the lanes the window did not hold
+                if wide[u] and not bad[u]:
+                    _limb_lane(A, BT, sa, ea, sb, eb, r0 + u, r0 + u, blk * L, q, limbs, mc, eminc, u, neg, mag, qq,
+                               bad)
+        for u in range(nl):
+            r = r0 + u
+            if bad[u]:
+                acc[r] = _amd_chain(A, BT, sa, ea, sb, eb, r, r, acc[r], q, limbs)
+            else:
+                acc[r] = lane_value(neg[u], mag[u], qq[u])
 
 
 def amd_params(model, code: int) -> np.ndarray:
@@ -662,6 +769,30 @@ def amd_params(model, code: int) -> np.ndarray:
         q[P_OVF] = out.emax + 1
         q[P_ARZ] = model.alignment_rounding == "rz"
     return q
+
+
+def amd_dots(model, code: int, a, b, acc):
+    """Batched E-FDPA / TR-FDPA / GTR-FDPA dot products ``acc[r]`` <- unit(a[r, :],
+    b[r, :], acc[r]) (``a``, ``b`` (n, K) float64 in the input format, K zero-padded
+    to L) on :func:`efdpa_rows_lanes` (E-FDPA, :func:`lanes_fit` with N = n) or
+    :func:`amd_rows`: the bits of :func:`amd_gemm`'s diagonal."""
+    q = amd_params(model, code)
+    q[P_K] = a.shape[1]
+    (n, K), L = a.shape, model.L
+    if code != KIND_E or not lanes_fit(model, n):
+        a2, b2, sa, ea, sb, eb = padded_decomposed(model, a, b, L)
+        amd_rows(a2, b2, sa, ea, sb.T, eb.T, acc, q)
+        return acc
+    Kp = K + (-K) % L if K else L
+    fin, flush = model.in_fmt, model.flush_subnormals
+    none = np.empty((0, K))     # each operand alone, decomposed into the lane layout (Kp, np)
+    _, _, sal, eal, special_a = decompose_checked(none, a.T, fin, flush, Kp, False)
+    _, _, sbl, ebl, special_b = decompose_checked(none, b.T, fin, flush, Kp, False)
+    rows_special = np.zeros(n, dtype=np.int8)
+    if special_a or special_b:
+        rows_special[:] = ((eal >= SPECIAL).any(axis=0) | (ebl >= SPECIAL).any(axis=0))[:n]
+    efdpa_rows_lanes(a, b, sal.T, eal.T, sbl, ebl, sal, eal, sbl, ebl, rows_special, acc, q)
+    return acc
 
 
 def lanes_fit(model, N: int) -> bool:
@@ -712,5 +843,5 @@ def run_amd(model, code: int, A, BT, acc):
     return acc
 
 
-__all__ = ["run_amd", "amd_params", "amd_gemm", "trfdpa_gemm_lanes", "efdpa_gemm_lanes", "efdpa_lanes", "lanes_fit", "efdpa_step", "trfdpa_step", "tr_parts", "group_sum",
+__all__ = ["run_amd", "amd_params", "amd_gemm", "amd_rows", "amd_dots", "efdpa_rows_lanes", "trfdpa_gemm_lanes", "efdpa_gemm_lanes", "efdpa_lanes", "lanes_fit", "efdpa_step", "trfdpa_step", "tr_parts", "group_sum",
            "limb_round", "scan_specials", "shift_floor", "shift_align"]

@@ -105,6 +105,14 @@ def ftz_addmul_gemm(A, BT, acc, P, in_min_normal):
 
 
 @numba.njit(cache=True, parallel=True)
+def ftz_addmul_rows(A, B, acc, P, in_min_normal):
+    """Batched dot products: ``acc[r]`` <- :func:`ftz_chain` over row r of ``A`` and
+    row r of ``B`` (both (n, K), K a multiple of P), parallel over rows."""
+    for r in numba.prange(A.shape[0]):
+        acc[r] = ftz_chain(A, B, r, r, acc[r], P, in_min_normal)
+
+
+@numba.njit(cache=True, parallel=True)
 def ftz_addmul_outputs(A, BT, acc, C, rows, cols, P, in_min_normal):
     """``acc[rows[t], cols[t]]`` <- :func:`ftz_chain` from ``C`` at that output, for
     every t (the outputs the lane kernel leaves to the reference)."""
@@ -241,5 +249,48 @@ def ftz_addmul_lanes(A, B, acc, P, TI, TJ, BC):
                 acc[i0 + ii, j0 + u] = float(d[ii, u])
 
 
-__all__ = ["first_unrepresentable", "ftz_addmul_gemm", "ftz_addmul_lanes", "ftz_addmul_outputs", "ftz_operand32", "ftz_chain", "ftz_mul",
+#: Rows side by side in :func:`ftz_addmul_row_lanes`, and elements of K it converts at a time (a multiple of P).
+ROW_LANES, _ROW_CHUNK = 16, 64
+
+
+@numba.njit(cache=True, parallel=True)
+def ftz_addmul_row_lanes(A, B, acc, P, in_min_normal):
+    """Batched FTZ-AddMul dot products, :data:`ROW_LANES` rows side by side in
+    float32: ``acc[r]`` <- the chain over row r of ``A`` and of ``B`` (both (n, Kp)
+    float64 whose values are exact in fp32, Kp a multiple of P; ``acc`` exact in
+    fp32).  Each chunk of K is flushed (Xie Algorithm 2 lines 1-3), converted and
+    transposed into a small buffer, then summed as :func:`_lane_blocks2` /
+    :func:`_lane_blocks4` do with both operands per lane.  Results that are NaN are
+    left NaN for the caller to recompute (:func:`ftz_addmul_rows`)."""
+    n, Kp = A.shape
+    for t in numba.prange((n + ROW_LANES - 1) // ROW_LANES):
+        r0 = t * ROW_LANES
+        nl = min(ROW_LANES, n - r0)
+        a = np.zeros((_ROW_CHUNK, ROW_LANES), dtype=np.float32)   # rows past n stay zero: computed, never written
+        b = np.zeros((_ROW_CHUNK, ROW_LANES), dtype=np.float32)
+        d = np.zeros(ROW_LANES, dtype=np.float32)
+        for u in range(nl):
+            d[u] = np.float32(_flush_input(acc[r0 + u], _MIN_NORMAL32))
+        for k0 in range(0, Kp, _ROW_CHUNK):
+            kc = min(_ROW_CHUNK, Kp - k0)
+            for u in range(nl):
+                for kk in range(kc):
+                    a[kk, u] = np.float32(_flush_input(A[r0 + u, k0 + kk], in_min_normal))
+                    b[kk, u] = np.float32(_flush_input(B[r0 + u, k0 + kk], in_min_normal))
+            if P == 4:
+                for k in range(0, kc, 4):
+                    for u in range(ROW_LANES):
+                        s = _ftz32(_ftz32(a[k, u] * b[k, u]) + _ftz32(a[k + 1, u] * b[k + 1, u]))
+                        s2 = _ftz32(_ftz32(a[k + 2, u] * b[k + 2, u]) + _ftz32(a[k + 3, u] * b[k + 3, u]))
+                        d[u] = _ftz32(d[u] + _ftz32(s + s2))
+            else:
+                for k in range(0, kc, 2):
+                    for u in range(ROW_LANES):
+                        s = _ftz32(_ftz32(a[k, u] * b[k, u]) + _ftz32(a[k + 1, u] * b[k + 1, u]))
+                        d[u] = _ftz32(d[u] + s)
+        for u in range(nl):
+            acc[r0 + u] = float(d[u])
+
+
+__all__ = ["first_unrepresentable", "ftz_addmul_gemm", "ftz_addmul_rows", "ftz_addmul_row_lanes", "ftz_addmul_lanes", "ftz_addmul_outputs", "ftz_operand32", "ftz_chain", "ftz_mul",
            "ftz_add"]

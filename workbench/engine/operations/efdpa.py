@@ -53,6 +53,7 @@ class EFDPA(Operation):
     params = EFDPAParams
     propagates_nan = True
     kernel_family = "amd"
+    has_row_kernel = True
 
     def prepare(self, model: "Model", A: np.ndarray, B: np.ndarray) -> Operands:
         """A and B checked and decomposed in one compiled pass (K zero-padded to whole
@@ -79,6 +80,10 @@ class EFDPA(Operation):
         q[P_K] = ops.K
         _amd.amd_gemm(ops.A, ops.BT, ops.sa, ops.ea, ops.sb, ops.eb, acc, q)
         return acc
+
+    def dots(self, model: "Model", a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
+        """Batched dot products on the row kernel (:func:`~workbench.engine.fdpa_amd.amd_rows`)."""
+        return _amd.amd_dots(model, _amd.KIND_E, a, b, acc)
 
     def explain_block(self, index: int, start: int, K: int, a: np.ndarray, b: np.ndarray, d: float,
                       model: "Model", scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> Block:

@@ -88,6 +88,7 @@ class FTZAddMul(Operation):
     params = FTZAddMulParams
     propagates_nan = True
     kernel_family = "amd"
+    has_row_kernel = True
 
     def block_size(self, model: "Model") -> int:
         return cast(int, model.P)  # FTZAddMulParams checked it is 2 or 4
@@ -123,6 +124,26 @@ class FTZAddMul(Operation):
         else:
             A2, BT2 = pad_k(A, BT, P)
             _others.ftz_addmul_gemm(np.ascontiguousarray(A2), np.ascontiguousarray(BT2), acc, P, min_normal)
+        return acc
+
+    def dots(self, model: "Model", a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
+        """Batched dot products on the row kernels: rows side by side in float32
+        (:func:`~workbench.engine.others.ftz_addmul_row_lanes`) for inputs of
+        :func:`lanes_exact`, their NaN results and every other format one row at a time
+        (:func:`~workbench.engine.others.ftz_addmul_rows`, which picks NaN payloads)."""
+        P = self.block_size(model)
+        a2, b2 = (np.ascontiguousarray(x) for x in pad_k(a, b, P))
+        min_normal = model.in_fmt.min_normal if model.flush_subnormals else 0.0
+        if not lanes_exact(model.in_fmt):
+            _others.ftz_addmul_rows(a2, b2, acc, P, min_normal)
+            return acc
+        c = acc.copy()
+        _others.ftz_addmul_row_lanes(a2, b2, acc, P, min_normal)
+        nan_rows = np.flatnonzero(np.isnan(acc))
+        if nan_rows.size:
+            redo = c[nan_rows]
+            _others.ftz_addmul_rows(a2[nan_rows], b2[nan_rows], redo, P, min_normal)
+            acc[nan_rows] = redo
         return acc
 
     def explain_block(self, index: int, start: int, K: int, a: np.ndarray, b: np.ndarray, d: float,

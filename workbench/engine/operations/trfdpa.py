@@ -75,6 +75,7 @@ class TRFDPA(Operation):
     windowed = True
     has_zero_exponent = True
     kernel_family = "amd"
+    has_row_kernel = True
     #: Kernel code of :mod:`workbench.engine.fdpa_amd`.
     code = _amd.KIND_TR
 
@@ -82,6 +83,10 @@ class TRFDPA(Operation):
             promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
         self.check_run(accumulation, promote_every, scale_a, scale_b)
         return _amd.run_amd(model, self.code, ops.A, ops.BT, acc)
+
+    def dots(self, model: "Model", a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
+        """Batched dot products on the row kernel (:func:`~workbench.engine.fdpa_amd.amd_rows`)."""
+        return _amd.amd_dots(model, self.code, a, b, acc)
 
     def explain_block(self, index: int, start: int, K: int, a: np.ndarray, b: np.ndarray, d: float,
                       model: "Model", scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> Block:

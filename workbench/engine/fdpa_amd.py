@@ -790,7 +790,8 @@ def amd_dots(model, code: int, a, b, acc):
     _, _, sbl, ebl, special_b = decompose_checked(none, b.T, fin, flush, Kp, False)
     rows_special = np.zeros(n, dtype=np.int8)
     if special_a or special_b:
-        rows_special[:] = ((eal >= SPECIAL).any(axis=0) | (ebl >= SPECIAL).any(axis=0))[:n]
+        special_rows = np.asarray((eal >= SPECIAL).any(axis=0) | (ebl >= SPECIAL).any(axis=0))
+        rows_special[:] = special_rows[:n]
     efdpa_rows_lanes(a, b, sal.T, eal.T, sbl, ebl, sal, eal, sbl, ebl, rows_special, acc, q)
     return acc
 

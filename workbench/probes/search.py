@@ -16,7 +16,8 @@ log-uniform and cancelling data, a few products next to a larger c and sums that
 into the next binade (:func:`~workbench.probes.differential.random_inputs`): a window
 narrower than the output shows its final rounding only there.  Stages keep it cheap:
 a few rows reject most candidates, larger batteries the rest; every candidate runs
-as one row-kernel call per battery (T-FDPA's, and :func:`_amd_rows` for the AMD kinds).
+as one row-kernel call per battery (T-FDPA's, and the engine's
+:func:`~workbench.engine.fdpa_amd.amd_rows` for the AMD kinds).
 What survives is the set of models the outputs cannot separate (issue 14: report them
 all, never one confident guess).
 """
@@ -26,7 +27,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-import numba
 import numpy as np
 
 from ..engine import core as _core
@@ -47,7 +47,7 @@ SEARCHED = ("kind", "L", "F", "rounding", "sticky", "c_position", "late_rounding
 _BLOCKS = tuple(2 ** i for i in range(7))      # L = 1 .. 64
 _STAGES = (8, 64, 480, 3000)                   # battery rows of the stages
 _DISTRIBUTIONS = ("normal", "log-uniform", "cancellation", "sparse", "carry", "sparse-tiny")
-#: kernel codes of the AMD kinds, run by :func:`_amd_rows`
+#: kernel codes of the AMD kinds, run by :func:`~workbench.engine.fdpa_amd.amd_rows`
 _AMD_CODES = {"e-fdpa": _amd.KIND_E, "tr-fdpa": _amd.KIND_TR, "gtr-fdpa": _amd.KIND_GTR}
 _MODE_CODES = _ops.MODE_CODES
 _KEPT = ("in_format", "out_format", "zero_exponent", "flush_subnormals", "flush_output_subnormals")
@@ -100,16 +100,6 @@ def _battery(bb: BlackBox, rows: int, K: int, rng: np.random.Generator,
     return np.array(a[:rows]), np.array(b[:rows]), np.array(c[:rows])
 
 
-@numba.njit(cache=True)
-def _amd_rows(A, BT, sa, ea, sbT, ebT, acc, q):  # type: ignore[no-untyped-def]
-    """Row r of ``acc`` <- the E-/TR-/GTR-FDPA chain of row r of A and of BT from
-    c = acc[r] (the engine's :func:`~workbench.engine.fdpa_amd._amd_chain` on the
-    diagonal only: one dot product per row, as the T-FDPA row kernel)."""
-    for r in range(acc.shape[0]):
-        limbs = np.zeros(max(1, q[_amd.P_NLIMBS]), dtype=np.int64)
-        acc[r] = _amd._amd_chain(A, BT, sa, ea, sbT, ebT, r, r, acc[r], q, limbs)
-
-
 def _survivors(cands: list[dict[str, Any]], a: np.ndarray, b: np.ndarray, c: np.ndarray,
                d: np.ndarray) -> list[dict[str, Any]]:
     keep: list[dict[str, Any]] = []
@@ -132,7 +122,7 @@ def _survivors(cands: list[dict[str, Any]], a: np.ndarray, b: np.ndarray, c: np.
                 except ValueError:   # a model the engine cannot run (e.g. sums wider than its 62 bits)
                     continue
                 q[_amd.P_K] = a.shape[1]
-                _amd_rows(*decomposed(m), acc, q)  # type: ignore[call-arg]  # numba's Dispatcher takes *args
+                _amd.amd_rows(*decomposed(m), acc, q)  # type: ignore[call-arg]  # numba's Dispatcher takes *args
             elif p["kind"] != "t-fdpa":
                 try:
                     acc = _core.dots(Model(**p), a, b, c)

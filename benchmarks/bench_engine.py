@@ -9,7 +9,7 @@ GTR-FDPA, ST-FDPA and GST-FDPA with their block scales) at 64x1024x64, 16x4096x1
 (inputs checked, decomposed, computed, converted: the whole call).  Each row gives the
 min/median/max wall time over ``--repeat`` calls (at most 3 at 10x1,000,000x10) after
 an untimed one, the simulated MAC/s at the median, the threads the product ran on
-(:func:`workbench.engine.operands.threads_used`: numba's thread count, which
+(:func:`workbench.threads.threads_used`: numba's thread count, which
 ``NUMBA_NUM_THREADS`` or ``numba.set_num_threads`` set, for products of 2^18
 multiply-adds and more; one below) and the one-minute load average when the row ended.
 

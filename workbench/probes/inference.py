@@ -538,9 +538,12 @@ def _revise(bb: BlackBox, model: Model | None, params: dict[str, Any], n_verify:
     cex = None
     if model is not None:
         _, cex = verify(bb, model, n=max(n_verify // 4, 1000), seed=seed + 2)
-        # TR-/GTR-FDPA are always searched around: a window narrower than the output can
-        # hide the final rounding and F2 from every probe (and from most random inputs)
-        if cex is None and (model.kind not in ("t-fdpa", "fma", "tr-fdpa", "gtr-fdpa") or not notes):
+        # TR-/GTR-FDPA are searched around when the probes had doubts: a window narrower than
+        # the output can hide the final rounding and F2 from every probe (and from most random
+        # inputs).  An FMA chain and an E-FDPA with L = 1 are always searched: each step of
+        # both is the exact a * b + c rounded once, so the two kinds can be twins
+        twins = model.kind == "fma" or (model.kind == "e-fdpa" and model.L == 1)
+        if cex is None and not twins and (model.kind not in ("t-fdpa", "fma", "tr-fdpa", "gtr-fdpa") or not notes):
             return model
     base = dict(model.params) if model is not None else {**Model().params, **params}
     extra = [] if cex is None else [(cex.a, cex.b, cex.c)]
@@ -580,6 +583,9 @@ def _revise(bb: BlackBox, model: Model | None, params: dict[str, Any], n_verify:
                 notes.append(f"the probes' proposal {why}; a search of the model space kept "
                              f"{len(survivors)} model(s) consistent with every output; reporting the one closest "
                              "to the probes, verified below")
+            elif len(survivors) > 1:
+                notes.append(f"a search of the model space kept {len(survivors)} models consistent with every "
+                             "output, the probes' proposal among them (reported, verified below)")
             return trial
     if not found:
         notes.append(f"the probes' proposal {why}, and no model of the searched space reproduces the outputs "

@@ -91,10 +91,8 @@ def _same(x: np.ndarray, y: np.ndarray) -> bool:
     return bool((nan == np.isnan(y)).all() and (_bits(x)[~nan] == _bits(y)[~nan]).all())
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(model=st.sampled_from(GST_MODELS), M=st.integers(1, 13), N=st.integers(4, 21), Kdim=st.integers(0, 200),
-       kind=st.sampled_from(KINDS), seed=st.integers(0, 2 ** 32 - 1))
-def test_gst_lanes_equal_one_output_kernel(model, M, N, Kdim, kind, seed):
+def _draw(model, kind: str, M: int, Kdim: int, N: int, seed: int) -> tuple[np.ndarray, ...]:
+    """A (M, K), B (K, N), their block scales and C, drawn as ``kind`` for a block-scaled model."""
     rng = np.random.default_rng(seed)
     nb = -(-Kdim // model.k_block)
     A = _operands(model.in_format, kind, (M, Kdim), rng)
@@ -102,6 +100,14 @@ def test_gst_lanes_equal_one_output_kernel(model, M, N, Kdim, kind, seed):
     sa = _scales(model.scale_format, kind, (M, nb), rng)
     sb = _scales(model.scale_format, kind, (nb, N), rng)
     C = _accumulator(kind, (M, N), rng)
+    return A, B, sa, sb, C
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(model=st.sampled_from(GST_MODELS), M=st.integers(1, 13), N=st.integers(4, 21), Kdim=st.integers(0, 200),
+       kind=st.sampled_from(KINDS), seed=st.integers(0, 2 ** 32 - 1))
+def test_gst_lanes_equal_one_output_kernel(model, M, N, Kdim, kind, seed):
+    A, B, sa, sb, C = _draw(model, kind, M, Kdim, N, seed)
     ops = core.prepare(model, A, B)
     want = C.copy()
     gst.run_gst(model, ops.sa, ops.ea, ops.sb, ops.eb, want, sa, sb, True, lanes=False)
@@ -144,13 +150,7 @@ def _st_one_output(model, A: np.ndarray, B: np.ndarray, C: np.ndarray, sa: np.nd
 @given(model=st.sampled_from(ST_MODELS), M=st.integers(1, 13), N=st.integers(1, 21), Kdim=st.integers(0, 100),
        kind=st.sampled_from(KINDS), seed=st.integers(0, 2 ** 32 - 1))
 def test_st_gemm_equals_one_output_kernel(model, M, N, Kdim, kind, seed):
-    rng = np.random.default_rng(seed)
-    nb = -(-Kdim // model.k_block)
-    A = _operands(model.in_format, kind, (M, Kdim), rng)
-    B = _operands(model.in_format, kind, (Kdim, N), rng)
-    sa = _scales(model.scale_format, kind, (M, nb), rng)
-    sb = _scales(model.scale_format, kind, (nb, N), rng)
-    C = _accumulator(kind, (M, N), rng)
+    A, B, sa, sb, C = _draw(model, kind, M, Kdim, N, seed)
     want = _st_one_output(model, A, B, C, sa, sb).astype(np.float32)
     assert _same(wb.gemm(A, B, C, model=model, scale_a=sa, scale_b=sb), want)
     ops = core.prepare(model, A, B)          # running twice leaves the prepared operands as they were

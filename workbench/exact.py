@@ -43,7 +43,6 @@ exact product (the paper uses binary64 ``A*B``; see :mod:`workbench.metrics`).
 from __future__ import annotations
 
 import math
-import types
 from fractions import Fraction
 from typing import Any, Literal, cast
 
@@ -51,6 +50,7 @@ import numba
 import numpy as np
 
 from .gate import real_array
+from .threads import threads_for, threads_used
 
 __all__ = ["dot", "gemm", "exact_precision", "fraction_to_float64"]
 
@@ -421,18 +421,7 @@ def _gemm_kernel_impl(abits, bbits, m, n, K, alpha_h, alpha_l, alpha_e, beta_h, 
     return out, words
 
 
-def _serial_copy(f: Any, name: str) -> Any:
-    g = types.FunctionType(f.__code__, f.__globals__, name, f.__defaults__, f.__closure__)
-    g.__qualname__ = name
-    g.__doc__ = f.__doc__
-    return g
-
-
-# The same kernel twice: threaded for large products, serial for small ones (waking
-# the thread pool costs milliseconds when the machine is busy).
 _gemm_kernel = numba.njit(cache=True, parallel=True)(_gemm_kernel_impl)
-_gemm_kernel_serial = numba.njit(cache=True)(_serial_copy(_gemm_kernel_impl, "_gemm_kernel_serial"))
-_PARALLEL_MIN_MACS = 1 << 21
 
 
 # --------------------------------------------------------------------------- validation
@@ -695,16 +684,15 @@ def gemm(
         ch = cl = ce = np.zeros(1, np.int32)
         has_c = False
     nwords = _NB // 62 + 2 if return_exact is not None else 0
-    threads = numba.get_num_threads()
+    work = m * n * max(K, 1)
+    threads = threads_used(work)
     ti, tj = _tiles(m, n)
     ksplit = threads if (m * n < threads and K >= 4 * _BLOCK * threads) else 1
-    kernel = _gemm_kernel if m * n * max(K, 1) >= _PARALLEL_MIN_MACS else _gemm_kernel_serial
-    if kernel is _gemm_kernel_serial:
-        threads = ksplit = 1
-    out, words = kernel(
-        A.view(np.int64), B.view(np.int64), m, n, K,
-        a_h, a_l, a_e, b_h, b_l, b_e, ch, cl, ce, has_c, ti, tj, ksplit, nwords, threads,
-    )
+    with threads_for(work):
+        out, words = _gemm_kernel(
+            A.view(np.int64), B.view(np.int64), m, n, K,
+            a_h, a_l, a_e, b_h, b_l, b_e, ch, cl, ce, has_c, ti, tj, ksplit, nwords, threads,
+        )
     D = out.reshape(m, n)
     if return_exact is None:
         return D

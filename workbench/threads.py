@@ -8,7 +8,7 @@ and results never depend on it.  The number of threads for larger work is the us
 set: ``NUMBA_NUM_THREADS=N`` in the environment before numba starts (default: the CPU
 count), or ``numba.set_num_threads(N)`` at run time (at most the former); a sweep's
 workers get ``cores // workers`` each (:func:`workbench.sweep.run`'s
-``threads_per_worker``).  Used by :mod:`workbench.formats` and the engine
+``threads_per_worker``).  Used by :mod:`workbench.formats`, :mod:`workbench.exact` and the engine
 (:mod:`workbench.engine.operands` re-exports it).
 """
 from __future__ import annotations

@@ -307,8 +307,14 @@ def test_splitting_algorithms_never_invent_nan_or_inf(name, M, K, N, e, seed):
     assert D.shape == (M, N)
     assert np.isfinite(D).all()
     E = exact.gemm(A, B)
-    if -8 <= e <= 8:  # inside fp16's comfortable range the emulation is accurate to about fp32
-        assert metrics.normwise_error_inf(D, E, A, B) < 1e-5
+    if -8 <= e <= 8:
+        # Inside fp16's comfortable range the emulation is accurate to about fp32, except that a
+        # small element's low word lands among fp16's subnormals (spacing 2^-24), which costs up
+        # to 2^-25 absolute per element of A and of B: componentwise,
+        # |D - E| <= 1e-5 |A||B| + 2^-24 (|A| 1 + 1 |B|).
+        absA, absB = np.abs(A), np.abs(B)
+        bound = 1e-5 * (absA @ absB) + 2.0**-24 * (absA @ np.ones((K, N)) + np.ones((M, K)) @ absB)
+        assert (np.abs(D - E.astype(np.float64)) <= bound).all(), (D, E)
 
 
 def test_markidis_refuses_fp32_data_beyond_fp16():

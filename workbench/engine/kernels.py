@@ -693,19 +693,25 @@ def fma_step(a, b, d, how, p, emin, emax):
 
 @numba.njit(cache=True, parallel=True)
 def copy_exact(x, out):
-    """``out[:, :C] <- x`` (float64 (R, C) into float64 or float32 ``out`` (R, C') with
-    C' >= C, the columns beyond C set to zero) in one compiled pass; returns the
-    C-order index of the first value of ``x`` the cast changes (NaN is kept), or -1."""
+    """``out <- x`` (float64 (R, C) into float64 or float32 ``out`` of the same shape)
+    in one compiled pass; returns the C-order index of the first value of ``x`` the
+    cast changes (NaN is kept), or -1.  Each row is cast and checked branch-free (one
+    flag per row, vector instructions); only a row that fails is searched."""
     R, C = x.shape
     first = np.full(R, -1, dtype=np.int64)
     for i in numba.prange(R):
+        changed = False
         for k in range(C):
             v = x[i, k]
             out[i, k] = v
-            if first[i] < 0 and not (float(out[i, k]) == v or v != v):
-                first[i] = np.int64(i) * C + k
-        for k in range(C, out.shape[1]):
-            out[i, k] = 0
+            w = float(out[i, k])
+            changed |= (w != v) & (v == v)
+        if changed:
+            for k in range(C):
+                v = x[i, k]
+                if float(out[i, k]) != v and v == v:
+                    first[i] = np.int64(i) * C + k
+                    break
     for i in range(R):
         if first[i] >= 0:
             return first[i]

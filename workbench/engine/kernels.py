@@ -745,6 +745,10 @@ def fma_gemm(A, B, acc, how, p, emin, emax):
 #: pass over a panel of B covers (kept in L1 cache while every row block uses it).
 FMA_MR = 4
 FMA_KC = 128
+#: Bytes ahead of the row of B in use that :func:`_fma_block` asks the cache for (one
+#: prefetch per vector and step; the hardware's own prefetcher fell behind on long K:
+#: 10 x 1,000,000 x 10 ran at 15 GB/s without, 26-40 GB/s with).
+FMA_PREFETCH = 4096
 
 
 def _fma_block(nv: int):  # type: ignore[no-untyped-def]
@@ -825,6 +829,13 @@ def _fma_block(nv: int):  # type: ignore[no-untyped-def]
             builder.position_at_end(body)
             brow = builder.gep(B_.data, [builder.add(builder.mul(k, N), j0v)])
             zero = ir.Constant(vt, [0.0] * W)
+            i8p = ir.IntType(8).as_pointer()
+            i32 = lambda v: ir.Constant(ir.IntType(32), v)  # noqa: E731
+            prefetch = declare("llvm.prefetch.p0", ir.FunctionType(ir.VoidType(), [i8p, i32(0).type, i32(0).type,
+                                                                                 i32(0).type]))
+            for v in range(nv):     # read, keep in all caches, data
+                builder.call(prefetch, [builder.gep(builder.bitcast(brow, i8p), [const(FMA_PREFETCH + 64 * v)]),
+                                        i32(0), i32(3), i32(1)])
             bv = [builder.call(mload, [builder.bitcast(builder.gep(brow, [const(v * W)]), vt.as_pointer()),
                                        ir.Constant(ir.IntType(32), 1), masks[v], zero]) for v in range(nv)]
             new = []

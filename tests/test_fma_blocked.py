@@ -3,7 +3,7 @@
 
 Shapes are drawn so that M leaves every remainder of the 4-row register block, N needs
 panels of 4, 2 and 1 vectors with a partial last vector (8 binary64 or 16 binary32
-lanes), K crosses the 128-element passes, and the rows are cut into 1-3 groups (tasks);
+lanes), K crosses the passes of FMA_KC (64) elements, and the rows are cut into 1-3 groups (tasks);
 values are normal, wide-ranged, subnormal or raw bit patterns with Inf/NaN payloads.
 The operands' checks are tested too: a binary32 chain refuses the first value that is
 not a binary32 (by index), and ``is_representable``'s cast round trip for the formats

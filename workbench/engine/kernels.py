@@ -744,7 +744,7 @@ def fma_gemm(A, B, acc, how, p, emin, emax):
 #: Rows of A in one register block of :func:`fma_gemm_lanes`, and elements of K one
 #: pass over a panel of B covers (kept in L1 cache while every row block uses it).
 FMA_MR = 4
-FMA_KC = 128
+FMA_KC = 64
 #: Bytes ahead of the row of B in use that :func:`_fma_block` asks the cache for (one
 #: prefetch per vector and step; the hardware's own prefetcher fell behind on long K:
 #: 10 x 1,000,000 x 10 ran at 15 GB/s without, 26-40 GB/s with).

@@ -6,7 +6,8 @@ exact a_k * b_k + d to it), so K is consumed one product at a time.  A late c
 (``c_position="late"``) starts the chain from 0 and adds c once at the end with
 ``late_rounding``.  NaN results carry an operand's payload (MMA-Sim 2.1.1,
 :mod:`workbench.engine.nans`).  Kernels: :func:`~workbench.engine.kernels.fma_gemm_lanes`
-(binary64/binary32 chains, outputs side by side in vector lanes),
+(binary64/binary32 chains: blocks of 4 rows x up to 4 vectors of outputs whose chains
+run side by side in vector registers),
 :func:`~workbench.engine.kernels.fma_gemm` (one output at a time: the narrower
 formats), :func:`~workbench.engine.kernels.fma_rows` (``dots``) and
 :func:`~workbench.engine.kernels.add_late`; one step:

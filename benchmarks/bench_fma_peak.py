@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         C = rng.standard_normal((M, N))
         for threads in sorted({1, nthreads}):
             numba.set_num_threads(threads)
-            groups = max(1, -(-threads // K.fma_panels(N, A.itemsize)))
+            groups = max(1, -(-threads // K.fma_panels(N, A.itemsize)[0]))
             _row(f"fma_gemm_lanes {name} {M}x{Kd}x{N}, {threads} thr", M * Kd * N,
                  _times(lambda: K.fma_gemm_lanes(A, B, C.copy(), K.FMA_FP64, groups), args.repeat), peaks[threads])
     numba.set_num_threads(nthreads)

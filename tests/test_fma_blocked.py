@@ -43,7 +43,8 @@ def test_blocked_kernel_equals_one_output_kernel(f, M, N, Kdim, groups, kind, se
 def test_fma_panels_cover_every_column_once():
     """Panels of 4, then 2 and 1 vectors: every vector of columns in exactly one."""
     for nvec in range(0, 20):
-        n = K.fma_panels(nvec * 8, 8)
+        n, covered = K.fma_panels(nvec * 8, 8)
+        assert covered == nvec
         vecs = [v for p in range(n) for v in range(*(lambda v0, nv: (v0, v0 + nv))(*K.fma_panel(p, nvec)))]
         assert vecs == list(range(nvec))
 

@@ -873,10 +873,12 @@ def fma_panel(p, nvec):
     return nvec - 1, 1
 
 
-def fma_panels(N: int, itemsize: int) -> int:
-    """Panels of :func:`fma_gemm_lanes` for N columns of ``itemsize``-byte floats."""
-    nvec = -(-N // (64 // itemsize))
-    return nvec // 4 + (nvec % 4) // 2 + nvec % 2
+@numba.njit(cache=True)
+def fma_panels(N, itemsize):
+    """Panels of :func:`fma_gemm_lanes` (:func:`fma_panel`) for N columns of
+    ``itemsize``-byte floats, and the vectors of 64 bytes they cover."""
+    nvec = (N + 64 // itemsize - 1) // (64 // itemsize)
+    return nvec // 4 + (nvec % 4) // 2 + nvec % 2, nvec
 
 
 @numba.njit(cache=True, parallel=True)
@@ -894,8 +896,7 @@ def fma_gemm_lanes(A, B, acc, how, groups):
     M, K = A.shape
     N = acc.shape[1]
     W = 64 // A.itemsize
-    nvec = (N + W - 1) // W
-    n_p = nvec // 4 + (nvec % 4) // 2 + nvec % 2
+    n_p, nvec = fma_panels(N, A.itemsize)
     nb = (M + FMA_MR - 1) // FMA_MR
     for t in numba.prange(n_p * groups):
         g = t // n_p

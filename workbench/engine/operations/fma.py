@@ -136,7 +136,7 @@ def _fma_chains(model: "Model", A: np.ndarray, B: np.ndarray, acc: np.ndarray) -
         _k.fma_gemm(A, B, acc, how, p, emin, emax)
         return
     M, N = acc.shape
-    panels = _k.fma_panels(N, A.itemsize)
+    panels = _k.fma_panels(N, A.itemsize)[0]
     blocks = -(-M // _k.FMA_MR)
     groups = max(1, min(blocks, -(-numba.get_num_threads() // max(1, panels))))
     _k.fma_gemm_lanes(A, B, acc, how, groups)

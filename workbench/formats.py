@@ -668,6 +668,9 @@ def is_representable(x: np.typing.ArrayLike, fmt: str | FloatFormat) -> np.ndarr
     """
     fmt = format(fmt)
     arr = real_array(x, "x")
+    if fmt.numpy_dtype is not None and fmt.subnormals:   # fp16/32/64: the dtype holds exactly its values
+        with np.errstate(over="ignore"):
+            return (arr.astype(fmt.numpy_dtype).astype(np.float64) == arr) | np.isnan(arr)
     flat = arr.reshape(-1)
     ok = np.isfinite(flat)
     if not fmt.signed:

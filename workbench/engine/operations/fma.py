@@ -6,7 +6,8 @@ exact a_k * b_k + d to it), so K is consumed one product at a time.  A late c
 (``c_position="late"``) starts the chain from 0 and adds c once at the end with
 ``late_rounding``.  NaN results carry an operand's payload (MMA-Sim 2.1.1,
 :mod:`workbench.engine.nans`).  Kernels: :func:`~workbench.engine.kernels.fma_gemm_lanes`
-(binary64/binary32 chains, outputs side by side in vector lanes),
+(binary64/binary32 chains: blocks of 4 rows x up to 4 vectors of outputs whose chains
+run side by side in vector registers),
 :func:`~workbench.engine.kernels.fma_gemm` (one output at a time: the narrower
 formats), :func:`~workbench.engine.kernels.fma_rows` (``dots``) and
 :func:`~workbench.engine.kernels.add_late`; one step:
@@ -67,24 +68,25 @@ class FMAChain(Operation):
         return model.c_position == "late"
 
     def prepare(self, model: "Model", A: np.ndarray, B: np.ndarray) -> Operands:
-        """A and B checked against the input format; A (M, K) and B in the lane
-        kernel's layout, C-ordered (K, Np) with zero columns padding N to a multiple of
-        :data:`~workbench.engine.kernels.LANE_PAD`, float32 for fp32 chains and float64
-        otherwise.  ``Operands.BT`` is the (Np, K) transpose of that B.  For fp64 and
-        fp32 the check is the copy itself (:func:`~workbench.engine.kernels.copy_exact`:
-        binary64 holds every float64, binary32 the values its cast keeps); other
-        formats, and values that fail, go through
+        """A (M, K) and B (K, N) checked against the input format, C-ordered, float32
+        for fp32 chains and float64 otherwise (the layout of
+        :func:`~workbench.engine.kernels.fma_gemm_lanes`); ``Operands.BT`` is the
+        (N, K) transpose of that B.  fp64 needs no check (binary64 holds every float64)
+        and C-ordered float64 operands are used as they are; for fp32 the check is the
+        copy itself (:func:`~workbench.engine.kernels.copy_exact`: binary32 holds the
+        values its cast keeps); other formats, and values that fail, go through
         :func:`workbench.formats.check_representable`, whose ValueError names the
         first value that is not representable."""
         fmt = model.in_fmt
-        (M, K), N = A.shape, B.shape[1]
+        if fmt.name == "fp64":
+            return Operands(A.shape[0], A.shape[1], B.shape[1], np.ascontiguousarray(A),
+                            np.ascontiguousarray(B).T, None, None, None, None)
         dtype = np.float32 if fmt.name == "fp32" else np.float64
-        Al = np.empty((M, K), dtype=dtype)
-        Bl = np.empty((K, -(-N // _k.LANE_PAD) * _k.LANE_PAD), dtype=dtype)
+        Al, Bl = np.empty(A.shape, dtype=dtype), np.empty(B.shape, dtype=dtype)
         for x, xl, name in ((A, Al, "A"), (B, Bl, "B")):
-            if _k.copy_exact(np.ascontiguousarray(x), xl) >= 0 or fmt.name not in ("fp32", "fp64"):
-                xl[:, :x.shape[1]] = _formats.check_representable(x, fmt, name)   # raises for fp32/fp64
-        return Operands(M, K, N, Al, Bl.T, None, None, None, None)
+            if _k.copy_exact(np.ascontiguousarray(x), xl) >= 0 or fmt.name != "fp32":
+                xl[...] = _formats.check_representable(x, fmt, name)   # raises for fp32
+        return Operands(A.shape[0], A.shape[1], B.shape[1], Al, Bl.T, None, None, None, None)
 
     def run(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
             promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
@@ -126,14 +128,18 @@ class FMAChain(Operation):
 
 
 def _fma_chains(model: "Model", A: np.ndarray, B: np.ndarray, acc: np.ndarray) -> None:
-    """``acc <- chain(A, B, acc)`` for A (M, K) and B (K, Np) from :meth:`FMAChain.prepare`:
-    the lane kernel for binary64/binary32 chains, the one-output kernel otherwise."""
+    """``acc <- chain(A, B, acc)`` for A (M, K) and B (K, N) from :meth:`FMAChain.prepare`:
+    the lane kernel for binary64/binary32 chains (enough groups of rows to give every
+    thread a task), the one-output kernel otherwise."""
     how, p, emin, emax = _k.fma_code(model.out_fmt)
     if how == _k.FMA_ROUNDED:
         _k.fma_gemm(A, B, acc, how, p, emin, emax)
         return
-    TI, TJ = _k.output_tiles(acc.shape[0], acc.shape[1], numba.get_num_threads())
-    _k.fma_gemm_lanes(A, B, acc, how, TI, TJ)
+    M, N = acc.shape
+    panels = _k.fma_panels(N, A.itemsize)[0]
+    blocks = -(-M // _k.FMA_MR)
+    groups = max(1, min(blocks, -(-numba.get_num_threads() // max(1, panels))))
+    _k.fma_gemm_lanes(A, B, acc, how, groups)
 
 
 FMA_OPERATION = register(FMAChain())

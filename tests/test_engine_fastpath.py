@@ -149,6 +149,10 @@ LANE_MODELS = MODELS + [
     wb.preset("ampere", "bf16", "fp32").with_params(c_position="late", late_rounding="rz"),
     wb.preset("hopper", "fp16", "fp32").with_params(interleave=2, group_F=23),
     wb.preset("hopper", "fp16", "fp16").with_params(interleave=4, c_position="late", late_rounding="ru"),
+    # the int32 terms of _lane_block hold |p| * 2**(F - fp) plus the sticky bit below 2**31: F = 29 is
+    # the widest fp16 window they take (with the sticky variant, one bit too many: int64 terms), F = 40 never
+    wb.preset("ampere", "fp16", "fp32").with_params(F=29),
+    wb.preset("ampere", "fp16", "fp32").with_params(F=40),
 ]
 
 

@@ -485,26 +485,30 @@ def _lane_block(sa, ea, sb, eb, i, j0, nl, k0, L, g, ng, neg, mag, q, emx, S, ez
     G = F - fp if F > fp else 0
     roff = G - F + fp                 # right shift of a term = emax - e + roff >= 0
     st = 1 if sticky else 0
+    # terms in int32 (16 lanes a vector): |p| < 2**(fp + 2), shifted left by G, plus the sticky bit
+    narrow = fp + 2 + G + st <= 31
     ul = np.uint64(nl)
     uj0 = np.uint64(j0)
+    ez32 = np.int32(ezp)
     for u in range(ul):          # c's exponent (clamped at the output format's emin)
         m = mag[u]
         ce = bit_length(m) - 1 + q[u]
         ce = ce if ce > eminc else eminc
-        emx[u] = ce if m != 0 else ezp
-    for kk in range(L):          # the largest product exponent (zero products: ezp)
+        emx[u] = np.int32(ce if m != 0 else ezp)
+    for kk in range(L):          # the largest product exponent (zero products: ezp), in int32
         if ng > 1 and ((kk >> 1) % ng) != g:
             continue
         k = np.uint64(k0 + kk)
         a_zero = sa[i, k] == 0
-        a_e = np.int64(ea[i, k])
+        a_e = ea[i, k]
         for u in range(ul):
-            e = a_e + np.int64(eb[k, uj0 + u])
-            v = ezp if (a_zero | (sb[k, uj0 + u] == 0)) else e
-            emx[u] = max(emx[u], v)
+            e = np.int32(a_e + eb[k, uj0 + u])
+            v = ez32 if (a_zero | (sb[k, uj0 + u] == 0)) else e
+            cur = emx[u]
+            emx[u] = v if v > cur else cur
     for u in range(ul):          # c aligned to F fractional bits below the maximum
         m = mag[u]
-        t, lost = shift_lost(m, q[u] + F - emx[u])
+        t, lost = shift_lost(m, q[u] + F - np.int64(emx[u]))
         if sticky:
             t = (t << 1) | (1 if lost else 0)
         S[u] = -t if neg[u] else t
@@ -512,12 +516,27 @@ def _lane_block(sa, ea, sb, eb, i, j0, nl, k0, L, g, ng, neg, mag, q, emx, S, ez
         if ng > 1 and ((kk >> 1) % ng) != g:
             continue
         k = np.uint64(k0 + kk)
+        if narrow:               # a zero product adds 0 whatever its shift, so none is selected
+            a_s32 = sa[i, k]
+            a_e32 = ea[i, k]
+            for u in range(ul):
+                p32 = np.int32(a_s32 * sb[k, uj0 + u])
+                r32 = np.int32(emx[u] + np.int32(roff) - np.int32(a_e32 + eb[k, uj0 + u]))
+                r32 = r32 if r32 < np.int32(31) else np.int32(31)
+                r32 = r32 if r32 > np.int32(0) else np.int32(0)
+                p_neg = p32 < 0
+                m32 = np.int32(np.int32(-p32 if p_neg else p32) << np.int32(G))
+                t32 = np.int32(m32 >> r32)
+                if sticky:
+                    t32 = np.int32((t32 << 1) | (1 if np.int32(t32 << r32) != m32 else 0))
+                S[u] += np.int64(np.int32(-t32) if p_neg else t32)
+            continue
         a_s = np.int64(sa[i, k])
         a_e = np.int64(ea[i, k])
         for u in range(ul):
             p = a_s * np.int64(sb[k, uj0 + u])
             e = a_e + np.int64(eb[k, uj0 + u])
-            r = emx[u] + roff - (e if p != 0 else ezp)
+            r = np.int64(emx[u]) + roff - (e if p != 0 else ezp)
             r = r if r < 63 else 63
             m = (p if p >= 0 else -p) << G
             t = m >> r
@@ -525,7 +544,7 @@ def _lane_block(sa, ea, sb, eb, i, j0, nl, k0, L, g, ng, neg, mag, q, emx, S, ez
                 t = (t << 1) | (1 if (m & ((np.int64(1) << r) - 1)) != 0 else 0)
             S[u] += t if p >= 0 else -t
     for u in range(ul):          # rounded to the result format
-        neg_r, keep, qq, inf = round_int(S[u], emx[u] - F - st, pr, eminr, emaxr, mode, flush)
+        neg_r, keep, qq, inf = round_int(S[u], np.int64(emx[u]) - F - st, pr, eminr, emaxr, mode, flush)
         neg[u] = neg_r
         mag[u] = keep
         q[u] = qq
@@ -573,7 +592,7 @@ def tfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, prm):
         q = np.zeros((ti, nv), dtype=np.int64)
         bad = np.zeros((ti, nv), dtype=np.bool_)
         total = np.zeros((ti, nv))        # the fp32 accumulator (modes 1 and 2)
-        emx = np.empty(nv, dtype=np.int64)
+        emx = np.empty(nv, dtype=np.int32)
         S = np.empty(nv, dtype=np.int64)
         pneg = np.zeros(nv, dtype=np.bool_)   # the block's products alone (c late)
         pmag = np.zeros(nv, dtype=np.int64)

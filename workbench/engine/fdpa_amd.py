@@ -99,7 +99,7 @@ _NO_TERM = 1 << 30     # "no term yet" for the running minimum exponent
 def shift_align(x, sh, rz):
     """x * 2**sh cut to an integer: toward -inf (:func:`shift_floor`, the ``RD`` of
     Xie Algorithms 10-11) or, with ``rz``, toward zero (the RZ twin of Figure 3)."""
-    flip = rz and x < 0 and sh < 0
+    flip = rz & (x < 0) & (sh < 0)          # no branches: the lane kernels vectorise it
     y = shift_floor(-x if flip else x, sh)
     return -y if flip else y
 
@@ -458,19 +458,15 @@ def _lane_group_rows(sal, eal, sbl, ebl, r0, nv, k0, L, start, step, ezp, G, rof
 
 
 @numba.njit(cache=True, inline="always")
-def _lane_tr_round(T0, E0, T1, E1, nv, q, neg, mag, qq, bad):
-    """The rest of a TR-/GTR-FDPA block (:func:`tr_parts`, then rho) for lanes side by
-    side, from the group sums ``T0, E0`` (GTR: and ``T1, E1``): c is the lane state
-    ``(-1)**neg * mag * 2**qq`` (exactly the output format's c, whose exponent is
-    clamped at emin); the rounded block result replaces it, ``bad`` set on overflow."""
+def _lane_tr_round_loop(T0, E0, T1, E1, nv, q, neg, mag, qq, bad, gtr, rz):
+    """:func:`_lane_tr_round` for constant ``gtr`` and ``rz`` (each combination
+    compiles to its own branch-free loop over the lanes, which LLVM vectorises)."""
     F = q[P_F]
     F2 = q[P_F2]
     G = F2 if F2 > F else F
     eminc = q[P_EMINC]
     ez = q[P_EZ]
     use_ez = q[P_USE_EZ] != 0
-    gtr = q[P_KIND] == KIND_GTR
-    rz = q[P_ARZ] != 0
     pr = q[P_PRES]
     eminr = q[P_EMINRES]
     emaxr = q[P_EMAXRES]
@@ -485,22 +481,41 @@ def _lane_tr_round(T0, E0, T1, E1, nv, q, neg, mag, qq, bad):
             e0 = E0[u]
             e1 = E1[u]
             emax = e0 if e0 > e1 else e1
-            Tsum = (shift_align(T0[u], e0 - emax, rz) if e0 != NEG_BIG else np.int64(0)) + \
-                (shift_align(T1[u], e1 - emax, rz) if e1 != NEG_BIG else np.int64(0))
+            t0 = shift_align(T0[u], e0 - emax, rz)
+            t1 = shift_align(T1[u], e1 - emax, rz)
+            Tsum = (t0 if e0 != NEG_BIG else 0) + (t1 if e1 != NEG_BIG else 0)
         else:
             emax = E0[u]
             Tsum = T0[u]
         has_T = emax != NEG_BIG
-        E = ec if (has_c and ec > emax) else emax
-        Tp = shift_align(Tsum, F2 - F + emax - E, rz) if has_T else np.int64(0)
-        use_c = m != 0 and not (gtr and ec < E - F - 1)   # GTR drops a c far below E
-        scp = shift_align(-m if neg[u] else m, F + qq[u] - E, rz) if use_c else np.int64(0)
-        S = (Tp << (G - F2)) + (scp << (G - F))
+        E = ec if (has_c & (ec > emax)) else emax
+        Tp = shift_align(Tsum, F2 - F + emax - E, rz)
+        use_c = (m != 0) & ~(gtr & (ec < E - F - 1))   # GTR drops a c far below E
+        scp = shift_align(-m if neg[u] else m, F + qq[u] - E, rz)
+        S = ((Tp if has_T else 0) << (G - F2)) + ((scp if use_c else 0) << (G - F))
         neg_r, keep, q_r, inf = round_int(S, E - G, pr, eminr, emaxr, mode, flush)
         neg[u] = neg_r
         mag[u] = keep
         qq[u] = q_r
         bad[u] |= inf
+
+
+@numba.njit(cache=True, inline="always")
+def _lane_tr_round(T0, E0, T1, E1, nv, q, neg, mag, qq, bad):
+    """The rest of a TR-/GTR-FDPA block (:func:`tr_parts`, then rho) for lanes side by
+    side, from the group sums ``T0, E0`` (GTR: and ``T1, E1``): c is the lane state
+    ``(-1)**neg * mag * 2**qq`` (exactly the output format's c, whose exponent is
+    clamped at emin); the rounded block result replaces it, ``bad`` set on overflow."""
+    gtr = q[P_KIND] == KIND_GTR
+    if q[P_ARZ] != 0:
+        if gtr:
+            _lane_tr_round_loop(T0, E0, T1, E1, nv, q, neg, mag, qq, bad, True, True)
+        else:
+            _lane_tr_round_loop(T0, E0, T1, E1, nv, q, neg, mag, qq, bad, False, True)
+    elif gtr:
+        _lane_tr_round_loop(T0, E0, T1, E1, nv, q, neg, mag, qq, bad, True, False)
+    else:
+        _lane_tr_round_loop(T0, E0, T1, E1, nv, q, neg, mag, qq, bad, False, False)
 
 
 @numba.njit(cache=True, inline="always")

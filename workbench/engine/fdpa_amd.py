@@ -99,7 +99,7 @@ _NO_TERM = 1 << 30     # "no term yet" for the running minimum exponent
 def shift_align(x, sh, rz):
     """x * 2**sh cut to an integer: toward -inf (:func:`shift_floor`, the ``RD`` of
     Xie Algorithms 10-11) or, with ``rz``, toward zero (the RZ twin of Figure 3)."""
-    flip = rz and x < 0 and sh < 0
+    flip = rz & (x < 0) & (sh < 0)          # no branches: the lane kernels vectorise it
     y = shift_floor(-x if flip else x, sh)
     return -y if flip else y
 
@@ -398,11 +398,13 @@ def amd_rows(A, BT, sa, ea, sb, eb, acc, q):
 
 
 @numba.njit(cache=True, inline="always")
-def _lane_group(sa, ea, sb, eb, i, j0, nv, k0, L, start, step, ezp, F, fp, ovf, T, em, bad):
+def _lane_group(sa, ea, sb, eb, i, j0, nv, k0, L, start, step, ezp, G, roff, ovf1, T, em, bad):
     """Truncated fused sum of the products k0+start, k0+start+step, ... of a block
     (:func:`group_sum`) for outputs (i, j0 .. j0+nv-1) side by side: ``T[u]``,
-    ``em[u]`` (NEG_BIG when the group has no term); ``bad[u]`` is set where a
-    product reaches 2**ovf (an infinity, left to the scalar path)."""
+    ``em[u]`` (NEG_BIG when the group has no term).  Each magnitude ``|p| * 2**G`` is
+    shifted right by ``em - e + roff`` (RZ_F, Xie Algorithm 10 line 8).  ``bad[u]`` is
+    set where the group's largest exponent reaches ``ovf1`` = ovf - 1: only there can
+    a product (``|p| < 2**(fp + 2)``) reach 2**ovf, an infinity left to the scalar path."""
     ul = np.uint64(nv)
     uj0 = np.uint64(j0)
     for u in range(ul):
@@ -415,55 +417,197 @@ def _lane_group(sa, ea, sb, eb, i, j0, nv, k0, L, start, step, ezp, F, fp, ovf, 
         for u in range(ul):
             v = ezp if (a_zero | (sb[k, uj0 + u] == 0)) else a_e + np.int64(eb[k, uj0 + u])
             em[u] = max(em[u], v)
+    for u in range(ul):
+        bad[u] |= em[u] >= ovf1
     for jj in range(start, L, step):
         k = np.uint64(k0 + jj)
         a_s = np.int64(sa[i, k])
-        a_e = np.int64(ea[i, k])
+        a_e = np.int64(ea[i, k]) - roff
         for u in range(ul):
             p = a_s * np.int64(sb[k, uj0 + u])
-            e = a_e + np.int64(eb[k, uj0 + u])
-            m = p if p >= 0 else -p
-            t = shift_floor(m, F - fp - em[u] + e)      # RZ_F of the magnitude
+            r = em[u] - a_e - np.int64(eb[k, uj0 + u])
+            r = r if r > 0 else 0
+            t = ((p if p >= 0 else -p) << G) >> (r if r < 63 else 63)
             T[u] += t if p >= 0 else -t
-            bad[u] |= (p != 0) & (bit_length(m) - 1 + e - fp >= ovf)
+
+
+@numba.njit(cache=True, inline="always")
+def _lane_group_rows(sal, eal, sbl, ebl, r0, nv, k0, L, start, step, ezp, G, roff, ovf1, T, em, bad):
+    """:func:`_lane_group` for batched dot products: lane u is row r0 + u of both
+    operands (``sal, eal, sbl, ebl`` (Kp, np) indexed ``[k, r]``)."""
+    ul = np.uint64(nv)
+    ur0 = np.uint64(r0)
+    for u in range(ul):
+        em[u] = NEG_BIG
+        T[u] = 0
+    for jj in range(start, L, step):
+        k = np.uint64(k0 + jj)
+        for u in range(ul):
+            z = (sal[k, ur0 + u] == 0) | (sbl[k, ur0 + u] == 0)
+            em[u] = max(em[u], ezp if z else np.int64(eal[k, ur0 + u]) + np.int64(ebl[k, ur0 + u]))
+    for u in range(ul):
+        bad[u] |= em[u] >= ovf1
+    for jj in range(start, L, step):
+        k = np.uint64(k0 + jj)
+        for u in range(ul):
+            p = np.int64(sal[k, ur0 + u]) * np.int64(sbl[k, ur0 + u])
+            r = em[u] + roff - np.int64(eal[k, ur0 + u]) - np.int64(ebl[k, ur0 + u])
+            r = r if r > 0 else 0
+            t = ((p if p >= 0 else -p) << G) >> (r if r < 63 else 63)
+            T[u] += t if p >= 0 else -t
+
+
+@numba.njit(cache=True, inline="always")
+def _lane_tr_round_loop(T0, E0, T1, E1, nv, q, neg, mag, qq, bad, gtr, rz):
+    """:func:`_lane_tr_round` for constant ``gtr`` and ``rz`` (each combination
+    compiles to its own branch-free loop over the lanes, which LLVM vectorises)."""
+    F = q[P_F]
+    F2 = q[P_F2]
+    G = F2 if F2 > F else F
+    eminc = q[P_EMINC]
+    ez = q[P_EZ]
+    use_ez = q[P_USE_EZ] != 0
+    pr = q[P_PRES]
+    eminr = q[P_EMINRES]
+    emaxr = q[P_EMAXRES]
+    mode = q[P_MODE]
+    flush = q[P_FLUSHOUT] != 0
+    for u in range(np.uint64(nv)):
+        m = mag[u]
+        top = bit_length(m) - 1 + qq[u]
+        ec = (top if top > eminc else eminc) if m != 0 else ez
+        has_c = (m != 0) | use_ez
+        if gtr:                  # both groups rounded down to F bits at the larger exponent
+            e0 = E0[u]
+            e1 = E1[u]
+            emax = e0 if e0 > e1 else e1
+            t0 = shift_align(T0[u], e0 - emax, rz)
+            t1 = shift_align(T1[u], e1 - emax, rz)
+            Tsum = (t0 if e0 != NEG_BIG else 0) + (t1 if e1 != NEG_BIG else 0)
+        else:
+            emax = E0[u]
+            Tsum = T0[u]
+        has_T = emax != NEG_BIG
+        E = ec if (has_c & (ec > emax)) else emax
+        Tp = shift_align(Tsum, F2 - F + emax - E, rz)
+        use_c = (m != 0) & ~(gtr & (ec < E - F - 1))   # GTR drops a c far below E
+        scp = shift_align(-m if neg[u] else m, F + qq[u] - E, rz)
+        S = ((Tp if has_T else 0) << (G - F2)) + ((scp if use_c else 0) << (G - F))
+        neg_r, keep, q_r, inf = round_int(S, E - G, pr, eminr, emaxr, mode, flush)
+        neg[u] = neg_r
+        mag[u] = keep
+        qq[u] = q_r
+        bad[u] |= inf
+
+
+@numba.njit(cache=True, inline="always")
+def _lane_tr_round(T0, E0, T1, E1, nv, q, neg, mag, qq, bad):
+    """The rest of a TR-/GTR-FDPA block (:func:`tr_parts`, then rho) for lanes side by
+    side, from the group sums ``T0, E0`` (GTR: and ``T1, E1``): c is the lane state
+    ``(-1)**neg * mag * 2**qq`` (exactly the output format's c, whose exponent is
+    clamped at emin); the rounded block result replaces it, ``bad`` set on overflow."""
+    gtr = q[P_KIND] == KIND_GTR
+    if q[P_ARZ] != 0:
+        if gtr:
+            _lane_tr_round_loop(T0, E0, T1, E1, nv, q, neg, mag, qq, bad, True, True)
+        else:
+            _lane_tr_round_loop(T0, E0, T1, E1, nv, q, neg, mag, qq, bad, False, True)
+    elif gtr:
+        _lane_tr_round_loop(T0, E0, T1, E1, nv, q, neg, mag, qq, bad, True, False)
+    else:
+        _lane_tr_round_loop(T0, E0, T1, E1, nv, q, neg, mag, qq, bad, False, False)
+
+
+@numba.njit(cache=True, inline="always")
+def _group_shifts(q):
+    """(G, roff, ovf1, ezp) of :func:`_lane_group`: a term ``|p| * 2**G`` is shifted
+    right by ``e_max - e + roff`` (>= 0) to F fractional bits."""
+    F = q[P_F]
+    fp = q[P_FP]
+    G = F - fp if F > fp else 0
+    ezp = q[P_EZ] if q[P_USE_EZ] != 0 else NEG_BIG
+    return G, G - F + fp, q[P_OVF] - 1, ezp
 
 
 @numba.njit(cache=True, parallel=True)
-def trfdpa_gemm_lanes(A, BT, sa, ea, sb, eb, row_special, col_special, acc, q, TI, TJ):
-    """TR-/GTR-FDPA chains for outputs (i, j0 .. j0+TJ-1) side by side: the stages
-    of :func:`tr_parts` as loops over lanes that LLVM vectorises, the same bits as
-    :func:`amd_gemm`.  ``sb, eb`` C-ordered (Kp, Np), Np >= N a multiple of 8 (zero
-    padding, computed and never written).  Outputs whose row of A or column of B
-    holds Inf/NaN, whose C is Inf/NaN, whose products reach the overflow threshold
-    or whose chain overflows are recomputed by :func:`_amd_chain`.  The result
-    format must fit in the output format (a block's result is exactly the next c)."""
+def trfdpa_gemm_lanes(A, BT, sa, ea, sb, eb, row_special, col_special, acc, q, TI, TJ, BC):
+    """TR-/GTR-FDPA chains for tiles of TI x TJ outputs, the TJ outputs of a row side
+    by side (:func:`_lane_group`, :func:`_lane_tr_round`: the stages of
+    :func:`tr_parts` as loops over lanes that LLVM vectorises), K walked in chunks of
+    BC blocks so that a chunk of B serves the tile's rows from cache: the same bits
+    as :func:`amd_gemm`.  ``sb, eb`` C-ordered (Kp, Np), Np >= N a multiple of 8
+    (zero padding, computed and never written).  Outputs whose row of A or column of
+    B holds Inf/NaN, whose C is Inf/NaN, whose products may reach the overflow
+    threshold or whose chain overflows are recomputed by :func:`_amd_chain` (``A``,
+    ``BT`` unused by TR/GTR there).  The result format must fit in the output format
+    (a block's result is exactly the next c)."""
     M, Kp = sa.shape
     N = acc.shape[1]
     Np = sb.shape[1]
     L = q[P_L]
-    F = q[P_F]
-    F2 = q[P_F2]
-    fp = q[P_FP]
-    mc = q[P_MC]
-    eminc = q[P_EMINC]
-    ez = q[P_EZ]
-    use_ez = q[P_USE_EZ] != 0
-    ezp = ez if use_ez else NEG_BIG
+    G, roff, ovf1, ezp = _group_shifts(q)
     gtr = q[P_KIND] == KIND_GTR
-    rz = q[P_ARZ] != 0
-    ovf = q[P_OVF]
-    mode = q[P_MODE]
-    pr = q[P_PRES]
-    eminr = q[P_EMINRES]
-    emaxr = q[P_EMAXRES]
-    flush = q[P_FLUSHOUT] != 0
-    G = F2 if F2 > F else F
     ngroups = 2 if gtr else 1
+    nblocks = Kp // L
     n_it = (M + TI - 1) // TI
     n_jt = (N + TJ - 1) // TJ
     for t in numba.prange(n_it * n_jt):
         i0, ti, j0, nl, nv = lane_tile(t, n_jt, TI, TJ, M, N, Np)
-        ul = np.uint64(nv)
+        neg = np.zeros((ti, nv), dtype=np.bool_)
+        mag = np.zeros((ti, nv), dtype=np.int64)
+        qq = np.zeros((ti, nv), dtype=np.int64)
+        bad = np.zeros((ti, nv), dtype=np.bool_)
+        T0 = np.empty(nv, dtype=np.int64)
+        E0 = np.empty(nv, dtype=np.int64)
+        T1 = np.zeros(nv, dtype=np.int64)
+        E1 = np.full(nv, NEG_BIG, dtype=np.int64)
+        for ii in range(ti):
+            lanes_from_c(acc, i0 + ii, j0, nl, row_special, col_special, q[P_MC], q[P_EMINC], neg[ii], mag[ii],
+                         qq[ii], bad[ii])
+        for b0 in range(0, nblocks, BC):
+            for ii in range(ti):
+                i = i0 + ii
+                if row_special[i] != 0:
+                    continue
+                rneg, rmag, rq, rbad = neg[ii], mag[ii], qq[ii], bad[ii]
+                for blk in range(b0, min(nblocks, b0 + BC)):
+                    _lane_group(sa, ea, sb, eb, i, j0, nv, blk * L, L, 0, ngroups, ezp, G, roff, ovf1, T0, E0, rbad)
+                    if gtr:
+                        _lane_group(sa, ea, sb, eb, i, j0, nv, blk * L, L, 1, 2, ezp, G, roff, ovf1, T1, E1, rbad)
+                    _lane_tr_round(T0, E0, T1, E1, nv, q, rneg, rmag, rq, rbad)
+        for ii in range(ti):
+            i = i0 + ii
+            for u in range(nl):
+                j = j0 + u
+                if bad[ii, u]:
+                    limbs = np.zeros(1, dtype=np.int64)
+                    acc[i, j] = _amd_chain(A, BT, sa, ea, sb, eb, i, j, acc[i, j], q, limbs)
+                else:
+                    acc[i, j] = lane_value(neg[ii, u], mag[ii, u], qq[ii, u])
+
+
+@numba.njit(cache=True, parallel=True)
+def trfdpa_rows_lanes(sa, ea, sb, eb, sal, eal, sbl, ebl, special, acc, q):
+    """Batched TR-/GTR-FDPA dot products, :data:`_ROW_LANES` rows side by side
+    (:func:`_lane_group_rows`, :func:`_lane_tr_round`): the bits of :func:`amd_rows`.
+    ``sal, eal, sbl, ebl`` (Kp, np) the operands in lane layout (np >= n a multiple
+    of the lanes, zero padding computed and never written); ``sa, ea`` (rows, Kp),
+    ``sb, eb`` (Kp, rows) the same (transposed views allowed) for rows whose operands
+    or c are Inf/NaN (flagged in ``special``), whose products may overflow or whose
+    chain overflows (:func:`_amd_chain`)."""
+    Kp, Np = sal.shape
+    n = acc.shape[0]
+    L = q[P_L]
+    G, roff, ovf1, ezp = _group_shifts(q)
+    gtr = q[P_KIND] == KIND_GTR
+    ngroups = 2 if gtr else 1
+    zero_row = np.zeros(1, dtype=np.int8)
+    acc2 = acc.reshape(1, n)
+    none = np.empty((0, 0))
+    for t in numba.prange((n + _ROW_LANES - 1) // _ROW_LANES):
+        r0 = t * _ROW_LANES
+        nl = min(_ROW_LANES, n - r0)
+        nv = min(_ROW_LANES, Np - r0)
         neg = np.zeros(nv, dtype=np.bool_)
         mag = np.zeros(nv, dtype=np.int64)
         qq = np.zeros(nv, dtype=np.int64)
@@ -472,51 +616,35 @@ def trfdpa_gemm_lanes(A, BT, sa, ea, sb, eb, row_special, col_special, acc, q, T
         E0 = np.empty(nv, dtype=np.int64)
         T1 = np.zeros(nv, dtype=np.int64)
         E1 = np.full(nv, NEG_BIG, dtype=np.int64)
-        for ii in range(ti):
-            i = i0 + ii
-            lanes_from_c(acc, i, j0, nl, row_special, col_special, mc, eminc, neg, mag, qq, bad)
-            if row_special[i] != 0:
-                nblocks = 0
+        lanes_from_c(acc2, 0, r0, nl, zero_row, special, q[P_MC], q[P_EMINC], neg, mag, qq, bad)
+        for blk in range(Kp // L):
+            _lane_group_rows(sal, eal, sbl, ebl, r0, nv, blk * L, L, 0, ngroups, ezp, G, roff, ovf1, T0, E0, bad)
+            if gtr:
+                _lane_group_rows(sal, eal, sbl, ebl, r0, nv, blk * L, L, 1, 2, ezp, G, roff, ovf1, T1, E1, bad)
+            _lane_tr_round(T0, E0, T1, E1, nv, q, neg, mag, qq, bad)
+        for u in range(nl):
+            r = r0 + u
+            if bad[u]:
+                limbs = np.zeros(1, dtype=np.int64)
+                acc[r] = _amd_chain(none, none, sa, ea, sb, eb, r, r, acc[r], q, limbs)
             else:
-                nblocks = Kp // L
-            for blk in range(nblocks):
-                _lane_group(sa, ea, sb, eb, i, j0, nv, blk * L, L, 0, ngroups, ezp, F, fp, ovf, T0, E0, bad)
-                if gtr:
-                    _lane_group(sa, ea, sb, eb, i, j0, nv, blk * L, L, 1, 2, ezp, F, fp, ovf, T1, E1, bad)
-                for u in range(ul):
-                    # c as the output format decomposes it (exponent clamped at emin)
-                    m = mag[u]
-                    top = bit_length(m) - 1 + qq[u]
-                    ce = top if top > eminc else eminc
-                    c_mag = shift_floor(m, qq[u] - (ce - mc))   # exact: the result fits the output format
-                    c_sig = -c_mag if neg[u] else c_mag
-                    ec = ce if m != 0 else ez
-                    has_c = (m != 0) | use_ez
-                    # the products' sum T at e_max (GTR: both groups rounded down to F bits at the larger)
-                    e0 = E0[u]
-                    e1 = E1[u]
-                    emax = e0 if e0 > e1 else e1
-                    has_T = emax != NEG_BIG
-                    Tsum = (shift_align(T0[u], e0 - emax, rz) if e0 != NEG_BIG else np.int64(0)) + \
-                        (shift_align(T1[u], e1 - emax, rz) if e1 != NEG_BIG else np.int64(0))
-                    E = emax if has_T else NEG_BIG
-                    E = ec if (has_c and ec > E) else E
-                    Tp = shift_align(Tsum, F2 - F + emax - E, rz) if has_T else np.int64(0)
-                    use_c = m != 0 and not (gtr and ec < E - F - 1)   # GTR drops a c far below E
-                    scp = shift_align(c_sig, F - mc + ec - E, rz) if use_c else np.int64(0)
-                    S = (Tp << (G - F2)) + (scp << (G - F))
-                    neg_r, keep, q_r, inf = round_int(S, E - G, pr, eminr, emaxr, mode, flush)
-                    neg[u] = neg_r
-                    mag[u] = keep
-                    qq[u] = q_r
-                    bad[u] |= inf
-            for u in range(nl):
-                j = j0 + u
-                if bad[u]:
-                    limbs = np.zeros(1, dtype=np.int64)
-                    acc[i, j] = _amd_chain(A, BT, sa, ea, sb, eb, i, j, acc[i, j], q, limbs)
-                else:
-                    acc[i, j] = lane_value(neg[u], mag[u], qq[u])
+                acc[r] = lane_value(neg[u], mag[u], qq[u])
+
+
+def trfdpa_lanes(model, code: int, sa, ea, sb, eb, acc, special: bool = True):
+    """TR-/GTR-FDPA over whole matrices on :func:`trfdpa_gemm_lanes`: ``sa, ea`` (M, Kp)
+    and ``sb, eb`` (Kp, N) decomposed, K zero-padded to L (B copied into the lane
+    layout unless it is there already); ``acc`` C on entry, D on exit.
+    ``special=False`` promises that no operand is Inf/NaN."""
+    q = amd_params(model, code)
+    M, N = acc.shape
+    sbl, ebl, row_special, col_special = _k.lane_operands(sa, ea, sb, eb, N, model.in_fmt.emin, special)
+    TI, TJ = _k.output_tiles(M, N, numba.get_num_threads())
+    TJ = -(-TJ // _k.LANE_PAD) * _k.LANE_PAD
+    BC = max(1, _LANE_CHUNK // (model.L * sbl.shape[1]))
+    none = np.empty((0, 0))
+    trfdpa_gemm_lanes(none, none, sa, ea, sbl, ebl, row_special, col_special, acc, q, TI, TJ, BC)
+    return acc
 
 
 @numba.njit(cache=True, inline="always")
@@ -774,12 +902,12 @@ def amd_params(model, code: int) -> np.ndarray:
 def amd_dots(model, code: int, a, b, acc):
     """Batched E-FDPA / TR-FDPA / GTR-FDPA dot products ``acc[r]`` <- unit(a[r, :],
     b[r, :], acc[r]) (``a``, ``b`` (n, K) float64 in the input format, K zero-padded
-    to L) on :func:`efdpa_rows_lanes` (E-FDPA, :func:`lanes_fit` with N = n) or
-    :func:`amd_rows`: the bits of :func:`amd_gemm`'s diagonal."""
+    to L) on :func:`efdpa_rows_lanes` or :func:`trfdpa_rows_lanes` (:func:`lanes_fit`
+    with N = n) or :func:`amd_rows`: the bits of :func:`amd_gemm`'s diagonal."""
     q = amd_params(model, code)
     q[P_K] = a.shape[1]
     (n, K), L = a.shape, model.L
-    if code != KIND_E or not lanes_fit(model, n):
+    if not lanes_fit(model, n):
         a2, b2, sa, ea, sb, eb = padded_decomposed(model, a, b, L)
         amd_rows(a2, b2, sa, ea, sb.T, eb.T, acc, q)
         return acc
@@ -792,7 +920,10 @@ def amd_dots(model, code: int, a, b, acc):
     if special_a or special_b:
         special_rows = np.asarray((eal >= SPECIAL).any(axis=0) | (ebl >= SPECIAL).any(axis=0))
         rows_special[:] = special_rows[:n]
-    efdpa_rows_lanes(a, b, sal.T, eal.T, sbl, ebl, sal, eal, sbl, ebl, rows_special, acc, q)
+    if code == KIND_E:
+        efdpa_rows_lanes(a, b, sal.T, eal.T, sbl, ebl, sal, eal, sbl, ebl, rows_special, acc, q)
+    else:
+        trfdpa_rows_lanes(sal.T, eal.T, sbl, ebl, sal, eal, sbl, ebl, rows_special, acc, q)
     return acc
 
 
@@ -831,18 +962,14 @@ def run_amd(model, code: int, A, BT, acc):
     q = amd_params(model, code)
     q[P_K] = A.shape[1]
     A2, BT2, sa, ea, sb, eb = padded_decomposed(model, A, BT, model.L)
-    fin = model.in_fmt
     M, N = acc.shape
     if not lanes_fit(model, N):
         amd_gemm(A2, BT2, sa, ea, sb.T, eb.T, acc, q)
         return acc
     if code == KIND_E:
         return efdpa_lanes(model, A, BT, sa, ea, sb.T, eb.T, acc)
-    sbl, ebl, row_special, col_special = _k.lane_operands(sa, ea, sb.T, eb.T, N, fin.emin)
-    TI, TJ = _k.output_tiles(M, N, numba.get_num_threads())
-    trfdpa_gemm_lanes(A2, BT2, sa, ea, sbl, ebl, row_special, col_special, acc, q, TI, -(-TJ // _k.LANE_PAD) * _k.LANE_PAD)
-    return acc
+    return trfdpa_lanes(model, code, sa, ea, sb.T, eb.T, acc)
 
 
-__all__ = ["run_amd", "amd_params", "amd_gemm", "amd_rows", "amd_dots", "efdpa_rows_lanes", "trfdpa_gemm_lanes", "efdpa_gemm_lanes", "efdpa_lanes", "lanes_fit", "efdpa_step", "trfdpa_step", "tr_parts", "group_sum",
+__all__ = ["run_amd", "amd_params", "amd_gemm", "amd_rows", "amd_dots", "efdpa_rows_lanes", "trfdpa_gemm_lanes", "trfdpa_rows_lanes", "trfdpa_lanes", "efdpa_gemm_lanes", "efdpa_lanes", "lanes_fit", "efdpa_step", "trfdpa_step", "tr_parts", "group_sum",
            "limb_round", "scan_specials", "shift_floor", "shift_align"]

@@ -7,8 +7,9 @@ exponent and cut to F bits), then that sum T and c are re-aligned at a common
 exponent E - T to F2 and c to F fractional bits, cut in the direction
 ``alignment_rounding`` (``"rd"`` on CDNA3, MMA-Sim Section 6.2.4; ``"rz"`` the
 round-toward-zero twin of MMA-Sim Figure 3) - added and rounded with rho.  Kernels:
-:func:`~workbench.engine.fdpa_amd.amd_gemm` and the lane kernel
-:func:`~workbench.engine.fdpa_amd.trfdpa_gemm_lanes`; scalar path
+:func:`~workbench.engine.fdpa_amd.amd_gemm` and the lane kernels
+:func:`~workbench.engine.fdpa_amd.trfdpa_gemm_lanes` (GEMMs) and
+:func:`~workbench.engine.fdpa_amd.trfdpa_rows_lanes` (``dots``); scalar path
 :func:`~workbench.engine.fdpa_amd.trfdpa_step` (shown by
 :func:`~workbench.engine.explain.tr_block`).
 """
@@ -21,7 +22,7 @@ import numpy as np
 
 from .. import fdpa_amd as _amd
 from ..explain import Block, tr_block
-from ..operands import Operands
+from ..operands import Operands, decompose_checked, threads_for
 from ..operation import BoundShape, ErrorTerm, Operation, register
 from ..checks import check_F, check_fused_window
 from .tfdpa import fused_sum_terms
@@ -79,10 +80,30 @@ class TRFDPA(Operation):
     #: Kernel code of :mod:`workbench.engine.fdpa_amd`.
     code = _amd.KIND_TR
 
+    def prepare(self, model: "Model", A: np.ndarray, B: np.ndarray) -> Operands:
+        """A and B checked and decomposed in one compiled pass (K zero-padded to whole
+        blocks of L; B in the lane kernel's layout when it will read it), with float64
+        ``A`` and ``B^T`` (views) beside them."""
+        M, K = A.shape
+        N = B.shape[1]
+        Kp = K + (-K) % model.L if K else model.L
+        with threads_for(A.size + B.size):
+            sa, ea, sb, eb, special = decompose_checked(A, B, model.in_fmt, model.flush_subnormals, Kp,
+                                                        not _amd.lanes_fit(model, N))
+        return Operands(M, K, N, np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64).T,
+                        sa, ea, sb, eb, special)
+
     def run(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
             promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
         self.check_run(accumulation, promote_every, scale_a, scale_b)
-        return _amd.run_amd(model, self.code, ops.A, ops.BT, acc)
+        if ops.sa is None or ops.ea is None or ops.sb is None or ops.eb is None:   # float64 operands only
+            return _amd.run_amd(model, self.code, ops.A, ops.BT, acc)
+        if _amd.lanes_fit(model, ops.N):
+            return _amd.trfdpa_lanes(model, self.code, ops.sa, ops.ea, ops.sb, ops.eb, acc, ops.special)
+        q = _amd.amd_params(model, self.code)
+        none = np.empty((0, 0))
+        _amd.amd_gemm(none, none, ops.sa, ops.ea, ops.sb, ops.eb, acc, q)
+        return acc
 
     def dots(self, model: "Model", a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
         """Batched dot products on the row kernel (:func:`~workbench.engine.fdpa_amd.amd_rows`)."""

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import fdpa_amd as _amd
+from .. import others as _others
 from ..explain import Block, efdpa_block
 from ..layout import P_K
 from ..operands import Operands, decompose_checked, threads_for
@@ -62,6 +63,12 @@ class EFDPA(Operation):
         forms of :class:`~workbench.engine.operands.Operands` at once."""
         M, K = A.shape
         N = B.shape[1]
+        fin = model.in_fmt
+        if _amd.efdpa_float_fits(model, N) and fin.signed and fin.subnormals:
+            with threads_for(A.size + B.size):
+                A64, B64, special = _others.checked_inputs(fin, A, B)
+            if not special:     # the binary64 lane kernel reads the values themselves
+                return Operands(M, K, N, A64, B64.T, None, None, None, None, False)
         Kp = K + (-K) % model.L if K else model.L
         with threads_for(A.size + B.size):
             sa, ea, sb, eb, special = decompose_checked(A, B, model.in_fmt, model.flush_subnormals, Kp,
@@ -73,6 +80,8 @@ class EFDPA(Operation):
             promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
         self.check_run(accumulation, promote_every, scale_a, scale_b)
         if ops.sa is None or ops.ea is None or ops.sb is None or ops.eb is None:   # float64 operands only
+            if not ops.special and ops.A is not None and ops.BT is not None and _amd.efdpa_float_fits(model, ops.N):
+                return _amd.efdpa_float(model, ops.A, ops.BT.T, acc)
             return _amd.run_amd(model, _amd.KIND_E, ops.A, ops.BT, acc)
         if _amd.lanes_fit(model, ops.N):
             return _amd.efdpa_lanes(model, ops.A, ops.BT, ops.sa, ops.ea, ops.sb, ops.eb, acc, ops.special)

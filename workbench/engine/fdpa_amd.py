@@ -9,6 +9,9 @@ Xie et al. 2025 (MMA-Sim), Section 4.1.3:
   bit is ever lost before the single rounding (:func:`efdpa_step`).  The lane kernel
   :func:`efdpa_gemm_lanes` sums a block in one int64 instead wherever its terms fit
   a 62-bit window (the common case), and uses the limbs for the blocks that do not.
+  For units rounding to fp32 to nearest even (CDNA1's), :func:`efdpa_gemm_float` and
+  :func:`efdpa_rows_float` sum in binary64 instead: TwoSum of the exact products,
+  then c added and rounded to odd, which the fp32 conversion rounds correctly.
 * **TR-FDPA** (Algorithm 10; CDNA3 tf32/bf16/fp16, Table 7: F = 24, F2 = 31,
   RNE-FP32): the L products (not c) are aligned at their largest exponent and
   truncated toward zero to F fractional bits (sign-magnitude ``RZ_F``, line 8) and
@@ -774,8 +777,9 @@ def _round_fp32(c, P, flush):
     :func:`limb_round` rounds it: TwoSum gives ``s + e`` exactly, ``s`` rounded to odd
     with ``e`` as its sticky bit is then rounded once more by the binary32 conversion,
     which is correct since 53 >= 24 + 2 (Boldo & Melquiond 2008, round-to-odd).  A
-    zero sum is +0 (``P + 0`` is never -0, so neither is ``s``), a non-zero sum that rounds to zero keeps its sign, and with
-    ``flush`` a result below 2**-126 becomes +0; overflow gives +-Inf."""
+    zero sum is +0 (``P + 0`` is never -0, so neither is ``s``), a non-zero sum that
+    rounds to zero keeps its sign, and with ``flush`` a result below 2**-126 becomes
+    +0; overflow gives +-Inf."""
     s, e = _two_sum(c, P + 0.0)
     b = _bits_from_f64(s)
     step = ((_bits_from_f64(e) ^ b) >> 63) | 1
@@ -1055,8 +1059,9 @@ def amd_params(model, code: int) -> np.ndarray:
 def amd_dots(model, code: int, a, b, acc):
     """Batched E-FDPA / TR-FDPA / GTR-FDPA dot products ``acc[r]`` <- unit(a[r, :],
     b[r, :], acc[r]) (``a``, ``b`` (n, K) float64 in the input format, K zero-padded
-    to L) on :func:`efdpa_rows_lanes` (E-FDPA, :func:`lanes_fit` with N = n) or
-    :func:`amd_rows`: the bits of :func:`amd_gemm`'s diagonal."""
+    to L) on :func:`efdpa_rows_float` (E-FDPA of :func:`efdpa_float_fits`, straight
+    from ``a`` and ``b``), :func:`efdpa_rows_lanes` (E-FDPA, :func:`lanes_fit` with N =
+    n) or :func:`amd_rows`: the bits of :func:`amd_gemm`'s diagonal."""
     if code == KIND_E and efdpa_float_fits(model, a.shape[0]):
         a2, b2 = _nonempty_k(a, model.L, 1), _nonempty_k(b, model.L, 1)
         q = amd_params(model, code)

@@ -3,6 +3,9 @@
 The L products and c are added exactly (multi-limb fixed point, no alignment loss)
 and the sum is rounded once with rho to ``result_format``; K is consumed in blocks of
 L.  NaN results carry an operand's payload (MMA-Sim 2.1.1).  Kernels:
+:func:`~workbench.engine.fdpa_amd.efdpa_gemm_float` (fp32-result RNE units: outputs of a
+row side by side in binary64, read from the checked float64 operands without decomposing
+them when they hold no Inf/NaN),
 :func:`~workbench.engine.fdpa_amd.efdpa_gemm_lanes` (outputs of a row side by side,
 the exact sum in one int64 where the block's terms fit, the limbs otherwise) for
 products of :func:`~workbench.engine.fdpa_amd.lanes_fit`, the reference
@@ -91,7 +94,7 @@ class EFDPA(Operation):
         return acc
 
     def dots(self, model: "Model", a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
-        """Batched dot products on the row kernel (:func:`~workbench.engine.fdpa_amd.amd_rows`)."""
+        """Batched dot products on the row kernels (:func:`~workbench.engine.fdpa_amd.amd_dots`)."""
         return _amd.amd_dots(model, _amd.KIND_E, a, b, acc)
 
     def explain_block(self, index: int, start: int, K: int, a: np.ndarray, b: np.ndarray, d: float,

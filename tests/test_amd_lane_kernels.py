@@ -41,6 +41,12 @@ EFDPA_CUSTOM = [wb.custom_model("fp16", "fp16", kind="e-fdpa", L=8, rounding="rz
                 wb.custom_model("bf16", "fp32", kind="e-fdpa", L=16, rounding="rd"),
                 wb.custom_model("tf32", "fp32", kind="e-fdpa", L=4, rounding="ru"),
                 wb.custom_model("fp8_e4m3", "fp32", kind="e-fdpa", L=1, rounding="rne")]
+#: Units of the binary64 lane kernels (fp32 results, RNE) besides the presets: L of 1,
+#: 3 (blocks of no fused form, a last block short) and 16, fp8 inputs, flushed outputs.
+EFDPA_FLOAT = [r for r in EFDPA if amd.efdpa_float_fits(r, 8)] + [
+    wb.custom_model("bf16", "fp32", kind="e-fdpa", L=16, rounding="rne"),
+    wb.custom_model("fp8_e4m3", "fp32", kind="e-fdpa", L=1, rounding="rne"),
+    wb.custom_model("fp16", "fp32", kind="e-fdpa", L=3, rounding="rne", flush_output_subnormals=True)]
 KINDS = ("normal", "wide", "subnormal", "bits")
 SETTINGS = settings(max_examples=25, deadline=None)
 
@@ -104,6 +110,44 @@ def test_efdpa_lanes_equal_the_one_output_kernel(m, kind, shape, seed, TI, TJ, B
     D = C.copy()
     amd.efdpa_gemm_lanes(A, np.ascontiguousarray(B.T), sa, ea, sbl, ebl, row_special, col_special, D, q, TI, TJ, BC)
     np.testing.assert_array_equal(bits(D), bits(efdpa_reference(m, A, B, C)))
+
+
+@SETTINGS
+@given(m=st.sampled_from(EFDPA_FLOAT), kind=st.sampled_from(KINDS), shape=shapes, seed=st.integers(0, 2**31),
+       TI=st.integers(1, 4), TJ=st.sampled_from([8, 16, 24]), BC=st.integers(1, 4))
+def test_efdpa_binary64_lanes_equal_the_one_output_kernel(m, kind, shape, seed, TI, TJ, BC):
+    """efdpa_gemm_float (TwoSum, round to odd, the fp32 conversion; the limbs where
+    that is not exact) with any tiles and chunks of K gives amd_gemm's bits, NaN
+    payloads, Inf, signed zeros and subnormal results included."""
+    M, Kk, N = shape
+    A, B, C = operands(m, kind, M, Kk, N, seed)
+    q = amd.amd_params(m, amd.KIND_E)
+    A2, B2 = (A, B) if Kk else (np.zeros((M, m.L)), np.zeros((m.L, N)))
+    q[amd.P_K] = A2.shape[1]
+    D = C.copy()
+    amd.efdpa_gemm_float(A2, np.ascontiguousarray(B2), D, q, m.in_fmt.man_bits, m.in_fmt.emin, TI, TJ, BC)
+    np.testing.assert_array_equal(bits(D), bits(efdpa_reference(m, A, B, C)))
+
+
+@SETTINGS
+@given(m=st.sampled_from(EFDPA_FLOAT), kind=st.sampled_from(KINDS),
+       shape=st.tuples(st.integers(4, 40), st.integers(0, 150)), seed=st.integers(0, 2**31))
+def test_efdpa_binary64_rows_equal_the_one_output_kernel(m, kind, shape, seed):
+    """efdpa_rows_float (workbench's dots for these units: rows side by side, K in
+    chunks of 64 or so) gives the diagonal of amd_gemm's product bit for bit."""
+    n, Kk = shape
+    A, B, C = operands(m, kind, n, Kk, n, seed)
+    d = amd.amd_dots(m, amd.KIND_E, A, np.ascontiguousarray(B.T), np.diag(C).copy())
+    np.testing.assert_array_equal(bits(d), bits(np.diag(efdpa_reference(m, A, B, C))))
+
+
+def test_binary64_lanes_take_only_fp32_rne_units():
+    """Directed roundings, narrower results and flushed inputs stay on the integer lanes."""
+    assert all(amd.efdpa_float_fits(r, 8) for r in EFDPA)
+    assert not any(amd.efdpa_float_fits(r, 8) for r in EFDPA_CUSTOM if r.rounding != "rne" or r.out_format != "fp32")
+    assert not amd.efdpa_float_fits(wb.custom_model("fp16", "fp32", kind="e-fdpa", L=4, rounding="rne",
+                                                    flush_subnormals=True), 8)
+    assert not amd.efdpa_float_fits(EFDPA[0], 3)
 
 
 @SETTINGS

@@ -9,6 +9,9 @@ Xie et al. 2025 (MMA-Sim), Section 4.1.3:
   bit is ever lost before the single rounding (:func:`efdpa_step`).  The lane kernel
   :func:`efdpa_gemm_lanes` sums a block in one int64 instead wherever its terms fit
   a 62-bit window (the common case), and uses the limbs for the blocks that do not.
+  For units rounding to fp32 to nearest even (CDNA1's), :func:`efdpa_gemm_float` and
+  :func:`efdpa_rows_float` sum in binary64 instead: TwoSum of the exact products,
+  then c added and rounded to odd, which the fp32 conversion rounds correctly.
 * **TR-FDPA** (Algorithm 10; CDNA3 tf32/bf16/fp16, Table 7: F = 24, F2 = 31,
   RNE-FP32): the L products (not c) are aligned at their largest exponent and
   truncated toward zero to F fractional bits (sign-magnitude ``RZ_F``, line 8) and
@@ -48,7 +51,7 @@ import numpy as np
 from ..formats import RD, RU, RZ
 from . import kernels as _k
 from .kernels import lane_tile, lane_value, lanes_from_c
-from .nans import efdpa_nan
+from .nans import _bits_from_f64, _f64_from_bits, efdpa_nan
 from .layout import (  # the one parameter layout (see workbench.engine.layout)
     P_ARZ,
     P_BASE,
@@ -869,6 +872,288 @@ def efdpa_rows_lanes(A, BT, sa, ea, sb, eb, sal, eal, sbl, ebl, special, acc, q)
                 acc[r] = lane_value(neg[u], mag[u], qq[u])
 
 
+# ------------------------------------------------ E-FDPA in binary64 lanes
+#: fp32's parameters (p, emin, emax): the result format of the binary64 lane kernels.
+_FP32 = (24, -126, 127)
+_MIN_NORMAL32 = 2.0 ** -126
+
+
+def efdpa_float_fits(model, N: int) -> bool:
+    """Whether :func:`efdpa_gemm_float` / :func:`efdpa_rows_float` compute this model:
+    every product of two inputs is exact in binary64 (2p <= 53, exponents in range),
+    the blocks round to fp32 (the format binary64 -> binary32 conversion rounds to)
+    to nearest even, c is an fp32 value (output format fp32), and inputs are not
+    flushed (the kernels multiply the values as given); N as :func:`lanes_fit`."""
+    fin, res, out = model.in_fmt, model.res_fmt, model.out_fmt
+    products_exact = 2 * fin.p <= 53 and 2 * (fin.emax + 1) <= 1023 and 2 * (fin.emin - fin.man_bits) >= -1074
+    return (N >= _k.LANES_MIN_N and products_exact and (res.p, res.emin, res.emax) == _FP32
+            and (out.p, out.emin, out.emax) == _FP32 and model.rounding == "rne" and not model.flush_subnormals)
+
+
+@numba.njit(cache=True, inline="always")
+def _two_sum(a, b):
+    """Knuth's TwoSum: ``s = fl(a + b)`` and the exact ``e = a + b - s`` (binary64, no
+    overflow)."""
+    s = a + b
+    bp = s - a
+    return s, (a - (s - bp)) + (b - bp)
+
+
+@numba.njit(cache=True, inline="always")
+def _round_fp32(c, P, flush):
+    """RNE-FP32 of the exact ``c + P`` (binary64 values, no overflow), as
+    :func:`limb_round` rounds it: TwoSum gives ``s + e`` exactly, ``s`` rounded to odd
+    with ``e`` as its sticky bit is then rounded once more by the binary32 conversion,
+    which is correct since 53 >= 24 + 2 (Boldo & Melquiond 2008, round-to-odd).  A
+    zero sum is +0 (``P + 0`` is never -0, so neither is ``s``), a non-zero sum that
+    rounds to zero keeps its sign, and with ``flush`` a result below 2**-126 becomes
+    +0; overflow gives +-Inf."""
+    s, e = _two_sum(c, P + 0.0)
+    b = _bits_from_f64(s)
+    step = ((_bits_from_f64(e) ^ b) >> 63) | 1
+    odd = _f64_from_bits(b + (step if (e != 0.0) & ((b & 1) == 0) else np.int64(0)))
+    r = np.float64(np.float32(odd))
+    return 0.0 if (flush & (abs(r) < _MIN_NORMAL32)) else r
+
+
+@numba.njit(cache=True)
+def _limb_block(a, bt, nk, d, q, man_bits, emin, limbs, sa, ea, sb, eb):
+    """The block ``c = d`` plus ``a[0, k] * bt[0, k]`` for k < nk (binary64 values of
+    the input format, ``a``, ``bt`` (1, L)) by :func:`efdpa_step` itself: the inputs
+    decomposed into the scratch ``sa, ea`` (1, L) and ``sb, eb`` (L, 1), zeros past nk,
+    and ``q[P_K] = nk`` (a NaN's payload comes from the real products)."""
+    for kk in range(sa.shape[1]):
+        sa[0, kk], ea[0, kk] = decompose_one(a[0, kk], man_bits, emin, False) if kk < nk else (0, emin)
+        sb[kk, 0], eb[kk, 0] = decompose_one(bt[0, kk], man_bits, emin, False) if kk < nk else (0, emin)
+    q[P_K] = nk
+    return efdpa_step(a, bt, sa, ea, sb, eb, 0, 0, 0, d, q, limbs)
+
+
+@numba.njit(cache=True, inline="always")
+def _lane_round(c, P, w, flush):
+    """One lane's next state: ``(RNE-FP32(c + P), False)`` (:func:`_round_fp32`) when
+    its product sum ``P`` is exact (``w`` not set) and the result finite, else ``(c,
+    True)``: the block is left to the limbs."""
+    r = _round_fp32(c, P, flush)
+    w = w | ((r - r) != 0.0)
+    return (c if w else r), w
+
+
+@numba.njit(cache=True, inline="always")
+def _float_round(c, P, W, nv, flush):
+    """:func:`_lane_round` on nv lanes (``c``, ``P``, ``W`` arrays); returns how many
+    are left to the limbs."""
+    n = 0
+    for u in range(np.uint64(nv)):
+        c[u], W[u] = _lane_round(c[u], P[u], W[u], flush)
+        n += 1 if W[u] else 0
+    return n
+
+
+@numba.njit(cache=True, inline="always")
+def _float_block(c, a_row, Bf, kb, stride, nk, nv, P, W, flush):
+    """One block for nv lanes side by side: the nk products summed in binary64 (TwoSum:
+    ``W[u]`` set where an error term appears, the sum not exact) and c advanced by
+    :func:`_lane_round`.  Product kk of lane u is ``a_row[kk] * Bf[kb + kk * stride +
+    u]``.  Blocks of 2 and 4 products (the CDNA1 presets) are one loop over the lanes,
+    their state in registers; others sum into ``P`` first.  Returns how many lanes are
+    left to the limbs."""
+    ul = np.uint64(nv)
+    ub = np.uint64(kb)
+    us = np.uint64(stride)
+    n = 0
+    if nk == 4:
+        a0, a1, a2, a3 = a_row[0], a_row[1], a_row[2], a_row[3]
+        u1 = ub + us
+        u2 = u1 + us
+        u3 = u2 + us
+        for u in range(ul):
+            s01, e01 = _two_sum(a0 * Bf[ub + u], a1 * Bf[u1 + u])
+            s23, e23 = _two_sum(a2 * Bf[u2 + u], a3 * Bf[u3 + u])
+            s, e = _two_sum(s01, s23)
+            c[u], W[u] = _lane_round(c[u], s, (e01 != 0.0) | (e23 != 0.0) | (e != 0.0), flush)
+            n += 1 if W[u] else 0
+        return n
+    if nk == 2:
+        a0, a1 = a_row[0], a_row[1]
+        u1 = ub + us
+        for u in range(ul):
+            s, e = _two_sum(a0 * Bf[ub + u], a1 * Bf[u1 + u])
+            c[u], W[u] = _lane_round(c[u], s, e != 0.0, flush)
+            n += 1 if W[u] else 0
+        return n
+    a0 = a_row[0]
+    for u in range(ul):
+        P[u] = a0 * Bf[ub + u]
+        W[u] = False
+    for kk in range(1, nk):
+        a = a_row[kk]
+        ub = np.uint64(kb + kk * stride)
+        for u in range(ul):
+            s, e = _two_sum(P[u], a * Bf[ub + u])
+            P[u] = s
+            W[u] |= e != 0.0
+    return _float_round(c, P, W, nv, flush)
+
+
+@numba.njit(cache=True, parallel=True)
+def efdpa_gemm_float(A, B, acc, q, man_bits, emin, TI, TJ, BC):
+    """E-FDPA chains (Xie Algorithms 5-6) of fp32-result units for tiles of TI x TJ
+    outputs, the TJ outputs of a row side by side in binary64: the L exact products of
+    a block summed with TwoSum (exact unless an error term appears), then c added and
+    rounded once to fp32 (:func:`_round_fp32`).  A lane whose block is not exact that
+    way (a product sum wider than 53 bits, an Inf/NaN operand, c or result) has that
+    block computed by :func:`efdpa_step` (:func:`_limb_block`) and goes on in its lane:
+    the bits of :func:`amd_gemm`, NaN payloads included.  ``A`` (M, K), ``B`` (K, N)
+    C-ordered float64 values of the input format (K >= 1, unpadded); ``acc`` holds C on entry
+    and D on exit; K is walked in chunks of BC blocks.  Lanes past N (up to a multiple
+    of 8) read the following row of B where it exists: computed, never written."""
+    M, K = A.shape
+    N = acc.shape[1]
+    L = q[P_L]
+    flush = q[P_FLUSHOUT] != 0
+    Bf = B.reshape(-1)
+    nblocks = (K + L - 1) // L
+    n_it = (M + TI - 1) // TI
+    n_jt = (N + TJ - 1) // TJ
+    for t in numba.prange(n_it * n_jt):
+        i0, ti, j0, nl, _ = lane_tile(t, n_jt, TI, TJ, M, N, N)
+        nw = min(-(-nl // _k.LANE_PAD) * _k.LANE_PAD, TJ)     # lanes computed
+        c = np.empty((ti, nw), dtype=np.float64)
+        P = np.empty(nw, dtype=np.float64)
+        W = np.empty(nw, dtype=np.bool_)
+        a_row = np.zeros(L, dtype=np.float64)
+        ql = q.copy()
+        limbs = np.zeros(max(1, q[P_NLIMBS]), dtype=np.int64)
+        la = np.zeros((1, L), dtype=np.float64)
+        lb = np.zeros((1, L), dtype=np.float64)
+        sa = np.zeros((1, L), dtype=np.int32)
+        ea = np.zeros((1, L), dtype=np.int32)
+        sb = np.zeros((L, 1), dtype=np.int32)
+        eb = np.zeros((L, 1), dtype=np.int32)
+        for ii in range(ti):
+            for u in range(nw):
+                c[ii, u] = acc[i0 + ii, j0 + u] if u < nl else 0.0
+        for b0 in range(0, nblocks, BC):
+            b1 = min(nblocks, b0 + BC)
+            for ii in range(ti):
+                i = i0 + ii
+                ci = c[ii]
+                for blk in range(b0, b1):
+                    k0 = blk * L
+                    nk = min(L, K - k0)
+                    for kk in range(nk):
+                        a_row[kk] = A[i, k0 + kk]
+                    kb = k0 * N + j0
+                    nv = nw if kb + (nk - 1) * N + nw <= Bf.size else nl
+                    if _float_block(ci, a_row, Bf, kb, N, nk, nv, P, W, flush) == 0:
+                        continue
+                    for u in range(nl):          # the limbs, for the lanes the fast sum did not hold
+                        if W[u]:
+                            for kk in range(nk):
+                                la[0, kk] = a_row[kk]
+                                lb[0, kk] = B[k0 + kk, j0 + u]
+                            ci[u] = _limb_block(la, lb, nk, ci[u], ql, man_bits, emin, limbs, sa, ea, sb, eb)
+        for ii in range(ti):
+            for u in range(nl):
+                acc[i0 + ii, j0 + u] = c[ii, u]
+
+
+@numba.njit(cache=True, inline="always")
+def _float_rows_block(at, bt, k, nk, P, W):
+    """:func:`_float_block` for batched dot products: product kk of lane u is
+    ``at[k + kk, u] * bt[k + kk, u]`` (both operands per lane)."""
+    ul = np.uint64(P.size)
+    for u in range(ul):
+        P[u] = at[k, u] * bt[k, u]
+        W[u] = False
+    for kk in range(1, nk):
+        for u in range(ul):
+            s, e = _two_sum(P[u], at[k + kk, u] * bt[k + kk, u])
+            P[u] = s
+            W[u] |= e != 0.0
+
+
+@numba.njit(cache=True, parallel=True)
+def efdpa_rows_float(a, b, acc, q, man_bits, emin, R):
+    """Batched E-FDPA dot products of fp32-result units (:func:`efdpa_float_fits`),
+    R rows side by side in binary64 as :func:`efdpa_gemm_float` sums
+    them: ``acc[r]`` <- the chain over row r of ``a`` and of ``b`` (both (n, K)
+    C-ordered float64 values of the input format, K >= 1), every block that is not
+    exact in binary64 computed by :func:`efdpa_step`: the bits of :func:`amd_rows`.
+    Each chunk of K is transposed into two small buffers first (rows past n stay
+    zero: computed, never written).  R is an argument, not a constant: with the
+    lanes fixed at compile time LLVM turns the transposition into gathers, four
+    times slower."""
+    n, K = a.shape
+    L = q[P_L]
+    flush = q[P_FLUSHOUT] != 0
+    kc_max = L * max(1, 64 // L)
+    for t in numba.prange((n + R - 1) // R):
+        r0 = t * R
+        nl = min(R, n - r0)
+        at = np.zeros((kc_max, R), dtype=np.float64)
+        bt = np.zeros((kc_max, R), dtype=np.float64)
+        c = np.zeros(R, dtype=np.float64)
+        P = np.empty(R, dtype=np.float64)
+        W = np.empty(R, dtype=np.bool_)
+        ql = q.copy()
+        limbs = np.zeros(max(1, q[P_NLIMBS]), dtype=np.int64)
+        la = np.zeros((1, L), dtype=np.float64)
+        lb = np.zeros((1, L), dtype=np.float64)
+        sa = np.zeros((1, L), dtype=np.int32)
+        ea = np.zeros((1, L), dtype=np.int32)
+        sb = np.zeros((L, 1), dtype=np.int32)
+        eb = np.zeros((L, 1), dtype=np.int32)
+        for u in range(nl):
+            c[u] = acc[r0 + u]
+        for k0 in range(0, K, kc_max):
+            kc = min(kc_max, K - k0)
+            for u in range(nl):
+                for kk in range(kc):
+                    at[kk, u] = a[r0 + u, k0 + kk]
+                    bt[kk, u] = b[r0 + u, k0 + kk]
+            for kb in range(0, kc, L):
+                nk = min(L, kc - kb)
+                _float_rows_block(at, bt, kb, nk, P, W)
+                if _float_round(c, P, W, R, flush) == 0:
+                    continue
+                for u in range(nl):          # the limbs, for the lanes the fast sum did not hold
+                    if W[u]:
+                        for kk in range(nk):
+                            la[0, kk] = at[kb + kk, u]
+                            lb[0, kk] = bt[kb + kk, u]
+                        c[u] = _limb_block(la, lb, nk, c[u], ql, man_bits, emin, limbs, sa, ea, sb, eb)
+        for u in range(nl):
+            acc[r0 + u] = c[u]
+
+
+def _nonempty_k(x: np.ndarray, L: int, axis: int) -> np.ndarray:
+    """``x`` C-ordered float64, an empty K axis (``axis``) made one block of L zeros
+    (the chain then rounds c once, as :func:`pad_k` makes it)."""
+    if x.shape[axis] == 0:
+        shape = list(x.shape)
+        shape[axis] = L
+        return np.zeros(shape)
+    return np.ascontiguousarray(x, dtype=np.float64)
+
+
+def efdpa_float(model, A: np.ndarray, B: np.ndarray, acc: np.ndarray) -> np.ndarray:
+    """E-FDPA over whole matrices on :func:`efdpa_gemm_float` (models of
+    :func:`efdpa_float_fits`): ``A`` (M, K) and ``B`` (K, N) float64 values of the
+    input format (any layout), ``acc`` C on entry and D on exit."""
+    q = amd_params(model, KIND_E)
+    A, B = _nonempty_k(A, model.L, 1), _nonempty_k(B, model.L, 0)
+    q[P_K] = A.shape[1]
+    M, N = acc.shape
+    TI, TJ = _k.output_tiles(M, N, numba.get_num_threads())
+    TJ = -(-TJ // _k.LANE_PAD) * _k.LANE_PAD
+    BC = max(1, _LANE_CHUNK // (model.L * TJ))
+    fin = model.in_fmt
+    efdpa_gemm_float(A, B, acc, q, fin.man_bits, fin.emin, TI, TJ, BC)
+    return acc
+
+
 def amd_params(model, code: int) -> np.ndarray:
     """The int64 parameter vector of :func:`amd_gemm` for a model computing ``code``
     (:data:`KIND_E`, :data:`KIND_TR` or :data:`KIND_GTR`), validated."""
@@ -902,8 +1187,16 @@ def amd_params(model, code: int) -> np.ndarray:
 def amd_dots(model, code: int, a, b, acc):
     """Batched E-FDPA / TR-FDPA / GTR-FDPA dot products ``acc[r]`` <- unit(a[r, :],
     b[r, :], acc[r]) (``a``, ``b`` (n, K) float64 in the input format, K zero-padded
-    to L) on :func:`efdpa_rows_lanes` or :func:`trfdpa_rows_lanes` (:func:`lanes_fit`
-    with N = n) or :func:`amd_rows`: the bits of :func:`amd_gemm`'s diagonal."""
+    to L) on :func:`efdpa_rows_float` (E-FDPA of :func:`efdpa_float_fits`, straight
+    from ``a`` and ``b``), :func:`efdpa_rows_lanes` or :func:`trfdpa_rows_lanes`
+    (:func:`lanes_fit` with N = n) or :func:`amd_rows`: the bits of :func:`amd_gemm`'s
+    diagonal."""
+    if code == KIND_E and efdpa_float_fits(model, a.shape[0]):
+        a2, b2 = _nonempty_k(a, model.L, 1), _nonempty_k(b, model.L, 1)
+        q = amd_params(model, code)
+        q[P_K] = a2.shape[1]
+        efdpa_rows_float(a2, b2, acc, q, model.in_fmt.man_bits, model.in_fmt.emin, _ROW_LANES)
+        return acc
     q = amd_params(model, code)
     q[P_K] = a.shape[1]
     (n, K), L = a.shape, model.L
@@ -971,5 +1264,8 @@ def run_amd(model, code: int, A, BT, acc):
     return trfdpa_lanes(model, code, sa, ea, sb.T, eb.T, acc)
 
 
-__all__ = ["run_amd", "amd_params", "amd_gemm", "amd_rows", "amd_dots", "efdpa_rows_lanes", "trfdpa_gemm_lanes", "trfdpa_rows_lanes", "trfdpa_lanes", "efdpa_gemm_lanes", "efdpa_lanes", "lanes_fit", "efdpa_step", "trfdpa_step", "tr_parts", "group_sum",
+__all__ = ["run_amd", "amd_params", "efdpa_float_fits", "efdpa_float", "efdpa_gemm_float", "efdpa_rows_float",
+           "amd_gemm", "amd_rows", "amd_dots", "efdpa_rows_lanes", "trfdpa_gemm_lanes", "trfdpa_rows_lanes",
+           "trfdpa_lanes", "efdpa_gemm_lanes", "efdpa_lanes", "lanes_fit", "efdpa_step", "trfdpa_step", "tr_parts",
+           "group_sum",
            "limb_round", "scan_specials", "shift_floor", "shift_align"]

@@ -3,6 +3,9 @@
 The L products and c are added exactly (multi-limb fixed point, no alignment loss)
 and the sum is rounded once with rho to ``result_format``; K is consumed in blocks of
 L.  NaN results carry an operand's payload (MMA-Sim 2.1.1).  Kernels:
+:func:`~workbench.engine.fdpa_amd.efdpa_gemm_float` (fp32-result RNE units: outputs of a
+row side by side in binary64, read from the checked float64 operands without decomposing
+them when they hold no Inf/NaN),
 :func:`~workbench.engine.fdpa_amd.efdpa_gemm_lanes` (outputs of a row side by side,
 the exact sum in one int64 where the block's terms fit, the limbs otherwise) for
 products of :func:`~workbench.engine.fdpa_amd.lanes_fit`, the reference
@@ -19,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import fdpa_amd as _amd
+from .. import others as _others
 from ..explain import Block, efdpa_block
 from ..layout import P_K
 from ..operands import Operands, decompose_checked, threads_for
@@ -62,6 +66,12 @@ class EFDPA(Operation):
         forms of :class:`~workbench.engine.operands.Operands` at once."""
         M, K = A.shape
         N = B.shape[1]
+        fin = model.in_fmt
+        if _amd.efdpa_float_fits(model, N) and fin.signed and fin.subnormals:
+            with threads_for(A.size + B.size):
+                A64, B64, special = _others.checked_inputs(fin, A, B)
+            if not special:     # the binary64 lane kernel reads the values themselves
+                return Operands(M, K, N, A64, B64.T, None, None, None, None, False)
         Kp = K + (-K) % model.L if K else model.L
         with threads_for(A.size + B.size):
             sa, ea, sb, eb, special = decompose_checked(A, B, model.in_fmt, model.flush_subnormals, Kp,
@@ -73,6 +83,8 @@ class EFDPA(Operation):
             promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
         self.check_run(accumulation, promote_every, scale_a, scale_b)
         if ops.sa is None or ops.ea is None or ops.sb is None or ops.eb is None:   # float64 operands only
+            if not ops.special and ops.A is not None and ops.BT is not None and _amd.efdpa_float_fits(model, ops.N):
+                return _amd.efdpa_float(model, ops.A, ops.BT.T, acc)
             return _amd.run_amd(model, _amd.KIND_E, ops.A, ops.BT, acc)
         if _amd.lanes_fit(model, ops.N):
             return _amd.efdpa_lanes(model, ops.A, ops.BT, ops.sa, ops.ea, ops.sb, ops.eb, acc, ops.special)
@@ -82,7 +94,7 @@ class EFDPA(Operation):
         return acc
 
     def dots(self, model: "Model", a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
-        """Batched dot products on the row kernel (:func:`~workbench.engine.fdpa_amd.amd_rows`)."""
+        """Batched dot products on the row kernels (:func:`~workbench.engine.fdpa_amd.amd_dots`)."""
         return _amd.amd_dots(model, _amd.KIND_E, a, b, acc)
 
     def explain_block(self, index: int, start: int, K: int, a: np.ndarray, b: np.ndarray, d: float,

@@ -24,7 +24,6 @@ from ... import formats as _formats
 from .. import kernels as _k
 from .. import others as _others
 from ..explain import Block, ftz_block
-from ...gate import real_array
 from ..operands import Operands, float_operands, pad_k
 from ..operation import ErrorTerm, Operation, register
 
@@ -100,16 +99,7 @@ class FTZAddMul(Operation):
         fin = model.in_fmt
         if not (fin.signed and fin.subnormals):
             return float_operands(model, A, B)
-        vmax_bits = int(np.float64(fin.max).view(np.int64))
-        checked = []
-        for name, x in (("A", A), ("B", B)):
-            x = np.ascontiguousarray(real_array(x, name), dtype=np.float64)
-            bad = _others.first_unrepresentable(x.view(np.int64), fin.man_bits, fin.emin, vmax_bits, fin.has_nan,
-                                                fin.has_inf)
-            if bad >= 0:
-                raise _formats.not_representable_error(x, bad, fin, name)
-            checked.append(x)
-        A64, B64 = checked
+        A64, B64, _ = _others.checked_inputs(fin, A, B)
         return Operands(A64.shape[0], A64.shape[1], B64.shape[1], A64, B64.T, None, None, None, None)
 
     def run(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,

@@ -190,9 +190,9 @@ def test_many_random_units_of_the_other_kinds_are_recovered(drawn):
 
 
 def test_subnormal_c_kept_by_a_window_narrower_than_the_output_is_seen_as_kept():
-    """A T-FDPA keeping F = 8 bits below fp32's exponent floor drops c = 2^-149 but keeps
-    c = 2^-127 (the engine's window, checked here on the lone c): the probe must not read a
-    flush there (the slow test's bf16 L 16 F 8 unit was reported as flushing outputs)."""
+    """A T-FDPA with F = 8 that does not flush: a lone c = 2^-149 falls out of its window,
+    c = 2^-127 comes back (the premise, asserted first), so the subnormal probe must not
+    read a flush (the slow test's bf16 L 16 F 8 unit was reported as flushing outputs)."""
     import numpy as np
 
     unit = Model(kind="t-fdpa", in_format="bf16", out_format="fp32", L=16, F=8, rounding="rne")

@@ -50,6 +50,8 @@ _DISTRIBUTIONS = ("normal", "log-uniform", "cancellation", "sparse", "carry", "s
 #: kernel codes of the AMD kinds, run by :func:`~workbench.engine.fdpa_amd.amd_rows`
 _AMD_CODES = {"e-fdpa": _amd.KIND_E, "tr-fdpa": _amd.KIND_TR, "gtr-fdpa": _amd.KIND_GTR}
 _MODE_CODES = _ops.MODE_CODES
+_TERMS = 230_000                               # terms per K in agree_on_random_inputs' batteries
+_CHUNK = 128                                   # battery rows drawn at once
 _KEPT = ("in_format", "out_format", "zero_exponent", "flush_subnormals", "flush_output_subnormals")
 
 
@@ -93,10 +95,12 @@ def _battery(bb: BlackBox, rows: int, K: int, rng: np.random.Generator,
         c.append(z)
     per = -(-max(rows - len(extra), 1) // len(distributions))
     for dist in distributions:
-        A, B, C = random_inputs(dist, rng, bb.in_fmt, bb.out_fmt, per, K, per)
-        a.extend(A)
-        b.extend(B.T)
-        c.extend(np.diagonal(C))
+        for start in range(0, per, _CHUNK):   # row i with column i: C is m x m, so draw in chunks
+            m = min(_CHUNK, per - start)
+            A, B, C = random_inputs(dist, rng, bb.in_fmt, bb.out_fmt, m, K, m)
+            a.extend(A)
+            b.extend(B.T)
+            c.extend(np.diagonal(C))
     return np.array(a[:rows]), np.array(b[:rows]), np.array(c[:rows])
 
 
@@ -171,17 +175,16 @@ def consistent_models(bb: BlackBox, base: dict[str, Any], *, seed: int = 0,
     return sorted(cands, key=lambda p: sum(p.get(k) != base.get(k) for k in SEARCHED))
 
 
-def agree_on_random_inputs(bb: BlackBox, cands: list[dict[str, Any]], *, rows: int = 56000,
+def agree_on_random_inputs(bb: BlackBox, cands: list[dict[str, Any]], *, rows: int = 4000,
                            seed: int = 0) -> list[dict[str, Any]]:
     """The candidates (in order) that reproduce the black box on ``rows`` random dot
-    products of every distribution of the randomised verification
+    products for each K (fewer for long ones: :data:`_TERMS` terms at most) of every distribution of the randomised verification
     (:data:`~workbench.probes.differential.DISTRIBUTIONS`: random bit patterns and sparse
     tiny products included) and of several K: short ones (a lone product far below the
     output's range is common only there) and those of the verification, 2L and 2L + 3
     for each candidate's L (two full blocks, the running sum of the first next to the
-    second's products: TR-FDPA's F2 shows there).  Rows are many because they are cheap
-    (one row kernel call per model and K) and the inputs that part two models can be
-    rare (one in a few thousand random bit patterns for F2 next to F2 + 1)."""
+    second's products: TR-FDPA's F2 shows there: one in a few thousand random bit
+    patterns parts F2 from F2 + 1)."""
     Ls = tuple(L for L in _BLOCKS if bb.max_k is None or L <= bb.max_k)
     Ks = sorted({min(K, bb.max_k or K) for K in (2, 5, 64, 2 * max(Ls) + 3)}
                 | {min(K, bb.max_k or K) for p in cands for K in (2 * p["L"], 2 * p["L"] + 3)})
@@ -189,7 +192,7 @@ def agree_on_random_inputs(bb: BlackBox, cands: list[dict[str, Any]], *, rows: i
     for K in Ks:
         if not cands:
             break
-        a, b, c = _battery(bb, rows // len(Ks), K, rng, [], DISTRIBUTIONS)
+        a, b, c = _battery(bb, min(rows, _TERMS // K), K, rng, [], DISTRIBUTIONS)
         cands = _survivors(cands, a, b, c, bb.dots(a, b, c))
     return cands
 

@@ -81,6 +81,16 @@ def _few_terms(carry: bool, rng: np.random.Generator, fin: _formats.FloatFormat,
     hi = min(fin.emax, fout.emax - span // 2 - 2)     # room for c above the products
     low = min(max(int(lo) + span // 2, fout.emin - span // 2), hi)    # ... and products c can reach
     top = rng.integers(low, hi + 1, size=M).astype(float)
+    # a quarter of the rows (paired with their own column of B, as the search's batteries
+    # pair them) with products in the output's subnormal range, down to half its smallest
+    # subnormal: B's column carries part of the exponent, A keeps its top above A's
+    # smallest value.  Only such outputs tell a unit that flushes subnormal outputs from
+    # one that rounds them, or the final rounding of a window narrower than the output
+    floor = math.floor(math.log2(fout.min_subnormal)) - 1 if fout.subnormals else fout.emin - 3
+    lift = np.zeros(M)
+    near = (rng.random(M) < 0.25) & (np.arange(M) < N)
+    top[near] = rng.integers(floor, min(fout.emin + 1, hi) + 1, size=int(near.sum()))
+    lift[near] = np.clip(math.ceil(lo) + 2 - top[near], 0, max(-fin.emin, 0))
     sign = np.where(rng.random(M) < 0.5, -1.0, 1.0)    # one sign per row of A (carry)
     A = np.zeros((M, K))
     for i in range(M):
@@ -90,9 +100,11 @@ def _few_terms(carry: bool, rng: np.random.Generator, fin: _formats.FloatFormat,
             where = rng.choice(K, size=min(K, int(rng.integers(1, 5))), replace=False)
         e = top[i] - np.concatenate(([0], rng.integers(0, span, size=where.size - 1)))
         s = sign[i] if carry else np.where(rng.random(where.size) < 0.5, -1.0, 1.0)
-        A[i, where] = s * (1 + rng.random(where.size)) * np.exp2(e)
+        A[i, where] = s * (1 + rng.random(where.size)) * np.exp2(e + lift[i])
     A = rnd(A, fin)
-    B = rnd((1 + rng.random((K, N))) * np.exp2(rng.integers(0, 2, size=(K, N))), fin)
+    lift_b = np.zeros(N)
+    lift_b[:min(M, N)] = lift[:N]
+    B = rnd((1 + rng.random((K, N))) * np.exp2(rng.integers(0, 2, size=(K, N)) - lift_b), fin)
     if not carry:
         B *= np.where(rng.random((K, N)) < 0.5, -1.0, 1.0)
         ec = np.minimum(top[:, None] + rng.integers(-span, span, size=(M, N)), fout.emax + 1)

@@ -52,7 +52,7 @@ class Subnormals:
     """Fasi et al. 2021 (Section "Support for subnormal numbers"), generalised."""
 
     inputs: bool            # a subnormal a times 2^k is not flushed
-    c_passthrough: bool     # a subnormal c with A = B = 0 comes back unchanged
+    c_passthrough: bool     # a subnormal c (the smallest, or min_normal / 2) with A = B = 0 comes back unchanged
     outputs_from_products: bool | None  # products can produce an output subnormal (None: unreachable)
     evidence: dict[str, Any] = field(default_factory=dict)
 
@@ -70,7 +70,10 @@ def probe_subnormals(bb: BlackBox, K: int = 4) -> Subnormals:
     bb_ = np.zeros(K)
     aa[0], bb_[0] = a, 2.0 ** kb
     i_in = cs.add_raw(aa, bb_, 0.0)
+    # a subnormal c alone: the smallest one, and the largest power of two below the normal
+    # range (a window of F bits below the exponent floor drops the smallest, keeps this one)
     i_c = cs.add({}, fout.min_subnormal) if fout.subnormals else None
+    i_c_top = cs.add({}, fout.min_normal / 2) if fout.subnormals else None
     # output subnormal from normal inputs: c = min_normal_out, product = -min_normal_out/2
     target = fout.min_normal / 2
     i_out = None
@@ -80,10 +83,11 @@ def probe_subnormals(bb: BlackBox, K: int = 4) -> Subnormals:
     exp_in = a * 2.0 ** kb
     return Subnormals(
         inputs=bool(d[i_in] == exp_in),
-        c_passthrough=bool(i_c is None or d[i_c] == fout.min_subnormal),
+        c_passthrough=bool(i_c is None or d[i_c] == fout.min_subnormal or d[i_c_top] == fout.min_normal / 2),
         outputs_from_products=None if i_out is None else bool(d[i_out] == target),
         evidence={"subnormal_input_result": float(d[i_in]), "expected": exp_in,
-                  "c_subnormal_result": None if i_c is None else float(d[i_c])},
+                  "c_subnormal_result": None if i_c is None else float(d[i_c]),
+                  "c_largest_subnormal_power_result": None if i_c_top is None else float(d[i_c_top])},
     )
 
 

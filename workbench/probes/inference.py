@@ -519,6 +519,8 @@ def _infer(black_box: Any, in_format: str | None, out_format: str | None, n_veri
 
 
 _MAX_TRIES = 8   # randomised verifications of the search's survivors before giving up
+#: the subnormal handling the search varies besides :data:`~workbench.probes.search.SEARCHED`
+_FLAGS = ("flush_subnormals", "flush_output_subnormals")
 
 
 def _revise(bb: BlackBox, model: Model | None, params: dict[str, Any], n_verify: int, seed: int,
@@ -528,7 +530,9 @@ def _revise(bb: BlackBox, model: Model | None, params: dict[str, Any], n_verify:
     first randomised test (or has no model, or came with doubts in ``notes``), keep
     every model of the searched space (T-FDPA, E-FDPA, FMA chains; TR-/GTR-FDPA around
     their proposal) that reproduces the outputs
-    (:func:`~workbench.probes.search.consistent_models`) and return the one closest to
+    (:func:`~workbench.probes.search.consistent_models`), under every subnormal handling
+    the probes could not rule out (a flag seen off is certain; one seen on may be a narrow
+    window dropping the subnormal), and return the one closest to
     the proposal that passes randomised verification (three seeds); each failure's
     counterexample prunes the rest, and the rest are kept only if they pass a randomised
     comparison of their own.  Parameters on which the
@@ -549,44 +553,51 @@ def _revise(bb: BlackBox, model: Model | None, params: dict[str, Any], n_verify:
     extra = [] if cex is None else [(cex.a, cex.b, cex.c)]
     why = ("had no model" if model is None else "failed randomised testing" if cex is not None
            else "was uncertain")
-    flags = ("flush_subnormals", "flush_output_subnormals")
-    probed = tuple(base[f] for f in flags)
-    tries = found = 0
-    # the probes' subnormal handling first; a narrow window can make it look flushed
-    for variant in [probed] + [v for v in ((False, False), (False, True), (True, False), (True, True)) if v != probed]:
-        survivors = consistent_models(bb, {**base, **dict(zip(flags, variant))}, seed=seed, extra=extra)
-        found += len(survivors)
-        while survivors and tries < _MAX_TRIES:   # closest to the probes first
-            p = survivors[0]
-            trial = Model(**p)
-            tries += 1
-            cx = None
-            for s in (seed, seed + 3 + tries, seed + 101 + tries):   # the final verification's seed, fresh ones
-                _, cx = verify(bb, trial, n=n_verify, seed=s)
-                if cx is not None:
-                    break
-            if cx is not None:   # its counterexample rules out every survivor that agrees with it there
-                survivors = reproduce(bb, survivors[1:], [(cx.a, cx.b, cx.c)])
-                continue
-            # the others are reported only if they too pass a randomised comparison (a battery
-            # can miss the rare inputs, e.g. a product far below the output's range, that part them)
-            survivors = [p] + agree_on_random_inputs(bb, survivors[1:], seed=seed)
-            alternatives.extend(survivors)
-            for k in SEARCHED:
-                vals = sorted({q.get(k) for q in survivors
-                               if k != "late_rounding" or q.get("c_position") == "late"}, key=str)
-                if len(vals) > 1:
-                    searched[k] = vals
-                    unobs[k] = (f"{len(survivors)} models reproduce every output seen and differ here: {k} in "
-                                f"{vals}; reporting {p.get(k)!r}, the value closest to the probes")
-            if model is None or trial.params != model.params:
-                notes.append(f"the probes' proposal {why}; a search of the model space kept "
-                             f"{len(survivors)} model(s) consistent with every output; reporting the one closest "
-                             "to the probes, verified below")
-            elif len(survivors) > 1:
-                notes.append(f"a search of the model space kept {len(survivors)} models consistent with every "
-                             "output, the probes' proposal among them (reported, verified below)")
-            return trial
+    probed = tuple(base[f] for f in _FLAGS)
+    # a flag the probes saw off is certain (a subnormal came through); one they saw on may
+    # be a window narrower than the output dropping the subnormal: search both values
+    variants = [probed] + [v for v in ((False, False), (False, True), (True, False), (True, True))
+                           if v != probed and all(on or not x for x, on in zip(v, probed))]
+    survivors = []   # over every subnormal variant, the probes' first, then closest to the proposal
+    for variant in variants:
+        survivors += consistent_models(bb, {**base, **dict(zip(_FLAGS, variant))}, seed=seed, extra=extra)
+    found = len(survivors)
+    tries = 0
+    while survivors and tries < _MAX_TRIES:   # closest to the probes first
+        p = survivors[0]
+        trial = Model(**p)
+        tries += 1
+        cx = None
+        for s in (seed, seed + 3 + tries, seed + 101 + tries):   # the final verification's seed, fresh ones
+            _, cx = verify(bb, trial, n=n_verify, seed=s)
+            if cx is not None:
+                break
+        if cx is not None:   # its counterexample rules out every survivor that agrees with it there
+            survivors = reproduce(bb, survivors[1:], [(cx.a, cx.b, cx.c)])
+            continue
+        # the others are reported only if they too pass a randomised comparison (a battery
+        # can miss the rare inputs, e.g. a product far below the output's range, that part them)
+        survivors = [p] + agree_on_random_inputs(bb, survivors[1:], seed=seed)
+        alternatives.extend(survivors)
+        for k in SEARCHED + _FLAGS:
+            vals = sorted({q.get(k) for q in survivors
+                           if k != "late_rounding" or q.get("c_position") == "late"}, key=str)
+            if len(vals) > 1:
+                searched[k] = vals
+                unobs[k] = (f"{len(survivors)} models reproduce every output seen and differ here: {k} in "
+                            f"{vals}; reporting {p.get(k)!r}, the value closest to the probes")
+        if model is None or trial.params != model.params:
+            notes.append(f"the probes' proposal {why}; a search of the model space kept "
+                         f"{len(survivors)} model(s) consistent with every output; reporting the one closest "
+                         "to the probes, verified below")
+        elif len(survivors) > 1:
+            notes.append(f"a search of the model space kept {len(survivors)} models consistent with every "
+                         "output, the probes' proposal among them (reported, verified below)")
+        if len(survivors) > 1:
+            split = [k for k in SEARCHED + _FLAGS if k in searched]
+            notes.append(f"the outputs cannot separate {', '.join(split)}: every model in `alternatives` "
+                         "reproduces them")
+        return trial
     if not found:
         notes.append(f"the probes' proposal {why}, and no model of the searched space reproduces the outputs "
                      "(T-FDPA with L in 1..64, F in 0..56, any rounding, sticky bit or not, c early or late, E-FDPA, "

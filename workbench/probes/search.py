@@ -50,6 +50,8 @@ _DISTRIBUTIONS = ("normal", "log-uniform", "cancellation", "sparse", "carry", "s
 #: kernel codes of the AMD kinds, run by :func:`~workbench.engine.fdpa_amd.amd_rows`
 _AMD_CODES = {"e-fdpa": _amd.KIND_E, "tr-fdpa": _amd.KIND_TR, "gtr-fdpa": _amd.KIND_GTR}
 _MODE_CODES = _ops.MODE_CODES
+_TERMS = 230_000                               # terms per K in agree_on_random_inputs' batteries
+_CHUNK = 128                                   # battery rows drawn at once
 _KEPT = ("in_format", "out_format", "zero_exponent", "flush_subnormals", "flush_output_subnormals")
 
 
@@ -93,24 +95,29 @@ def _battery(bb: BlackBox, rows: int, K: int, rng: np.random.Generator,
         c.append(z)
     per = -(-max(rows - len(extra), 1) // len(distributions))
     for dist in distributions:
-        A, B, C = random_inputs(dist, rng, bb.in_fmt, bb.out_fmt, per, K, per)
-        a.extend(A)
-        b.extend(B.T)
-        c.extend(np.diagonal(C))
+        for start in range(0, per, _CHUNK):   # row i with column i: C is m x m, so draw in chunks
+            m = min(_CHUNK, per - start)
+            A, B, C = random_inputs(dist, rng, bb.in_fmt, bb.out_fmt, m, K, m)
+            a.extend(A)
+            b.extend(B.T)
+            c.extend(np.diagonal(C))
     return np.array(a[:rows]), np.array(b[:rows]), np.array(c[:rows])
 
 
 def _survivors(cands: list[dict[str, Any]], a: np.ndarray, b: np.ndarray, c: np.ndarray,
                d: np.ndarray) -> list[dict[str, Any]]:
     keep: list[dict[str, Any]] = []
-    operands: dict[int, tuple[np.ndarray, ...]] = {}
+    # keyed by block size and what the probes fixed (formats, subnormal handling: the
+    # candidates of one call may differ there too)
+    operands: dict[tuple[Any, ...], tuple[np.ndarray, ...]] = {}
     templates: dict[tuple[Any, ...], np.ndarray] = {}
 
     def decomposed(m: Model) -> tuple[np.ndarray, ...]:   # pad and decompose once per block size
-        if m.L not in operands:
+        key = (m.L,) + tuple(m.params[k] for k in _KEPT)
+        if key not in operands:
             A2, BT2, sa, ea, sb, eb = padded_decomposed(m, a, b, m.L)
-            operands[m.L] = (A2, BT2, sa, ea, sb.T, eb.T)
-        return operands[m.L]
+            operands[key] = (A2, BT2, sa, ea, sb.T, eb.T)
+        return operands[key]
 
     with _core.threads_for(a.size):   # thousands of small calls: one thread each
         for p in cands:
@@ -129,16 +136,16 @@ def _survivors(cands: list[dict[str, Any]], a: np.ndarray, b: np.ndarray, c: np.
                 except ValueError:
                     continue
             else:
-                shape = (p["L"], p["c_position"], p["late_rounding"])
+                shape = (p["L"], p["c_position"], p["late_rounding"]) + tuple(p.get(k) for k in _KEPT)
                 if shape not in templates:   # one Model per block shape; F, rounding, sticky go into its vector
                     m = Model(**{**p, "F": 0, "rounding": "rz", "sticky": False})
                     templates[shape] = _k.pack_tfdpa(tfdpa_op.kernel_params(m), a.shape[0], 1, 1)
-                    decomposed(m)
+                    operands[shape] = decomposed(m)
                 prm = templates[shape].copy()
                 prm[_k.P_F] = prm[_k.P_GF] = p["F"]
                 prm[_k.P_MODE] = _MODE_CODES[p["rounding"]]
                 prm[_k.P_STICKY] = p["sticky"]
-                _k.tfdpa_rows(*operands[p["L"]][2:], acc, prm)  # type: ignore[call-arg]  # numba's Dispatcher takes *args
+                _k.tfdpa_rows(*operands[shape][2:], acc, prm)  # type: ignore[call-arg]  # numba's Dispatcher takes *args
             if same_outputs(acc, d).all():
                 keep.append(p)
     return keep
@@ -168,21 +175,24 @@ def consistent_models(bb: BlackBox, base: dict[str, Any], *, seed: int = 0,
     return sorted(cands, key=lambda p: sum(p.get(k) != base.get(k) for k in SEARCHED))
 
 
-def agree_on_random_inputs(bb: BlackBox, cands: list[dict[str, Any]], *, rows: int = 7000,
+def agree_on_random_inputs(bb: BlackBox, cands: list[dict[str, Any]], *, rows: int = 4000,
                            seed: int = 0) -> list[dict[str, Any]]:
     """The candidates (in order) that reproduce the black box on ``rows`` random dot
-    products of every distribution of the randomised verification
+    products for each K (fewer for long ones: :data:`_TERMS` terms at most) of every distribution of the randomised verification
     (:data:`~workbench.probes.differential.DISTRIBUTIONS`: random bit patterns and sparse
-    tiny products included) and of several K (short ones too: a lone product far below
-    the output's range is common only there): the randomised comparison of many models
-    at once, one row kernel call per model and K."""
+    tiny products included) and of several K: short ones (a lone product far below the
+    output's range is common only there) and those of the verification, 2L and 2L + 3
+    for each candidate's L (two full blocks, the running sum of the first next to the
+    second's products: TR-FDPA's F2 shows there: one in a few thousand random bit
+    patterns parts F2 from F2 + 1)."""
     Ls = tuple(L for L in _BLOCKS if bb.max_k is None or L <= bb.max_k)
-    Ks = sorted({min(K, bb.max_k or K) for K in (2, 5, 64, 2 * max(Ls) + 3)})
+    Ks = sorted({min(K, bb.max_k or K) for K in (2, 5, 64, 2 * max(Ls) + 3)}
+                | {min(K, bb.max_k or K) for p in cands for K in (2 * p["L"], 2 * p["L"] + 3)})
     rng = np.random.default_rng(seed + 29)
     for K in Ks:
         if not cands:
             break
-        a, b, c = _battery(bb, rows // len(Ks), K, rng, [], DISTRIBUTIONS)
+        a, b, c = _battery(bb, min(rows, _TERMS // K), K, rng, [], DISTRIBUTIONS)
         cands = _survivors(cands, a, b, c, bb.dots(a, b, c))
     return cands
 

@@ -397,7 +397,8 @@ def amd_rows(A, BT, sa, ea, sb, eb, acc, q):
     and ``BT`` (n, Kp) float64 for NaN payloads), parallel over rows."""
     for r in numba.prange(sa.shape[0]):
         limbs = np.zeros(max(1, q[P_NLIMBS]), dtype=np.int64)
-        acc[r] = _amd_chain(A, BT, sa, ea, sb, eb, r, r, acc[r], q, limbs)
+        i = np.int64(r)    # prange's index is unsigned: one compiled _amd_chain for every caller
+        acc[r] = _amd_chain(A, BT, sa, ea, sb, eb, i, i, acc[r], q, limbs)
 
 
 @numba.njit(cache=True, inline="always")

@@ -653,7 +653,8 @@ def tfdpa_rows(sa, ea, sb, eb, acc, prm):
     L = prm[P_L]
     fast = fast_eligible(prm)
     for r in numba.prange(n):
-        acc[r] = _chain(sa, ea, sb, eb, r, r, np.int64(0), K // L, acc[r], prm, fast)
+        i = np.int64(r)    # prange's index is unsigned: one compiled _chain for every caller
+        acc[r] = _chain(sa, ea, sb, eb, i, i, np.int64(0), K // L, acc[r], prm, fast)
 
 
 # ------------------------------------------------------------------------ FMA

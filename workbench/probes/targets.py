@@ -20,7 +20,7 @@ cupy until called)::
 
     from workbench.probes import infer
     from workbench.probes.targets import torch_cuda
-    res = infer(torch_cuda("fp16", "fp32"))      # torch.matmul on the GPU, fp32 out
+    res = infer(torch_cuda("fp16", "fp32"))      # torch.addmm on the GPU, fp32 out
     print(res.sheet())
 
 ``torch_cuda(in, out)`` converts A and B to the input dtype on the GPU and computes
@@ -95,31 +95,54 @@ def mldtypes_target(fmt: str = "bf16") -> BlackBox:
     return BlackBox(fn, name, "fp32", name=f"ml_dtypes {ml.__version__} {name} matmul (float32 result) + C")
 
 
+#: (input, output) formats of :func:`torch_cuda`: the products cuBLAS computes on the tensor cores.
+_TORCH_CUDA_PAIRS = {("fp16", "fp16"), ("fp16", "fp32"), ("bf16", "bf16"), ("bf16", "fp32"), ("tf32", "fp32"),
+                     ("fp32", "fp32")}
+
+
 def torch_cuda(in_format: str, out_format: str = "fp32", device: str = "cuda") -> BlackBox:
-    """GPU adapter: ``torch.addmm`` on ``device`` with inputs in ``in_format`` (fp16,
-    bf16, fp32/tf32) and the result in ``out_format``.  Raises ValueError without a GPU."""
+    """GPU adapter: ``torch.addmm(C, A, B)`` on ``device`` with A and B in ``in_format``
+    (fp16, bf16, fp32, tf32) and C and D in ``out_format``; a wider output than the
+    input (fp16/bf16 -> fp32) is ``torch.addmm(C, A, B, out_dtype=torch.float32)``
+    (torch >= 2.8), the cuBLAS GEMM with fp32 output on the tensor cores.  tf32 sets
+    ``torch.backends.cuda.matmul.allow_tf32`` for the call and restores it.  Raises
+    ValueError without a GPU, for other formats, or where the torch build has no such
+    call (never a silent fp32 product in place of the tensor core's)."""
     torch = _need("torch", "the torch CUDA adapter")
     if not torch.cuda.is_available():
         raise ValueError("torch reports no CUDA device: the torch CUDA adapter needs a GPU")
     dts = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "tf32": torch.float32}
     fin, fout = _formats.format(in_format).name, _formats.format(out_format).name
-    if fin not in dts or fout not in dts:
-        raise ValueError(f"torch CUDA adapter: formats {in_format!r} -> {out_format!r} not supported")
+    if (fin, fout) not in _TORCH_CUDA_PAIRS:
+        raise ValueError(f"torch CUDA adapter: formats {in_format!r} -> {out_format!r} not supported (fp16->fp16, "
+                         "fp16->fp32, bf16->bf16, bf16->fp32, tf32->fp32, fp32->fp32)")
+    widen = dts[fin] != dts[fout]
+
+    def addmm(c: Any, a: Any, b: Any) -> Any:
+        return torch.addmm(c, a, b, out_dtype=dts[fout]) if widen else torch.addmm(c, a, b)
+
+    if widen:
+        one = torch.ones((16, 16), device=device, dtype=dts[fin])
+        try:
+            addmm(torch.zeros((16, 16), device=device, dtype=dts[fout]), one, one)
+        except (TypeError, RuntimeError) as exc:
+            raise ValueError(f"torch {torch.__version__}: torch.addmm(..., out_dtype={dts[fout]}) is not available "
+                             f"({' '.join(str(exc).split())[:160]}); fp16/bf16 -> fp32 needs torch >= 2.8") from None
 
     def fn(A: np.ndarray, B: np.ndarray, C: np.ndarray) -> np.ndarray:
+        previous = torch.backends.cuda.matmul.allow_tf32
         torch.backends.cuda.matmul.allow_tf32 = fin == "tf32"
-        a = torch.from_numpy(A).to(device=device, dtype=dts[fin])
-        b = torch.from_numpy(B).to(device=device, dtype=dts[fin])
-        c = torch.from_numpy(C).to(device=device, dtype=dts[fout])
-        if fin != fout:
-            d = torch.matmul(a, b, out_dtype=dts[fout]) if "out_dtype" in torch.matmul.__doc__ else \
-                torch.matmul(a.to(dts[fout]), b.to(dts[fout]))
-            d = d + c
-        else:
-            d = torch.addmm(c, a, b)
-        return d.to(torch.float64).cpu().numpy()
+        try:
+            a = torch.from_numpy(A).to(device=device, dtype=dts[fin])
+            b = torch.from_numpy(B).to(device=device, dtype=dts[fin])
+            c = torch.from_numpy(C).to(device=device, dtype=dts[fout])
+            d = addmm(c, a, b)
+            return d.to(torch.float64).cpu().numpy()
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = previous
 
-    return BlackBox(fn, fin, fout, name=f"torch CUDA {fin}->{fout}")
+    call = f"torch.addmm(C, A, B{', out_dtype=' + fout if widen else ''})"
+    return BlackBox(fn, fin, fout, name=f"torch {torch.__version__} CUDA {fin}->{fout}: {call}")
 
 
 def cupy_matmul(in_format: str, out_format: str = "fp32") -> BlackBox:

@@ -338,3 +338,19 @@ def test_mldtypes_bf16_dot_products():
     if is_fp32_fma_chain(bb.fn, ml.bfloat16):   # a property of the host's numpy/BLAS
         assert res.params["L"] == 1, res.sheet()
     assert_honest(res)
+
+
+def test_a_group_structure_the_engine_cannot_hold_is_searched_around_not_a_crash(monkeypatch):
+    """Seen on an H100 (cuBLAS bf16 -> fp32, `workbench probe torch-cuda-bf16-fp32`): the
+    group probe read GST-FDPA groups of G = 8 with F = 47, which no fixed point of the
+    engine holds (gst_params refuses it), and the probe ended in that ValueError.  Now
+    the proposal counts as having no model, and the search of the model space runs."""
+    from workbench.probes import features
+
+    def misread(bb, L, allow_sub):
+        return features.ExactGroups(F=47, G=8, labels=[k // 8 for k in range(L)])
+
+    monkeypatch.setattr(features, "probe_exact_groups", misread)
+    res = infer(wb.preset("A100", "bf16", "fp32"), n_verify=2000)
+    assert any("no model" in n and "527 bits" in n for n in res.notes), res.notes
+    assert res.verified and res.params["kind"] == "t-fdpa" and res.params["F"] == 24, res.sheet()

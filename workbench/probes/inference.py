@@ -462,8 +462,13 @@ def _infer(black_box: Any, in_format: str | None, out_format: str | None, n_veri
     ok: list[int | None] = []
     try:
         model = Model(**params)
+        if model.kind == "gst-fdpa":
+            from ..engine.gst import gst_params
+
+            gst_params(model)          # the engine's fixed point holds the groups, or a ValueError says why
     except (ValueError, TypeError) as exc:
         notes.append(f"no model: {exc}")
+        model = None
     if model is not None and "F" in unobs and verify_model and model.operation.windowed:
         # Step 4's revision (Xie Section 3.1.4): F is only bounded below by the probes;
         # take the smallest F above the bound that survives randomised testing
@@ -477,8 +482,8 @@ def _infer(black_box: Any, in_format: str | None, out_format: str | None, n_veri
     step(4)
     searched: dict[str, list[Any]] = {}
     alternatives: list[dict[str, Any]] = []
-    if verify_model and params.get("kind") != "gst-fdpa":
-        model = _revise(bb, model, params, n_verify, seed, searched, alternatives, unobs, notes)
+    if verify_model and (params.get("kind") != "gst-fdpa" or model is None):
+        model = _revise(bb, model, params, n_verify, seed, searched, alternatives, unobs, notes, allow_sub)
     if model is not None and model.operation.has_zero_exponent:
         ez, ok = _search_zero_exponent(bb, model.params, allow_sub, seed)
         if not ok:
@@ -525,7 +530,7 @@ _FLAGS = ("flush_subnormals", "flush_output_subnormals")
 
 def _revise(bb: BlackBox, model: Model | None, params: dict[str, Any], n_verify: int, seed: int,
             searched: dict[str, list[Any]], alternatives: list[dict[str, Any]], unobs: dict[str, str],
-            notes: list[str]) -> Model | None:
+            notes: list[str], allow_sub: bool) -> Model | None:
     """Xie et al.'s Step 4 revision, made exhaustive: when the probes' proposal fails a
     first randomised test (or has no model, or came with doubts in ``notes``), keep
     every model of the searched space (T-FDPA, E-FDPA, FMA chains; TR-/GTR-FDPA around
@@ -537,7 +542,9 @@ def _revise(bb: BlackBox, model: Model | None, params: dict[str, Any], n_verify:
     counterexample prunes the rest, and the rest are kept only if they pass a randomised
     comparison of their own.  Parameters on which the
     consistent models differ go to ``searched`` (values) and ``unobs`` (why), the
-    models themselves to ``alternatives``."""
+    models themselves to ``alternatives``.  Without a proposal (``model`` None) each
+    survivor's zero-operand exponent is probed before it is verified (``allow_sub``:
+    whether the probes may use subnormal inputs)."""
 
     cex = None
     if model is not None:
@@ -565,6 +572,10 @@ def _revise(bb: BlackBox, model: Model | None, params: dict[str, Any], n_verify:
     tries = 0
     while survivors and tries < _MAX_TRIES:   # closest to the probes first
         p = survivors[0]
+        if model is None and p.get("zero_exponent") is None and Model(**p).operation.has_zero_exponent:
+            # without a proposal nothing probed the zero-operand exponent: probe it for this survivor
+            ez, _ = _search_zero_exponent(bb, p, allow_sub, seed)
+            p = {**p, "zero_exponent": ez}
         trial = Model(**p)
         tries += 1
         cx = None

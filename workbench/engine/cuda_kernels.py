@@ -11,6 +11,9 @@ which NVVM implements; ``math.frexp``/``ldexp``/``isinf`` lower to libdevice.  S
 arithmetic of every operation stays in one place (:mod:`workbench.engine.kernels`,
 :mod:`workbench.engine.ops`, :mod:`workbench.engine.nans`) for both targets.
 
+The kernels are cached (``cache=True``: numba keeps the compiled code in ``__pycache__``
+per compute capability), so a sweep's worker processes do not each compile them again.
+
 Under numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``) the kernels run as Python
 and the arrays they receive are the simulator's wrappers; :func:`_arr` hands the
 engine's functions the numpy arrays inside, so that the simulator checks the
@@ -47,7 +50,7 @@ else:
 THREADS = 32 if SIMULATED else 128
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def tfdpa_kernel(sa, ea, sb, eb, acc, prm, fast):  # type: ignore[no-untyped-def]
     """One T-FDPA output per thread: :func:`workbench.engine.kernels._accumulate` over
     all blocks of K (chain, outside or promote as ``prm`` says), from C in ``acc``.
@@ -64,7 +67,7 @@ def tfdpa_kernel(sa, ea, sb, eb, acc, prm, fast):  # type: ignore[no-untyped-def
                                    _arr(prm), fast)[0]
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def fma_kernel(A, B, acc, how, p, emin, emax):  # type: ignore[no-untyped-def]
     """One FMA chain per thread (:func:`workbench.engine.kernels.fma_chain`, steps as
     ``how, p, emin, emax`` say: :func:`workbench.engine.kernels.fma_code`), from C in
@@ -83,7 +86,7 @@ def fma_kernel(A, B, acc, how, p, emin, emax):  # type: ignore[no-untyped-def]
 MAX_GROUPS = 16
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def gst_kernel(sa, ea, sb, eb, xsa, xea, xsb, xeb, acc, r):  # type: ignore[no-untyped-def]
     """One GST-FDPA output per thread: :func:`workbench.engine.gst.gst_chain` over all
     blocks of K, from C in ``acc``, its group terms in the thread's local arrays.
@@ -102,7 +105,7 @@ def gst_kernel(sa, ea, sb, eb, xsa, xea, xsb, xeb, acc, r):  # type: ignore[no-u
                               i, j, acc[i, j], _arr(r), Xs, Es)
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def add_late_kernel(D, C, p, emin, emax, mode, flush):  # type: ignore[no-untyped-def]
     """``D <- rho(D + C)`` per element (:func:`workbench.engine.kernels.exact_add`):
     c added after the products."""

@@ -21,6 +21,7 @@ the kernels do not cover raises :class:`NotImplementedError` naming it
 from __future__ import annotations
 
 import functools
+import importlib
 from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, cast
@@ -65,6 +66,11 @@ def cuda_module() -> ModuleType:
     except ImportError as exc:
         raise GPUUnavailableError(f"device='cuda' needs numba-cuda ({exc}): pip install "
                                   "'mixed-precision-workbench[gpu]'") from None
+    from numba.cuda import config as cuda_config
+
+    if not getattr(cuda_config, "ENABLE_CUDASIM") and not _numpy_supported():
+        raise GPUUnavailableError(f"device='cuda': numba-cuda's kernel compiler needs numpy.row_stack, which numpy "
+                                  f"{np.__version__} removed (numpy 2.5); install numpy<2.5 (the project's own pin)")
     if not cuda.is_available():
         try:
             cuda.current_context()
@@ -73,6 +79,20 @@ def cuda_module() -> ModuleType:
             reason = " ".join(str(exc).split()) or type(exc).__name__
         raise GPUUnavailableError(f"device='cuda': no usable CUDA GPU ({reason}); use device='cpu'")
     return cuda
+
+
+def _numpy_supported() -> bool:
+    """Whether numba-cuda's array typing imports with this numpy: numba-cuda 0.30 registers
+    ``np.row_stack`` at its first kernel compilation, and numpy 2.5 removed it (an
+    AttributeError deep in the first ``device="cuda"`` call, seen on an H100 machine with
+    numpy 2.5.2)."""
+    try:
+        importlib.import_module("numba.cuda.np.arrayobj")
+    except AttributeError:
+        return False
+    except ImportError:
+        return True      # a numba-cuda without that module: nothing to check
+    return True
 
 
 def gpu_available() -> bool:

@@ -97,7 +97,6 @@ def _few_terms(carry: bool, rng: np.random.Generator, fin: _formats.FloatFormat,
     lift[near] = np.clip(math.ceil(lo) + 2 - top[near], 0, max(-fin.emin, 0))
     sign = np.where(rng.random(M) < 0.5, -1.0, 1.0)    # one sign per row of A (carry)
     A = np.zeros((M, K))
-    tiny_b: dict[int, tuple[int, int]] = {}     # rows of three large products: (small one's place, B's exponent)
     for i in range(M):
         if carry:   # the last product, or the last two when K is even: in the last block whatever L is
             where = np.arange(K - (2 if K % 2 == 0 and K > 1 and rng.random() < 0.5 else 1), K)
@@ -105,31 +104,11 @@ def _few_terms(carry: bool, rng: np.random.Generator, fin: _formats.FloatFormat,
             where = rng.choice(K, size=min(K, int(rng.integers(1, 5))), replace=False)
         e = top[i] - np.concatenate(([0], rng.integers(0, span, size=where.size - 1)))
         s = sign[i] if carry else np.where(rng.random(where.size) < 0.5, -1.0, 1.0)
-        sig = 1 + rng.random(where.size)
-        if carry and K % 4 == 0 and i < N and rng.random() < 0.5:
-            # three products of one exponent with significands in [2.7, 4) and a small one of the
-            # other sign in the last four places (one block for every L >= 4 dividing K): the
-            # products alone carry three binades past their exponent, and the fused sum holds
-            # bits below the output's last one that only the final rounding decides (a unit's
-            # rne and rz parted so: fp8 -> fp32, L 8, F 21, c late); B's entries set below
-            where = np.arange(K - 4, K)
-            small = int(rng.integers(4))
-            e = np.full(4, top[i])
-            d = int(rng.integers(fout.p // 2, span))
-            e[small] = top[i] - (d + 1) // 2           # the rest of 2^-d below, in B's entry
-            tiny_b[i] = (small, d // 2)
-            s = np.full(4, sign[i])
-            s[small] = -sign[i]
-            sig = 1.65 + 0.35 * rng.random(4)
-        A[i, where] = s * sig * np.exp2(e + lift[i])
+        A[i, where] = s * (1 + rng.random(where.size)) * np.exp2(e + lift[i])
     A = rnd(A, fin)
     lift_b = np.zeros(N)
     lift_b[:min(M, N)] = lift[:N]
-    B = (1 + rng.random((K, N))) * np.exp2(rng.integers(0, 2, size=(K, N)) - lift_b)
-    for i, (small, down) in tiny_b.items():
-        B[K - 4:, i] = (1.65 + 0.35 * rng.random(4)) * np.exp2(-lift_b[i])
-        B[K - 4 + small, i] *= 2.0 ** -down
-    B = rnd(B, fin)
+    B = rnd((1 + rng.random((K, N))) * np.exp2(rng.integers(0, 2, size=(K, N)) - lift_b), fin)
     if not carry:
         B *= np.where(rng.random((K, N)) < 0.5, -1.0, 1.0)
         ec = np.minimum(top[:, None] + rng.integers(-span, span, size=(M, N)), fout.emax + 1)
@@ -139,8 +118,6 @@ def _few_terms(carry: bool, rng: np.random.Generator, fin: _formats.FloatFormat,
         P = A @ B
         mag = np.exp2(np.ceil(np.log2(np.where(P == 0, 1.0, np.abs(P)))) + rng.integers(1, span // 2, size=(M, N)))
         C = np.where(P == 0, 0.0, np.sign(P) * mag - rng.uniform(0.5, 1.5, size=(M, N)) * P)
-    for i in tiny_b:
-        C[i, i] = 0.0                               # the products alone carry
     C[~(np.abs(C) < fout.max)] = 0.0              # beyond the output's range (inf for fp64 included)
     return A, B, rnd(C, fout)
 

@@ -1,8 +1,6 @@
 """Randomised differential testing of a black box against a model: the random inputs
 (Xie et al. 2025 Section 3.1.4: normal, log-uniform, random bit patterns, cancelling
-sparse tiny data, a few terms next to a larger c, sums that carry into the next binade,
-sums that are ties of the output format next to a tiny term) and the bitwise comparison of
-outputs.  Shared by the
+sparse tiny data, a few terms next to a larger c, sums that carry into the next binade) and the bitwise comparison of outputs.  Shared by the
 verification (:mod:`workbench.probes.inference`) and the model-space search
 (:mod:`workbench.probes.search`)."""
 from __future__ import annotations
@@ -61,8 +59,6 @@ def random_inputs(distribution: str, rng: np.random.Generator, fin: _formats.Flo
         C = np.zeros((M, N))
     elif distribution in ("sparse", "carry"):
         A, B, C = _few_terms(distribution == "carry", rng, fin, fout, M, K, N, rnd)
-    elif distribution == "ties":
-        A, B, C = _ties(rng, fin, fout, M, K, N)
     else:
         raise ValueError(f"unknown distribution {distribution!r}")
     return A, B, C
@@ -122,111 +118,7 @@ def _few_terms(carry: bool, rng: np.random.Generator, fin: _formats.FloatFormat,
     return A, B, rnd(C, fout)
 
 
-def _ties(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _formats.FloatFormat, M: int, K: int,
-          N: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Row i of A with column i of B: a dot product whose exact value is a tie of the
-    output format (halfway between two neighbours) or a tie moved by a tiny amount,
-    built in one of three ways chosen at random per row:
-
-    * ``product``: one product a * b whose p_out + 1 significant bits end in the half-ulp
-      bit (where 2 p_in >= p_out + 1), next to c = +-2^-d of its ulp (d up to 48) or 0;
-    * ``c``: c a random value of the output, one product its half ulp times
-      (1 +- 2^-d) (d below 2 p_in) or exactly its half ulp;
-    * ``chunks``: the tie's bits split into chunks of ``fin``'s precision over the
-      first products (each chunk times a power of two), c tiny or 0.
-
-    Units that differ only in how many bits below the output's last one a fused sum
-    keeps (F wider than the output, a sticky bit) or in how ties are broken part only
-    on such inputs: a unit with one product per block and F = 22 or 30 on bf16 -> fp16
-    parted on about one random input in 20,000 of the other distributions.  Other pairs
-    (i, j) and rows past N are zero."""
-    A, B, C = np.zeros((M, K)), np.zeros((K, N)), np.zeros((M, N))
-    lo = fin.emin - (fin.p - 1 if fin.subnormals else 0)        # the smallest power of two in fin
-
-    def in_fin(x: float) -> bool:
-        return x == 0 or _formats.round(np.array([x]), fin, "rne")[0] == x
-
-    def split(v: float) -> tuple[float, float] | None:
-        """v = a * b with a, b in fin, b a power of two (None when the ranges do not allow)."""
-        if v == 0.0 or not math.isfinite(v):
-            return None
-        top = math.floor(math.log2(abs(v)))
-        for e in (min(max(top - fin.emax // 2, lo), fin.emax), min(max(top, lo), fin.emax), 0):
-            if in_fin(v / 2.0 ** e) and in_fin(2.0 ** e):
-                return v / 2.0 ** e, 2.0 ** e
-        return None
-
-    def tiny(ulp_e: int) -> float:
-        x = (-1.0 if rng.random() < 0.5 else 1.0) * 2.0 ** (ulp_e - int(rng.integers(1, 49)))
-        return x if abs(x) >= fout.min_subnormal and rng.random() < 0.75 else 0.0
-
-    ways = ["c", "chunks"] + (["product"] if 2 * fin.p >= fout.p + 1 else [])
-    e_lo = max(fout.emin, 2 * lo + fout.p + 2, -1074 + fout.p + 48)   # the tiny terms stay float64 values
-    e_hi = min(fout.emax - 1, 2 * fin.emax)
-    if e_hi < e_lo:
-        return A, B, C
-    for i in range(min(M, N)):
-        sign = -1.0 if rng.random() < 0.5 else 1.0
-        E = int(rng.integers(e_lo, e_hi + 1))
-        way = ways[int(rng.integers(len(ways)))]
-        terms: list[tuple[float, float]] = []
-        c = 0.0
-        if way == "product":          # odd significands whose product has exactly p_out + 1 bits
-            la = int(rng.integers(max(1, fout.p + 1 - fin.p), fin.p + 1))
-            lb = fout.p + 1 - la + int(rng.integers(0, 2))
-            lb = min(max(lb, 1), fin.p)
-            ia = int(rng.integers(2 ** (la - 1), 2 ** la)) | 1
-            ib = int(rng.integers(2 ** (lb - 1), 2 ** lb)) | 1
-            if (ia * ib).bit_length() != fout.p + 1:
-                continue
-            a, b = ia * 2.0 ** (E // 2 - la + 1), ib * 2.0 ** (E - E // 2 - lb + 1)
-            if not (in_fin(a) and in_fin(b)):
-                continue
-            terms = [(a, b)]
-            c = tiny(E + 1 - fout.p)
-        elif way == "c":              # c on the grid of the output, a product at its half ulp (1 +- 2^-d)
-            m = int(rng.integers(2 ** (fout.p - 1), 2 ** fout.p))
-            c = m * 2.0 ** (E - fout.p + 1)
-            d = int(rng.integers(1, 2 * fin.p))
-            scale = 1.0 + (-1.0 if rng.random() < 0.5 else 1.0) * 2.0 ** -d if rng.random() < 0.75 else 1.0
-            half = 2.0 ** (E - fout.p)
-            if scale == 1.0:
-                pair = split(half)
-            else:                     # half * scale as a * b: a = half's power times (1 +- 2^-d1) ...
-                d1 = min(d, fin.p - 1)
-                pa = 1.0 + math.copysign(2.0 ** -d1, scale - 1.0)
-                pb = scale / pa
-                pair = (pa * 2.0 ** (E - fout.p - (E - fout.p) // 2), pb * 2.0 ** ((E - fout.p) // 2))
-                if not (in_fin(pair[0]) and in_fin(pair[1])):
-                    pair = None
-            if pair is None:
-                continue
-            terms = [pair]
-            c = sign * c
-        else:                         # the tie's bits, fin.p at a time, from the top
-            T = 2 * int(rng.integers(2 ** (fout.p - 1), 2 ** fout.p)) + 1
-            unit = E - fout.p
-            for top in range(fout.p + 1, 0, -fin.p):
-                width = min(fin.p, top)
-                part = (T >> (top - width)) & ((1 << width) - 1)
-                if part:
-                    pair = split(part * 2.0 ** (unit + top - width))
-                    if pair is None:
-                        break
-                    terms.append(pair)
-            else:
-                c = tiny(unit + 1)
-            if c == 0.0 and len(terms) * fin.p < fout.p + 1 - fin.p:
-                continue
-        if len(terms) > K:
-            continue
-        for k, (a, b) in enumerate(terms):
-            A[i, k], B[k, i] = sign * a, b
-        C[i, i] = c
-    return A, B, C
-
-
-DISTRIBUTIONS = ("normal", "log-uniform", "bits", "cancellation", "sparse-tiny", "sparse", "carry", "ties")
+DISTRIBUTIONS = ("normal", "log-uniform", "bits", "cancellation", "sparse-tiny", "sparse", "carry")
 
 
 __all__ = ["same_outputs", "random_inputs", "DISTRIBUTIONS"]

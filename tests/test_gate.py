@@ -17,7 +17,7 @@ from fractions import Fraction
 import ml_dtypes
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import workbench
@@ -129,6 +129,7 @@ def assert_clear(err: Exception, name: str) -> None:
 # ------------------------------------------------------------------------- the gate
 @FUZZ
 @given(arrays_of_anything())
+@example(np.array([-(2**63)], dtype=np.int64))     # exact in float64; once refused (found by this test)
 def test_gate_accepts_exactly_or_refuses_clearly(x):
     try:
         got = real_array(x, "x")

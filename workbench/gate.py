@@ -147,8 +147,8 @@ def real_array(x: Any, name: str, *, ndim: Iterable[int] | None = None, finite: 
         out = arr.astype(np.float64)
         with np.errstate(invalid="ignore"):
             bad = out.astype(arr.dtype) != arr
-        if arr.dtype.itemsize >= 8:  # 2**63 (and 2**64) round-trip through float64 as int64 overflow
-            bad |= np.abs(out) >= 2.0 ** (63 if letter == "i" else 64)
+        if arr.dtype.itemsize >= 8:  # 2**63 (and 2**64) round-trip through float64 as int64 overflow;
+            bad |= out >= 2.0 ** (63 if letter == "i" else 64)      # -2**63 is exact (hypothesis found it refused)
         if bad.any():
             index = tuple(int(i) for i in np.unravel_index(int(np.flatnonzero(bad)[0]), arr.shape))
             raise _not_float64(name, index, int(arr[index]), "integer")

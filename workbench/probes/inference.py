@@ -572,11 +572,12 @@ def _revise(bb: BlackBox, model: Model | None, params: dict[str, Any], n_verify:
     tries = 0
     while survivors and tries < _MAX_TRIES:   # closest to the probes first
         p = survivors[0]
-        if model is None and p.get("zero_exponent") is None and Model(**p).operation.has_zero_exponent:
+        trial = Model(**p)
+        if model is None and trial.zero_exponent is None and trial.operation.has_zero_exponent:
             # without a proposal nothing probed the zero-operand exponent: probe it for this survivor
             ez, _ = _search_zero_exponent(bb, p, allow_sub, seed)
             p = {**p, "zero_exponent": ez}
-        trial = Model(**p)
+            trial = Model(**p)
         tries += 1
         cx = None
         for s in (seed, seed + 3 + tries, seed + 101 + tries):   # the final verification's seed, fresh ones

@@ -73,8 +73,8 @@ def _from_bits(bits: np.ndarray, fmt: str) -> torch.Tensor:
 
 
 def _round_to(x: np.ndarray, fmt: str) -> np.ndarray:
-    """Bits of x (float64) rounded to the format (tf32: to nearest via float32, then the
-    13 low bits cleared, which keeps the value exact only because we re-draw; see below)."""
+    """Bits of x (float64) rounded to nearest in the format (tf32: to float32, then to
+    nearest-even at bit 13 of its bits, the 13 low bits cleared; finite values only)."""
     dt, store, _, _ = FORMATS[fmt]
     if fmt == "tf32":
         t = torch.from_numpy(x.astype(np.float32))

@@ -86,18 +86,23 @@ def _pairs(draw):
 @settings(max_examples=3000, deadline=None)
 @given(pair=_pairs(), mode=st.sampled_from(MODES), flush=st.booleans())
 @example(pair=("fp16", (False, 1024, -24), (True, 1, -25)), mode="rne", flush=True)  # found by hypothesis
+@example(pair=("fp32", (True, 0, -20), (True, 0, 3)), mode="rne", flush=False)   # -0 + -0 = -0 (IEEE 754 Sec. 6.3)
+@example(pair=("fp16", (False, 3, -20), (True, 3, -20)), mode="rd", flush=False)  # x - x = -0 rounding down
 def test_add_round_and_exact_add(pair, mode: str, flush: bool) -> None:
     fmt, (n1, m1, q1), (n2, m2, q2) = pair
     x1 = Fraction(-m1 if n1 else m1) * Fraction(2) ** q1
     x2 = Fraction(-m2 if n2 else m2) * Fraction(2) ** q2
     want = _want(x1 + x2, fmt, mode, flush)
+    if x1 + x2 == 0:    # IEEE 754-2019 Sec. 6.3: -0 + -0 = -0; any other exact zero +0, -0 rounding down
+        both_negative_zeros = m1 == 0 and m2 == 0 and n1 and n2
+        want = -0.0 if both_negative_zeros or (mode == "rd" and not (m1 == 0 and m2 == 0 and n1 == n2)) else 0.0
     args = _args(fmt, mode, flush)
     got = _value(*ops.add_round(n1, np.int64(m1), np.int64(q1), n2, np.int64(m2), np.int64(q2), *args))
     assert _same(got, want, flush), ("add_round", pair, mode, flush, got, want)
     # exact_add takes float64 operands; they must lie in the format (as the kernels' do)
     if all(x == 0 or abs(x) >= Fraction(F.format(fmt).min_subnormal) for x in (x1, x2)):
         a, b = float(x1), float(x2)
-        if n1 and m1 == 0:
-            a = -0.0
+        a = -0.0 if n1 and m1 == 0 else a
+        b = -0.0 if n2 and m2 == 0 else b
         got2 = kernels.exact_add(a, b, *args)
         assert _same(got2, want, flush), ("exact_add", pair, mode, flush, got2, want)

@@ -34,7 +34,7 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
 
-from ..formats import RNE, FloatFormat
+from ..formats import RD, RNE, FloatFormat
 from .nans import fma_nan
 from .ops import (
     NEG_BIG,
@@ -148,13 +148,21 @@ def _fused(sa, ea, sb, eb, i, j, k0, L, g, ng, fp, F, ez, use_ez, sticky,
 def exact_add(a, b, p, emin, emax, mode, flush):
     """Correctly rounded a + b (float64 operands exactly in a <= 53-bit format) to the
     format (p, emin, emax): the float64 sum and its TwoSum error give a round-to-odd
-    value with 2 more bits than needed, which then rounds correctly in any mode."""
+    value with 2 more bits than needed, which then rounds correctly in any mode.
+
+    An exact zero sum has the sign IEEE 754-2019 Sec. 6.3 gives it: the common sign
+    of two zeros of one sign (-0 + -0 = -0), otherwise +0, or -0 when rounding down
+    (``mode`` RD) - the adder after the products (c late, the fp32 accumulator of
+    promoted chains) is an IEEE adder; :func:`workbench.engine.ops.add_round` is the
+    lane kernels' twin with the same rule."""
     if a != a or b != b or math.isinf(a) or math.isinf(b):
         r = a + b
         return r
     s = a + b
     if s == 0.0:
-        return 0.0
+        if a == 0.0 and b == 0.0 and math.copysign(1.0, a) == math.copysign(1.0, b):
+            return a
+        return -0.0 if mode == RD else 0.0
     bb = s - a
     err = (a - (s - bb)) + (b - bb)
     m, e = math.frexp(s)
@@ -460,7 +468,7 @@ def lanes_from_c(acc, i, j0, nl, row_special, col_special, mc, eminc, neg, mag, 
         q[u] = 0
         if not bad[u]:
             c_sig, c_exp = decompose_one(c, mc, eminc, False)
-            neg[u] = c_sig < 0
+            neg[u] = c_sig < 0 or math.copysign(1.0, c) < 0     # -0 keeps its sign (c late adds it)
             mag[u] = -c_sig if c_sig < 0 else c_sig
             q[u] = c_exp - mc
 

@@ -399,7 +399,10 @@ def add_round(neg1, m1, q1, neg2, m2, q2, p, emin, emax, mode, flush_sub):
     addend with the higher leading bit is placed with its top bit at bit 60, the
     other aligned to it with its lost bits kept as a sticky half-unit (so that no
     rounding boundary can separate the kept sum from the exact one).  Branch-free,
-    for the lane kernel's late addition of c (Khattak-Mikaitis Table II)."""
+    for the lane kernel's late addition of c (Khattak-Mikaitis Table II).  An exact
+    zero sum is signed as IEEE 754-2019 Sec. 6.3 says (the rule of
+    :func:`workbench.engine.kernels.exact_add`): two zeros of one sign keep it,
+    otherwise +0, or -0 in mode RD."""
     t1 = bit_length(m1) + q1 if m1 != 0 else np.int64(NEG_BIG)
     t2 = bit_length(m2) + q2 if m2 != 0 else np.int64(NEG_BIG)
     swap = t2 > t1
@@ -411,7 +414,10 @@ def add_round(neg1, m1, q1, neg2, m2, q2, p, emin, emax, mode, flush_sub):
     small = (t << 1) | (1 if lost else 0)
     big = (mb << lb) << 1
     S = (-big if nb else big) + (-small if ns else small)
-    return round_int(S, scale - 1, p, emin, emax, mode, flush_sub)
+    neg, keep, q, inf = round_int(S, scale - 1, p, emin, emax, mode, flush_sub)
+    same_zeros = (m1 == 0) & (m2 == 0) & (neg1 == neg2)
+    zero_neg = neg1 if same_zeros else (mode == RD)
+    return (zero_neg if S == 0 else neg), keep, q, inf
 
 
 @numba.njit(cache=True)

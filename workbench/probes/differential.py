@@ -1,6 +1,8 @@
 """Randomised differential testing of a black box against a model: the random inputs
 (Xie et al. 2025 Section 3.1.4: normal, log-uniform, random bit patterns, cancelling
-sparse tiny data, a few terms next to a larger c, sums that carry into the next binade) and the bitwise comparison of outputs.  Shared by the
+sparse tiny data, a few terms next to a larger c, sums that carry into the next binade,
+sums that are ties of the output format next to a tiny term) and the bitwise comparison of
+outputs.  Shared by the
 verification (:mod:`workbench.probes.inference`) and the model-space search
 (:mod:`workbench.probes.search`)."""
 from __future__ import annotations
@@ -59,6 +61,8 @@ def random_inputs(distribution: str, rng: np.random.Generator, fin: _formats.Flo
         C = np.zeros((M, N))
     elif distribution in ("sparse", "carry"):
         A, B, C = _few_terms(distribution == "carry", rng, fin, fout, M, K, N, rnd)
+    elif distribution == "ties":
+        A, B, C = _ties(rng, fin, fout, M, K, N)
     else:
         raise ValueError(f"unknown distribution {distribution!r}")
     return A, B, C
@@ -93,6 +97,7 @@ def _few_terms(carry: bool, rng: np.random.Generator, fin: _formats.FloatFormat,
     lift[near] = np.clip(math.ceil(lo) + 2 - top[near], 0, max(-fin.emin, 0))
     sign = np.where(rng.random(M) < 0.5, -1.0, 1.0)    # one sign per row of A (carry)
     A = np.zeros((M, K))
+    tiny_b: dict[int, tuple[int, int]] = {}     # rows of three large products: (small one's place, B's exponent)
     for i in range(M):
         if carry:   # the last product, or the last two when K is even: in the last block whatever L is
             where = np.arange(K - (2 if K % 2 == 0 and K > 1 and rng.random() < 0.5 else 1), K)
@@ -100,25 +105,152 @@ def _few_terms(carry: bool, rng: np.random.Generator, fin: _formats.FloatFormat,
             where = rng.choice(K, size=min(K, int(rng.integers(1, 5))), replace=False)
         e = top[i] - np.concatenate(([0], rng.integers(0, span, size=where.size - 1)))
         s = sign[i] if carry else np.where(rng.random(where.size) < 0.5, -1.0, 1.0)
-        A[i, where] = s * (1 + rng.random(where.size)) * np.exp2(e + lift[i])
+        sig = 1 + rng.random(where.size)
+        if carry and K % 4 == 0 and i < N and rng.random() < 0.5:
+            # three products of one exponent with significands in [2.7, 4) and a small one of the
+            # other sign in the last four places (one block for every L >= 4 dividing K): the
+            # products alone carry three binades past their exponent, and the fused sum holds
+            # bits below the output's last one that only the final rounding decides (a unit's
+            # rne and rz parted so: fp8 -> fp32, L 8, F 21, c late); B's entries set below
+            where = np.arange(K - 4, K)
+            small = int(rng.integers(4))
+            e = np.full(4, top[i])
+            d = int(rng.integers(fout.p // 2, span))
+            e[small] = top[i] - (d + 1) // 2           # the rest of 2^-d below, in B's entry
+            tiny_b[i] = (small, d // 2)
+            s = np.full(4, sign[i])
+            s[small] = -sign[i]
+            sig = 1.65 + 0.35 * rng.random(4)
+        A[i, where] = s * sig * np.exp2(e + lift[i])
     A = rnd(A, fin)
     lift_b = np.zeros(N)
     lift_b[:min(M, N)] = lift[:N]
-    B = rnd((1 + rng.random((K, N))) * np.exp2(rng.integers(0, 2, size=(K, N)) - lift_b), fin)
+    B = (1 + rng.random((K, N))) * np.exp2(rng.integers(0, 2, size=(K, N)) - lift_b)
+    for i, (small, down) in tiny_b.items():
+        B[K - 4:, i] = (1.65 + 0.35 * rng.random(4)) * np.exp2(-lift_b[i])
+        B[K - 4 + small, i] *= 2.0 ** -down
+    B = rnd(B, fin)
     if not carry:
         B *= np.where(rng.random((K, N)) < 0.5, -1.0, 1.0)
         ec = np.minimum(top[:, None] + rng.integers(-span, span, size=(M, N)), fout.emax + 1)
-        C = np.where(rng.random((M, N)) < 0.25, 0.0, np.where(rng.random((M, N)) < 0.5, -1.0, 1.0)
-                     * (1 + rng.random((M, N))) * np.exp2(ec))
+        with np.errstate(over="ignore"):          # 2^(emax + 1) of fp64 is inf: zeroed below
+            C = np.where(rng.random((M, N)) < 0.25, 0.0, np.where(rng.random((M, N)) < 0.5, -1.0, 1.0)
+                         * (1 + rng.random((M, N))) * np.exp2(ec))
     else:   # a power of two above the products less u times their sum: c + sum crosses it when u < 1
         P = A @ B
         mag = np.exp2(np.ceil(np.log2(np.where(P == 0, 1.0, np.abs(P)))) + rng.integers(1, span // 2, size=(M, N)))
         C = np.where(P == 0, 0.0, np.sign(P) * mag - rng.uniform(0.5, 1.5, size=(M, N)) * P)
+    for i in tiny_b:
+        C[i, i] = 0.0                               # the products alone carry
     C[~(np.abs(C) < fout.max)] = 0.0              # beyond the output's range (inf for fp64 included)
     return A, B, rnd(C, fout)
 
 
-DISTRIBUTIONS = ("normal", "log-uniform", "bits", "cancellation", "sparse-tiny", "sparse", "carry")
+def _ties(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _formats.FloatFormat, M: int, K: int,
+          N: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Row i of A with column i of B: a dot product whose exact value is a tie of the
+    output format (halfway between two neighbours) or a tie moved by a tiny amount,
+    built in one of three ways chosen at random per row:
+
+    * ``product``: one product a * b whose p_out + 1 significant bits end in the half-ulp
+      bit (where 2 p_in >= p_out + 1), next to c = +-2^-d of its ulp (d up to 48) or 0;
+    * ``c``: c a random value of the output, one product its half ulp times
+      (1 +- 2^-d) (d below 2 p_in) or exactly its half ulp;
+    * ``chunks``: the tie's bits split into chunks of ``fin``'s precision over the
+      first products (each chunk times a power of two), c tiny or 0.
+
+    Units that differ only in how many bits below the output's last one a fused sum
+    keeps (F wider than the output, a sticky bit) or in how ties are broken part only
+    on such inputs: a unit with one product per block and F = 22 or 30 on bf16 -> fp16
+    parted on about one random input in 20,000 of the other distributions.  Other pairs
+    (i, j) and rows past N are zero."""
+    A, B, C = np.zeros((M, K)), np.zeros((K, N)), np.zeros((M, N))
+    lo = fin.emin - (fin.p - 1 if fin.subnormals else 0)        # the smallest power of two in fin
+
+    def in_fin(x: float) -> bool:
+        return x == 0 or _formats.round(np.array([x]), fin, "rne")[0] == x
+
+    def split(v: float) -> tuple[float, float] | None:
+        """v = a * b with a, b in fin, b a power of two (None when the ranges do not allow)."""
+        if v == 0.0 or not math.isfinite(v):
+            return None
+        top = math.floor(math.log2(abs(v)))
+        for e in (min(max(top - fin.emax // 2, lo), fin.emax), min(max(top, lo), fin.emax), 0):
+            if in_fin(v / 2.0 ** e) and in_fin(2.0 ** e):
+                return v / 2.0 ** e, 2.0 ** e
+        return None
+
+    def tiny(ulp_e: int) -> float:
+        x = (-1.0 if rng.random() < 0.5 else 1.0) * 2.0 ** (ulp_e - int(rng.integers(1, 49)))
+        return x if abs(x) >= fout.min_subnormal and rng.random() < 0.75 else 0.0
+
+    ways = ["c", "chunks"] + (["product"] if 2 * fin.p >= fout.p + 1 else [])
+    e_lo = max(fout.emin, 2 * lo + fout.p + 2, -1074 + fout.p + 48)   # the tiny terms stay float64 values
+    e_hi = min(fout.emax - 1, 2 * fin.emax)
+    if e_hi < e_lo:
+        return A, B, C
+    for i in range(min(M, N)):
+        sign = -1.0 if rng.random() < 0.5 else 1.0
+        E = int(rng.integers(e_lo, e_hi + 1))
+        way = ways[int(rng.integers(len(ways)))]
+        terms: list[tuple[float, float]] = []
+        c = 0.0
+        if way == "product":          # odd significands whose product has exactly p_out + 1 bits
+            la = int(rng.integers(max(1, fout.p + 1 - fin.p), fin.p + 1))
+            lb = fout.p + 1 - la + int(rng.integers(0, 2))
+            lb = min(max(lb, 1), fin.p)
+            ia = int(rng.integers(2 ** (la - 1), 2 ** la)) | 1
+            ib = int(rng.integers(2 ** (lb - 1), 2 ** lb)) | 1
+            if (ia * ib).bit_length() != fout.p + 1:
+                continue
+            a, b = ia * 2.0 ** (E // 2 - la + 1), ib * 2.0 ** (E - E // 2 - lb + 1)
+            if not (in_fin(a) and in_fin(b)):
+                continue
+            terms = [(a, b)]
+            c = tiny(E + 1 - fout.p)
+        elif way == "c":              # c on the grid of the output, a product at its half ulp (1 +- 2^-d)
+            m = int(rng.integers(2 ** (fout.p - 1), 2 ** fout.p))
+            c = m * 2.0 ** (E - fout.p + 1)
+            d = int(rng.integers(1, 2 * fin.p))
+            scale = 1.0 + (-1.0 if rng.random() < 0.5 else 1.0) * 2.0 ** -d if rng.random() < 0.75 else 1.0
+            half = 2.0 ** (E - fout.p)
+            if scale == 1.0:
+                pair = split(half)
+            else:                     # half * scale as a * b: a = half's power times (1 +- 2^-d1) ...
+                d1 = min(d, fin.p - 1)
+                pa = 1.0 + math.copysign(2.0 ** -d1, scale - 1.0)
+                pb = scale / pa
+                pair = (pa * 2.0 ** (E - fout.p - (E - fout.p) // 2), pb * 2.0 ** ((E - fout.p) // 2))
+                if not (in_fin(pair[0]) and in_fin(pair[1])):
+                    pair = None
+            if pair is None:
+                continue
+            terms = [pair]
+            c = sign * c
+        else:                         # the tie's bits, fin.p at a time, from the top
+            T = 2 * int(rng.integers(2 ** (fout.p - 1), 2 ** fout.p)) + 1
+            unit = E - fout.p
+            for top in range(fout.p + 1, 0, -fin.p):
+                width = min(fin.p, top)
+                part = (T >> (top - width)) & ((1 << width) - 1)
+                if part:
+                    pair = split(part * 2.0 ** (unit + top - width))
+                    if pair is None:
+                        break
+                    terms.append(pair)
+            else:
+                c = tiny(unit + 1)
+            if c == 0.0 and len(terms) * fin.p < fout.p + 1 - fin.p:
+                continue
+        if len(terms) > K:
+            continue
+        for k, (a, b) in enumerate(terms):
+            A[i, k], B[k, i] = sign * a, b
+        C[i, i] = c
+    return A, B, C
+
+
+DISTRIBUTIONS = ("normal", "log-uniform", "bits", "cancellation", "sparse-tiny", "sparse", "carry", "ties")
 
 
 __all__ = ["same_outputs", "random_inputs", "DISTRIBUTIONS"]

@@ -15,6 +15,8 @@ from fractions import Fraction
 import ml_dtypes
 import numpy as np
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 import workbench
 from workbench.formats import FloatFormat, ROUNDING_MODES
@@ -429,3 +431,50 @@ def test_is_representable_special_values():
     assert workbench.is_representable(x, "fp16").tolist() == [True, True, True, True, True, True]
     assert workbench.is_representable(x, "fp8_e4m3fnuz").tolist() == [True, False, True, False, False, True]
     assert workbench.is_representable(x, "fp4_e2m1").tolist() == [False, False, True, False, False, False]
+
+
+@settings(max_examples=400, deadline=None)
+@given(name=st.sampled_from(["fp16", "bf16", "tf32", "fp8_e4m3", "fp8_e5m2", "fp8_e4m3fnuz", "fp6_e2m3",
+                             "fp4_e2m1", "fp32"]),
+       mode=st.sampled_from(DETERMINISTIC), below=st.integers(-3, 80), frac=st.floats(0.0, 1.0),
+       negative=st.booleans())
+@example(name="fp8_e4m3fnuz", mode="rd", below=30, frac=0.0, negative=True)
+@example(name="fp16", mode="rne", below=1, frac=0.0, negative=False)   # exactly half the smallest quantum
+def test_values_at_and_far_below_the_smallest_subnormal_match_the_fraction_reference(name, mode, below, frac,
+                                                                                      negative):
+    # |x| = 2**(q - below) * (1 + frac), q the exponent of the smallest subnormal: the fast
+    # path rounds values a whole quantum or more below it to 0 or the quantum directly
+    f = workbench.format(name)
+    x = math.ldexp(1.0 + frac, f.emin - f.p + 1 - below)
+    x = -x if negative and f.signed else x
+    got = float(workbench.round(np.array([x]), f, mode)[0])
+    want = reference_round(x, f, mode)
+    assert got == want and np.signbit(got) == np.signbit(want), (x, got, want)
+
+
+_any_float = st.one_of(
+    st.floats(width=64),                                               # anything, NaN and Inf included
+    st.floats(min_value=-1e6, max_value=1e6),                          # the formats' normal range
+    st.floats(min_value=-1e-30, max_value=1e-30),                      # subnormals and far below
+    st.sampled_from([0.0, -0.0, 65504.0, 65520.0, 2.0**-24, 2.0**-25, 3 * 2.0**-26, 448.0, 464.0, 57344.0]),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(name=st.sampled_from(["fp16", "bf16", "tf32", "fp8_e4m3", "fp8_e5m2", "fp8_e4m3fnuz", "fp8_e5m2fnuz",
+                             "fp6_e3m2", "fp4_e2m1", "e8m13", "fp32"]),
+       mode=st.sampled_from(DETERMINISTIC), subnormals=st.booleans(), saturate=st.booleans(),
+       xs=st.lists(_any_float, min_size=1, max_size=40))
+def test_arrays_of_mixed_values_match_the_fraction_reference(name, mode, subnormals, saturate, xs):
+    # the rounding runs a vectorised pass and then handles what it left element by element:
+    # a mixed array takes both, in one call
+    f = workbench.format(name)
+    x = np.array(xs)
+    if f.special == "none":
+        x = x[~np.isnan(x)]
+        if not saturate:
+            x = x[np.isfinite(x)]
+    got = workbench.round(x, f, mode, subnormals=subnormals, saturate=saturate)
+    want = np.array([reference_round(v, f, mode, subnormals=subnormals, saturate=saturate) for v in x])
+    same = ((got == want) & (np.signbit(got) == np.signbit(want))) | (np.isnan(got) & np.isnan(want))
+    assert same.all(), f"x={x[~same][:4]} got {got[~same][:4]} want {want[~same][:4]}"

@@ -449,6 +449,7 @@ def _round_one(x, p, emin, emax_q, max_sig, mode, sub, ovf, sat, ufl_min, u):
 
 
 _ABS_MASK = np.int64(0x7FFFFFFFFFFFFFFF)
+_MANT_MASK = np.int64(0x000FFFFFFFFFFFFF)
 
 
 @numba.njit(cache=True, inline="always")
@@ -505,24 +506,114 @@ def _round_kernel(x, out, p, emin, emax_q, max_sig, mode, sub, ovf, sat, ufl_min
                         sub, ovf, sat, ufl_min, nozero_sign, rand)
 
 
+#: Elements per task of :func:`_round_kernel_views` (a branch-free pass, then its exceptions).
+_ROUND_CHUNK = 4096
+
+
+@numba.njit(cache=True, inline="always")
+def _mode_increments(mode):
+    """The rounding mode as the coefficients :func:`_round_bits_vector` combines without
+    branches: ``(half, minus_one, last_bit, mask_if_negative, mask_if_positive, odd)``.
+    The increment added below the quantum is ``half * h - m + last_bit * l`` plus the
+    whole mask on the side the mode rounds away from zero; round to odd sets the last
+    bit of an inexact result instead."""
+    if mode == RNE:
+        return 1, 1, 1, 0, 0, 0
+    if mode == RNA:
+        return 1, 0, 0, 0, 0, 0
+    if mode == RNZ:
+        return 1, 1, 0, 0, 0, 0
+    if mode == RD:
+        return 0, 0, 0, 1, 0, 0
+    if mode == RU:
+        return 0, 0, 0, 0, 1, 0
+    if mode == RA:
+        return 0, 0, 0, 1, 1, 0
+    if mode == RO:
+        return 0, 0, 0, 0, 0, 1
+    return 0, 0, 0, 0, 0, 0     # RZ (and SR, which the vectorised pass leaves)
+
+
+@numba.njit(cache=True, inline="always")
+def _round_bits_vector(ab, p, emin, neg, h, m1, lb, away_neg, away_pos, odd, normal_ok, largest_bits):
+    """:func:`_round_bits_fast` without branches, and more,
+    for the vectorised pass: ``(bits, ok)``, ``bits`` the rounded magnitude where
+    ``ok``.  The rounding adds an increment below the quantum (:func:`_mode_increments`;
+    ties to even: half - 1 plus the last kept bit) and clears the bits under it, the
+    carry running into the exponent field; a value a whole quantum or more below the
+    smallest subnormal becomes 0 or that quantum (at half of it only when its
+    significand is 1); a zero stays.  ``ok`` is False for what the element-wise path
+    handles: float64 subnormals, Inf/NaN, values below emin in a format without
+    subnormals, stochastic rounding and overflow (``normal_ok`` bit 0: subnormals,
+    bit 1: not SR, bit 2: zero allowed)."""
+    expf = ab >> 52
+    e = expf - 1023
+    under = emin - e
+    d = 53 - p + (under if under > 0 else 0)
+    dc = d if d > 0 else 0
+    dc = dc if dc < 52 else 52
+    one = np.int64(1)
+    mask = (one << dc) - 1
+    half = (one << dc) >> 1
+    lsb = ((ab >> dc) & 1) | (1 if dc == 52 else 0)   # at d = 52 the kept bit is the implicit one
+    low = ab & mask
+    away = away_neg if neg else away_pos
+    inc = h * half - m1 + lb * lsb + away * mask
+    inc = inc if dc > 0 else np.int64(0)
+    rb = (ab + inc) & ~mask
+    rb = rb | ((one << dc) if (odd != 0) & (low != 0) & (dc < 52) else np.int64(0))   # at 52 odd already
+    mant_zero = (ab & _MANT_MASK) == 0
+    # below the smallest quantum: up past half (ties: to even 0, away for RNA), always (RA, RO) or by sign
+    up_below = (d == 53) & ((h != 0) & ((not mant_zero) | (m1 == 0))) | (away != 0) | (odd != 0)
+    qe = emin - p + 1
+    rb = (np.int64(qe + 1023) << 52 if up_below else np.int64(0)) if d > 52 else rb
+    zero = ab == 0
+    rb = np.int64(0) if zero else rb
+    sub = (normal_ok & 1) != 0
+    normal = (expf != 0) & (expf != 2047) & ((under <= 0) | sub) & ((d <= 52) | (qe >= -1022))
+    ok = (normal | (zero & ((normal_ok & 4) != 0))) & ((normal_ok & 2) != 0) & (rb <= largest_bits)
+    return rb, ok
+
+
 @numba.njit(cache=True, parallel=True)
 def _round_kernel_views(x, xb, out, ob, p, emin, emax_q, max_sig, mode, sub, ovf, sat, ufl_min,
                         nozero_sign, rand):
     largest = math.ldexp(max_sig, emax_q)
     largest_bits = _float_bits(largest)  # positive floats order like their bit patterns
-    for i in numba.prange(x.size):
-        u = rand[i] if rand.size > 0 else 0.0
-        bits = xb[i]
-        ab = bits & _ABS_MASK
-        expf = ab >> 52
-        rb = np.int64(-1)
-        if expf != 0 and expf != 2047:
-            rb = _round_bits_fast(ab, p, emin, mode, sub, bits < 0, u)
-        if rb >= 0 and rb <= largest_bits:
-            ob[i] = rb | (bits & ~_ABS_MASK)
-        else:
-            out[i] = _round_special_or_general(x[i], p, emin, emax_q, max_sig, largest, mode, sub, ovf,
-                                               sat, ufl_min, nozero_sign, u)
+    n = x.size
+    h, m1, lb, away_neg, away_pos, odd = _mode_increments(mode)
+    flags = (1 if sub else 0) | (2 if mode != SR else 0) | (0 if ufl_min else 4)
+    sign_of_zero = np.int64(0) if nozero_sign else ~_ABS_MASK
+    for c in numba.prange((n + _ROUND_CHUNK - 1) // _ROUND_CHUNK):
+        lo = c * _ROUND_CHUNK
+        hi = min(n, lo + _ROUND_CHUNK)
+        exceptions = 0
+        for i in range(lo, hi):        # branch-free: vectorises
+            bits = xb[i]
+            rb, ok = _round_bits_vector(bits & _ABS_MASK, p, emin, bits < 0, h, m1, lb, away_neg, away_pos, odd,
+                                        flags, largest_bits)
+            ob[i] = rb | (bits & (~_ABS_MASK if rb != 0 else sign_of_zero))
+            exceptions += 0 if ok else 1
+        if exceptions == 0:
+            continue
+        for i in range(lo, hi):        # the elements the pass left, one by one
+            bits = xb[i]
+            ab = bits & _ABS_MASK
+            if _round_bits_vector(ab, p, emin, bits < 0, h, m1, lb, away_neg, away_pos, odd, flags,
+                                  largest_bits)[1]:
+                continue
+            u = rand[i] if rand.size > 0 else 0.0
+            expf = ab >> 52
+            rb = np.int64(-1)
+            if expf != 0 and expf != 2047:
+                rb = _round_bits_fast(ab, p, emin, mode, sub, bits < 0, u)
+            elif ab == 0 and not ufl_min:      # a zero stays (+0 in formats without -0)
+                rb = np.int64(0)
+            if rb >= 0 and rb <= largest_bits:
+                ob[i] = rb | (bits & ~_ABS_MASK) if (rb != 0 or not nozero_sign) else np.int64(0)
+            else:
+                out[i] = _round_special_or_general(x[i], p, emin, emax_q, max_sig, largest, mode, sub, ovf,
+                                                   sat, ufl_min, nozero_sign, u)
 
 
 @numba.njit(cache=True)

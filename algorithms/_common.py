@@ -11,7 +11,7 @@ operands once.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -94,7 +94,7 @@ def split(X: np.ndarray, fmt: str, words: int, *, mode: str = "rne", scale: floa
     return out
 
 
-def chain(model: Model, pairs: Sequence[tuple[np.ndarray, np.ndarray]], C: np.ndarray | None = None, *,
+def chain(model: Model, pairs: Iterable[tuple[np.ndarray, np.ndarray]], C: np.ndarray | None = None, *,
           order: str = "sequential", input_rounding: str | None = None, device: str = "cpu") -> np.ndarray:
     """The unit's accumulation of ``sum_l X_l @ Y_l + C`` over ``pairs``, in the given term order.
 
@@ -106,7 +106,8 @@ def chain(model: Model, pairs: Sequence[tuple[np.ndarray, np.ndarray]], C: np.nd
     the accumulator input of the first block; result as float64 holding fp32 values.
     ``input_rounding`` is passed to :func:`workbench.gemm` (how the unit converts
     words wider than its input format; ``None``: they must be representable);
-    ``device`` says where those calls run (``"cpu"`` or ``"cuda"``).
+    ``device`` says where those calls run (``"cpu"`` or ``"cuda"``).  ``pairs`` may be
+    a generator: the sequential order takes one pair at a time, so only one is in memory.
     """
     if order not in ORDERS:
         raise ValueError(f"order={order!r}: expected one of {ORDERS}")
@@ -115,6 +116,7 @@ def chain(model: Model, pairs: Sequence[tuple[np.ndarray, np.ndarray]], C: np.nd
         for X, Y in pairs:     # in the memory of one product (a 6-word product at K = 10^6 needs 21x less)
             D = matmul.gemm(X, Y, D, model=model, input_rounding=input_rounding, device=device)
         return np.asarray(D, dtype=np.float64)
+    pairs = list(pairs)
     M, K = pairs[0][0].shape
     N = pairs[0][1].shape[1]
     L = model.L

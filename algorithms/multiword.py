@@ -39,6 +39,8 @@ Mikaitis and the toolbox README).  The ``alpha * A_j`` rounding inside GEMM.m se
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 from workbench import formats, matmul
@@ -156,10 +158,15 @@ def multiword(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.Array
     Bw = split(B64 * Ms[None, :], wf.name, p, mode=split_rounding, scale=1.0 / u, name="B")
     idx = [(j, k) for j in range(1, p + 1) for k in range(1, p + 1) if products == "all" or j + k <= p + 1]
     if alpha_placement == "input":
-        pairs = [(u ** (j + k - 2) * Aw[j - 1], Bw[k - 1]) for j, k in idx]   # exact in float64
-        if input_rounding is None:   # GEMM.m rounds the alpha-scaled words itself, to nearest even
-            pairs = [(formats.round(X, unit_fmt, "rne"), Y) for X, Y in pairs]
-        Cs = chain(model, pairs, order=order, input_rounding=input_rounding, device=device)
+        def scaled_pairs() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+            """(alpha A_j, B_k) one at a time: a 6-word product at K = 10^6 holds one, not 21."""
+            for j, k in idx:
+                X = u ** (j + k - 2) * Aw[j - 1]   # exact in float64
+                if input_rounding is None:         # GEMM.m rounds the alpha-scaled words itself, to nearest even
+                    X = formats.round(X, unit_fmt, "rne")
+                yield X, Bw[k - 1]
+
+        Cs = chain(model, scaled_pairs(), order=order, input_rounding=input_rounding, device=device)
     else:
         Cs = np.zeros((A64.shape[0], B64.shape[1]))
         for j, k in idx:

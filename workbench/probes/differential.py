@@ -8,7 +8,8 @@ verification (:mod:`workbench.probes.inference`) and the model-space search
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -170,16 +171,6 @@ def _ties(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _formats.Fl
     def in_fin(x: float) -> bool:
         return x == 0 or _formats.round(np.array([x]), fin, "rne")[0] == x
 
-    def split(v: float) -> tuple[float, float] | None:
-        """v = a * b with a, b in fin, b a power of two (None when the ranges do not allow)."""
-        if v == 0.0 or not math.isfinite(v):
-            return None
-        top = math.floor(math.log2(abs(v)))
-        for e in (min(max(top - fin.emax // 2, lo), fin.emax), min(max(top, lo), fin.emax), 0):
-            if in_fin(v / 2.0 ** e) and in_fin(2.0 ** e):
-                return v / 2.0 ** e, 2.0 ** e
-        return None
-
     def tiny(ulp_e: int) -> float:
         x = (-1.0 if rng.random() < 0.5 else 1.0) * 2.0 ** (ulp_e - int(rng.integers(1, 49)))
         return x if abs(x) >= fout.min_subnormal and rng.random() < 0.75 else 0.0
@@ -215,7 +206,7 @@ def _ties(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _formats.Fl
             scale = 1.0 + (-1.0 if rng.random() < 0.5 else 1.0) * 2.0 ** -d if rng.random() < 0.75 else 1.0
             half = 2.0 ** (E - fout.p)
             if scale == 1.0:
-                pair = split(half)
+                pair = as_product(half, fin)
             else:                     # half * scale as a * b: a = half's power times (1 +- 2^-d1) ...
                 d1 = min(d, fin.p - 1)
                 pa = 1.0 + math.copysign(2.0 ** -d1, scale - 1.0)
@@ -234,7 +225,7 @@ def _ties(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _formats.Fl
                 width = min(fin.p, top)
                 part = (T >> (top - width)) & ((1 << width) - 1)
                 if part:
-                    pair = split(part * 2.0 ** (unit + top - width))
+                    pair = as_product(part * 2.0 ** (unit + top - width), fin)
                     if pair is None:
                         break
                     terms.append(pair)
@@ -250,7 +241,106 @@ def _ties(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _formats.Fl
     return A, B, C
 
 
+def as_product(v: float, fin: _formats.FloatFormat) -> tuple[float, float] | None:
+    """``v = a * b`` with ``a``, ``b`` values of ``fin`` and ``b`` a power of two (the
+    exponent shared between them when the range allows), or None."""
+    if v == 0.0 or not math.isfinite(v):
+        return None
+    lo = fin.emin - (fin.p - 1 if fin.subnormals else 0)
+    top = math.floor(math.log2(abs(v)))
+    for e in (min(max(top - fin.emax // 2, lo), fin.emax), min(max(top, lo), fin.emax), 0):
+        a, b = v / 2.0 ** e, 2.0 ** e
+        if _formats.is_representable(np.array([a, b]), fin).all():
+            return a, b
+    return None
+
+
+def window_edges(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _formats.FloatFormat,
+                 windows: Sequence[int], rows: int, K: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Dot products (``rows`` of length ``K``, with c) that part alignment windows of
+    the widths ``windows`` from one bit more: a large term X (c; or, for units that
+    add c late or re-align sums, one product or two halves of it in random places, so
+    that sums of groups carry into X's binade), often a product at X's half ulp (a tie
+    of the output), and a tiny product of either sign at ``2^(E - w - 1 + j)``, j in
+    -2..1, E the exponent of X, w a width drawn from ``windows``: a window of w
+    fractional bits drops it where one of w + 1 keeps it, and it decides the rounding
+    of the tie (or, without the half-ulp product, of the exact X in a directed mode).
+    Half the rows with X in c instead cancel it with a product P down to a small R
+    whose last bits are the tiny term's (TR-/GTR-FDPA re-align the products' sum and
+    c to F2 bits: F2 and F2 + 1 part only after such a cancellation).
+    Units whose F (or F2, or the groups' F) differ by one part there and, rarely,
+    anywhere else (fp8 -> fp16, one block of two products, F = 30 against 31: about
+    one random input in 20,000).  Rows that the formats' ranges cannot build are left
+    zero."""
+    a, b, c = np.zeros((rows, K)), np.zeros((rows, K)), np.zeros(rows)
+    if not windows or K < 2:
+        return a, b, c
+    lo = fin.emin - (fin.p - 1 if fin.subnormals else 0)    # the smallest power of two in fin
+    e_hi = min(fout.emax - 1, 2 * fin.emax)
+    for i in range(rows):
+        w = int(windows[int(rng.integers(len(windows)))])
+        e_lo = max(fout.emin + 1, 2 * lo + w + 1, -1074 + fout.p + 60)   # the tiny product can exist
+        if e_hi < e_lo:
+            continue
+        E = int(rng.integers(e_lo, e_hi + 1))
+        big = 0 if K < 3 else int(rng.integers(0, 3))             # X in c, in one product, in two
+        bits = fout.p if big == 0 else fin.p                       # a product holds fin.p bits
+        X = float(rng.integers(2 ** (bits - 1), 2 ** bits)) * 2.0 ** (E - bits + 1)
+        X = -X if rng.random() < 0.5 else X
+        half = math.copysign(2.0 ** (E - fout.p), X) if rng.random() < 0.75 else 0.0
+        tiny = (-1.0 if rng.random() < 0.5 else 1.0) * 2.0 ** (E - w - 1 + int(rng.integers(-2, 2)))
+        terms = [] if big == 0 else [X] if big == 1 else [X / 2, X / 2]
+        terms += [t for t in (half, tiny) if t != 0.0]
+        pairs = [as_product(t, fin) for t in terms]
+        if big == 0 and rng.random() < 0.5:
+            # c = R - P: a product P cancels c down to R, whose ulps reach the tiny term.  P's
+            # significands are both 1.5 or more, so its unnormalised exponent E - 1 is one below
+            # c's: TR-/GTR-FDPA re-align the products' sum (F bits below E - 1) to c's exponent
+            # with F2 bits, so F2 = F cuts the sum's last bit and F2 = F + 1 keeps it
+            ma, mb = (float(rng.integers(3 * 2 ** (fin.p - 2), 2 ** fin.p)) * 2.0 ** (1 - fin.p) for _ in range(2))
+            ea = (E - 1) // 2
+            P = (-1.0 if rng.random() < 0.5 else 1.0) * ma * mb * 2.0 ** (E - 1)
+            tiny = (-1.0 if rng.random() < 0.5 else 1.0) * 2.0 ** (E - 1 - w - 1 + int(rng.integers(-1, 3)))
+            eR = E - 1 - w - 1 + int(rng.integers(-1, 3)) + fout.p - 2
+            if eR >= E:                       # R would not be below P (a window narrower than the output)
+                continue
+            X = float(rng.integers(8, 16)) * 2.0 ** (eR - 3) - P
+            pairs = [(math.copysign(ma, P) * 2.0 ** ea, mb * 2.0 ** (E - 1 - ea)), as_product(tiny, fin)]
+            if (pairs[1] is None or not _formats.is_representable(np.array(pairs[0]), fin).all()
+                    or not _formats.is_representable(np.array([X]), fout)[0]):
+                continue
+        if len(pairs) > K or any(q is None for q in pairs):
+            continue
+        for k, q in zip(rng.permutation(len(pairs)), pairs):
+            a[i, k], b[i, k] = q
+        c[i] = X if big == 0 else 0.0
+    return a, b, c
+
+
+def window_edge_matrices(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _formats.FloatFormat,
+                         windows: Sequence[int], M: int, K: int, N: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`window_edges` as a GEMM: row i of A with column i of B (and C[i, i]) is
+    one such dot product; other pairs and rows past N are zero."""
+    n = min(M, N)
+    a, b, c = window_edges(rng, fin, fout, windows, n, K)
+    A, B, C = np.zeros((M, K)), np.zeros((K, N)), np.zeros((M, N))
+    A[:n] = a
+    B[:, :n] = b.T
+    C[np.arange(n), np.arange(n)] = c
+    return A, B, C
+
+
+def windows_of(params: Sequence[dict[str, Any]]) -> list[int]:
+    """The alignment windows (F, F2, the groups' F) of models' parameters, each once
+    (none for the kinds whose operation has no window: FMA chains, E-FDPA, FTZ-AddMul)."""
+    from ..engine.operation import operation   # the registry, filled when the engine loads
+
+    return sorted({int(p[k]) for p in params if operation(p["kind"]).windowed
+                   for k in ("F", "F2", "group_F") if p.get(k) is not None})
+
+
 DISTRIBUTIONS = ("normal", "log-uniform", "bits", "cancellation", "sparse-tiny", "sparse", "carry", "ties")
 
 
-__all__ = ["same_outputs", "random_inputs", "DISTRIBUTIONS"]
+__all__ = ["same_outputs", "random_inputs", "window_edges", "window_edge_matrices", "windows_of", "as_product",
+           "DISTRIBUTIONS"]

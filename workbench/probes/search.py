@@ -37,9 +37,9 @@ from ..engine.model import ROUNDINGS, Model
 from ..engine.operands import padded_decomposed
 from ..engine.operations import tfdpa as tfdpa_op
 from .blackbox import BlackBox
-from .differential import DISTRIBUTIONS, random_inputs, same_outputs
+from .differential import DISTRIBUTIONS, random_inputs, same_outputs, window_edges, windows_of
 
-__all__ = ["consistent_models", "reproduce", "agree_on_random_inputs", "SEARCHED"]
+__all__ = ["consistent_models", "reproduce", "agree_on_random_inputs", "separate_windows", "SEARCHED"]
 
 #: the parameters the search varies (the others are the probes' values); TR-/GTR-FDPA
 #: proposals are searched around their structure instead (F, F2, final rounding)
@@ -195,6 +195,23 @@ def agree_on_random_inputs(bb: BlackBox, cands: list[dict[str, Any]], *, rows: i
         a, b, c = _battery(bb, min(rows, _TERMS // K), K, rng, [], DISTRIBUTIONS)
         cands = _survivors(cands, a, b, c, bb.dots(a, b, c))
     return cands
+
+
+def separate_windows(bb: BlackBox, cands: list[dict[str, Any]], *, rows: int = 4000,
+                     seed: int = 0) -> list[dict[str, Any]]:
+    """The candidates (in order) that reproduce the black box on
+    :func:`~workbench.probes.differential.window_edges` at every alignment window (F,
+    F2, the groups' F) any of them has: candidates whose windows differ by one bit part
+    there, and only rarely on random inputs.  The terms go in the first block of the
+    shortest candidate (K = its L, 2 to 4)."""
+    windows = windows_of(cands)
+    if len(cands) < 2 or len(windows) < 2:
+        return cands
+    K = min(max(2, min(int(p.get("L") or 1) for p in cands)), 4, bb.max_k or 4)
+    if K < 2:
+        return cands
+    a, b, c = window_edges(np.random.default_rng(seed + 31), bb.in_fmt, bb.out_fmt, windows, rows, K)
+    return _survivors(cands, a, b, c, bb.dots(a, b, c))
 
 
 def reproduce(bb: BlackBox, cands: list[dict[str, Any]],

@@ -77,11 +77,12 @@ def split(X: np.ndarray, fmt: str, words: int, *, mode: str = "rne", scale: floa
     r = X
     factor = 1.0
     for j in range(words):
-        with np.errstate(over="ignore", invalid="ignore"):  # a zero residual stays zero at any scaling
-            w = formats.round(np.where(r == 0, 0.0, r * factor), f, mode)
-        bad = ~np.isfinite(w)
-        if bad.any():
-            i = tuple(int(t) for t in np.argwhere(bad)[0])
+        with np.errstate(over="ignore", invalid="ignore"):
+            scaled = r * factor if np.isfinite(factor) else np.where(r == 0, 0.0, r * factor)  # 0 * inf: 0
+            scaled += 0.0                 # a zero residual is +0, whatever its sign
+            w = formats.round(scaled, f, mode)
+        if not np.isfinite(w).all():
+            i = tuple(int(t) for t in np.argwhere(~np.isfinite(w))[0])
             raise ValueError(
                 f"{name}[{', '.join(map(str, i))}] = {float(X[i])!r}: word {j + 1} of its split, "
                 f"{float(r[i] * factor)!r}, overflows {f.name} (largest value {f.max!r}); the split "
@@ -89,8 +90,9 @@ def split(X: np.ndarray, fmt: str, words: int, *, mode: str = "rne", scale: floa
                 "(the product scales by the same factor), or use a unit whose input format has a wider range "
                 "(bf16, tf32)")
         out.append(w)
-        r = r - w / factor
-        factor *= scale
+        if j + 1 < words:                 # the last residual is not needed
+            r = r - w / factor
+            factor *= scale
     return out
 
 

@@ -276,7 +276,7 @@ def window_edges(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _for
     if not windows or K < 2:
         return a, b, c
     lo = fin.emin - (fin.p - 1 if fin.subnormals else 0)    # the smallest power of two in fin
-    e_hi = min(fout.emax - 1, 2 * fin.emax)
+    e_hi = fout.emax                   # X up to the output's top binade (a product's: skipped if too large)
     for i in range(rows):
         w = int(windows[int(rng.integers(len(windows)))])
         e_lo = max(fout.emin + 1, 2 * lo + w + 1, -1074 + fout.p + 60)   # the tiny product can exist

@@ -470,7 +470,7 @@ class CPosition:
 
 
 def probe_c_position(bb: BlackBox, st: Structure, allow_sub: bool = True, *, fma_chain: bool = False) -> CPosition:
-    """c early or late (Khattak-Mikaitis Table II): p0 = U, p1 = -U, c = eps far below
+    """c early or late (Khattak-Mikaitis Table II): U and -U first and last in a fused sum, c = eps far below
     U's window (for an FMA chain: in its first two steps).  In the fused sum (early) eps is lost, d = 0; added afterwards (late),
     d = eps.  When late, the late addition's rounding is probed with s = 2^e from the
     products and c = x/4 ulp (Xie's rounding table)."""
@@ -485,7 +485,9 @@ def probe_c_position(bb: BlackBox, st: Structure, allow_sub: bool = True, *, fma
     K = min(max(st.L, 4), bb.max_k or 4096)
     cs = Cases(K, bb.in_fmt, bb.out_fmt, allow_subnormal=allow_sub)
     eps = 2.0 ** ceps
-    cs.add({slots[0]: 2.0 ** eU, slots[1]: -(2.0 ** eU)}, c=eps)
+    # U and -U at the two ends of the fused sum: in different groups of a GST-FDPA, whose
+    # group sums are exact (U - U in one group is a zero term, and eps would survive as if late)
+    cs.add({slots[0]: 2.0 ** eU, slots[-1]: -(2.0 ** eU)}, c=eps)
     # late-rounding table: s = 2^e (a product), c = +-x * quarter ulp of s in the output
     fo = bb.out_fmt
     e = min(eU, fo.emax - 2)

@@ -126,6 +126,8 @@ def test_random_tfdpa_units_are_recovered(drawn):
 # found by this test: F 30 and 31 reported as a set the outputs cannot separate; they part
 # where a tiny product at the window's edge breaks an output tie (the window-edge inputs)
 @example(dict(kind="t-fdpa", in_format="fp8_e4m3", out_format="fp16", L=2, F=30, rounding="rne", c_position="early"))
+# and one product per block: the edge inputs must also span blocks (K = 2L + 3)
+@example(dict(kind="t-fdpa", in_format="fp8_e4m3", out_format="fp32", L=1, F=30, rounding="rne", c_position="early"))
 def test_many_random_tfdpa_units_are_recovered(drawn):
     check_recovered(drawn, SLOW_ALTERNATIVES_CHECKED)
 

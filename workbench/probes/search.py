@@ -202,16 +202,20 @@ def separate_windows(bb: BlackBox, cands: list[dict[str, Any]], *, rows: int = 4
     """The candidates (in order) that reproduce the black box on
     :func:`~workbench.probes.differential.window_edges` at every alignment window (F,
     F2, the groups' F) any of them has: candidates whose windows differ by one bit part
-    there, and only rarely on random inputs.  The terms go in the first block of the
-    shortest candidate (K = its L, 2 to 4)."""
+    there, and only rarely on random inputs.  K = 2, 4, and 2L and 2L + 3 for each
+    candidate's L (the terms in one block, or across blocks of a chain)."""
     windows = windows_of(cands)
     if len(cands) < 2 or len(windows) < 2:
         return cands
-    K = min(max(2, min(int(p.get("L") or 1) for p in cands)), 4, bb.max_k or 4)
-    if K < 2:
-        return cands
-    a, b, c = window_edges(np.random.default_rng(seed + 31), bb.in_fmt, bb.out_fmt, windows, rows, K)
-    return _survivors(cands, a, b, c, bb.dots(a, b, c))
+    Ls = {int(p.get("L") or 1) for p in cands}
+    Ks = sorted({min(K, bb.max_k or K) for K in [2, 4] + [2 * L for L in Ls] + [2 * L + 3 for L in Ls]})
+    rng = np.random.default_rng(seed + 31)
+    for K in Ks:
+        if K < 2 or len(cands) < 2:
+            break
+        a, b, c = window_edges(rng, bb.in_fmt, bb.out_fmt, windows, -(-rows // len(Ks)), K)
+        cands = _survivors(cands, a, b, c, bb.dots(a, b, c))
+    return cands
 
 
 def reproduce(bb: BlackBox, cands: list[dict[str, Any]],

@@ -309,10 +309,11 @@ def window_edges(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _for
             if (pairs[1] is None or not _formats.is_representable(np.array(pairs[0]), fin).all()
                     or not _formats.is_representable(np.array([X]), fout)[0]):
                 continue
-        if len(pairs) > K or any(q is None for q in pairs):
+        placed = [q for q in pairs if q is not None]
+        if len(placed) < len(pairs) or len(placed) > K:
             continue
-        for k, q in zip(rng.permutation(len(pairs)), pairs):
-            a[i, k], b[i, k] = q
+        for k, (x, y) in zip(rng.permutation(len(placed)), placed):
+            a[i, k], b[i, k] = x, y
         c[i] = X if big == 0 else 0.0
     return a, b, c
 

@@ -291,8 +291,9 @@ def window_edges(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _for
         tiny = (-1.0 if rng.random() < 0.5 else 1.0) * 2.0 ** (E - w - 1 + int(rng.integers(-2, 2)))
         terms = [] if big == 0 else [X] if big == 1 else [X / 2, X / 2]
         terms += [t for t in (half, tiny) if t != 0.0]
-        pairs = [as_product(t, fin) for t in terms]
-        if big == 0 and rng.random() < 0.5:
+        if big != 0 or rng.random() >= 0.5:
+            pairs = [as_product(t, fin) for t in terms]
+        else:
             # c = R - P: a product P cancels c down to R, whose ulps reach the tiny term.  P's
             # significands are both 1.5 or more, so its unnormalised exponent E - 1 is one below
             # c's: TR-/GTR-FDPA re-align the products' sum (F bits below E - 1) to c's exponent

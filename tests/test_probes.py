@@ -204,6 +204,42 @@ def test_exact_groups_probe_is_generic_and_silent_on_tfdpa():
     assert res.verified, res.sheet()
 
 
+@pytest.mark.parametrize("G", [8, 16])
+@pytest.mark.parametrize("F", [30, 32, 34])
+def test_exact_groups_seen_through_round_to_nearest_on_fp4(F, G):
+    """fp4 products (powers of two 2^-2 .. 2^4) cannot reach half an ulp of an fp32 c
+    that sits F + 1 binades above a window bit: with round to nearest the pairs of half
+    window bits showed nothing, and the slow suite's GST-FDPA fp4 G 8 F 30 RNE came out
+    as an unverified T-FDPA.  The tie is now made of 2^m equal products (up to half the
+    block); F and G are read exactly up to F = 34 (32 products of 16)."""
+    from workbench.probes import features as pf
+
+    m = wb.custom_model("fp4_e2m1", "fp32", kind="gst-fdpa", L=64, G=G, F=F, rounding="rne", k_block=G,
+                        scale_format="ue4m3")
+    g = pf.probe_exact_groups(from_model(m), 64)
+    assert (g.F, g.G) == (F, G), g
+
+
+def test_tie_family_products_sum_to_half_an_ulp():
+    """The tie family's products add up to exactly half an ulp of c (independent of the
+    split: Fraction arithmetic), in distinct positions ending at hpos."""
+    from fractions import Fraction
+
+    from workbench.probes import features as pf
+
+    bb = from_model(wb.custom_model("fp4_e2m1", "fp32", kind="gst-fdpa", L=64, G=8, F=30, rounding="rne",
+                                    k_block=8, scale_format="ue4m3"))
+    for E in range(18, 38):
+        fam = pf._c_families(bb, E, 64, 63, True)
+        # products of fp4 powers of two: 2^-2 (subnormals) .. 2^4; at most 32 of them
+        assert ("tie" in fam) == (-2 <= E - 24 <= 4 + 5), E
+        if "tie" not in fam:
+            continue
+        c, prods = fam["tie"]
+        assert c == 2.0 ** E and max(prods) == 63 and len(prods) <= 32
+        assert sum(Fraction(v) for v in prods.values()) == Fraction(2) ** (E - 24), (E, prods)
+
+
 # ----------------------------------------------------------------- Fasi et al.
 def _conclusions(dev: str, n: int) -> dict:
     return {k: t.conclusion for k, t in fasi_suite(wb.preset(dev, "fp16", "fp32"), n=n).items()}

@@ -196,6 +196,20 @@ def gst_gemm(sa, ea, sb, eb, xsa, xea, xsb, xeb, acc, r):
         acc[i, j] = gst_chain(sa, ea, sb, eb, xsa, xea, xsb, xeb, i, j, acc[i, j], r, Xs, Es)
 
 
+@numba.njit(cache=True, parallel=True)
+def gst_rows(sa, ea, sb, eb, xsa, xea, xsb, xeb, acc, r):
+    """Batched dot products: acc[q] <- chain of GST-FDPA blocks over row q of A and row q
+    of B^T (``sa, ea``, ``sb, eb``: (n, Kp); scales ``xsa, xea``, ``xsb, xeb``: (n, Kp /
+    k_block)), one output at a time (the probes' consistency search)."""
+    n = sa.shape[0]
+    ng = r[P_L] // r[P_G]
+    for q in numba.prange(n):
+        i = np.int64(q)
+        Xs = np.zeros(ng, dtype=np.int64)
+        Es = np.zeros(ng, dtype=np.int64)
+        acc[q] = gst_chain(sa, ea, sb, eb, xsa, xea, xsb, xeb, i, i, acc[q], r, Xs, Es)
+
+
 @numba.njit(cache=True, inline="always")
 def _gst_lane_block(sa, ea, sb, eb, xsa, xea, xsb, xeb, i, j0, nv, k0, neg, mag, q, emx, S, Xg, Eg, r, ezp, bad):
     """One GST-FDPA block (k0 .. k0+L-1) for outputs (i, j0 .. j0+nv-1) side by side:
@@ -374,4 +388,4 @@ def run_gst(model: "Model", sa: np.ndarray, ea: np.ndarray, sb: np.ndarray, eb: 
     return acc
 
 
-__all__ = ["run_gst", "scale_operands", "gst_params", "gst_gemm", "gst_gemm_lanes", "gst_chain", "gst_step", "gst_parts", "gst_group"]
+__all__ = ["run_gst", "scale_operands", "gst_params", "gst_gemm", "gst_gemm_lanes", "gst_rows", "gst_chain", "gst_step", "gst_parts", "gst_group"]

@@ -865,27 +865,55 @@ class ExactGroups:
     evidence: dict[str, Any] = field(default_factory=dict)
 
 
+def _tie_split(hpos: int) -> int:
+    """The most halvings of the tie family's half ulp: 2^m equal products take positions
+    hpos down to hpos - 2^m + 1, at most half of those up to hpos (the rest hold the
+    probes' own products)."""
+    return max((hpos + 1) // 2, 1).bit_length() - 1
+
+
+def _tie_products(r: Ranges, eh: int, lo: int, split: int) -> int | None:
+    """The least m <= ``split`` such that 2^m equal products 2^(eh - m) make the half ulp
+    2^eh (one product when the input format reaches it; narrow formats such as fp4,
+    whose power-of-two products span six binades, need 2^(t - 30) of them to put the
+    half ulp of an fp32 c next to a window bit t binades below c).  None when none does."""
+    for m in range(split + 1):
+        if lo <= eh - m <= r.prod_hi:
+            return m
+    return None
+
+
 def _c_families(bb: BlackBox, E: int, K: int, hpos: int, allow_sub: bool) -> dict[str, tuple[float, dict[int, float]]]:
     """Ways to see a small positive delta next to c = 2^E through the final rounding:
     ``minus`` c = 2^E, products -delta (RZ/RD leave 2^E), ``plus`` +delta (RU), ``tie``
-    c = 2^E, h = half an ulp of c at ``hpos`` and +delta (round to nearest leaves the
-    tie).  Returns family -> (c, extra products of the baseline); the sign of delta is
-    applied by the caller (-1 for ``minus``)."""
+    c = 2^E, h = half an ulp of c made of 2^m equal products at positions hpos, hpos - 1,
+    ... (:func:`tie_positions`) and +delta (round to nearest leaves the tie).  Returns
+    family -> (c, extra products of the baseline); the sign of delta is applied by the
+    caller (-1 for ``minus``)."""
     fin, fo = bb.in_fmt, bb.out_fmt
     r = Ranges(fin, fo)
     lo = r.prod_lo_sub if allow_sub else r.prod_lo
     fam: dict[str, tuple[float, dict[int, float]]] = {"minus": (2.0 ** E, {}), "plus": (2.0 ** E, {})}
     eh = E - fo.p
-    if lo <= eh <= r.prod_hi and 0 <= hpos < K:
-        fam["tie"] = (2.0 ** E, {hpos: 2.0 ** eh})
+    m = _tie_products(r, eh, lo, _tie_split(hpos))
+    if m is not None and hpos < K:
+        fam["tie"] = (2.0 ** E, {hpos - j: 2.0 ** (eh - m) for j in range(2 ** m)})
     return fam
 
 
-def _c_exponent_for(bb: BlackBox, t: int, allow_sub: bool, room: int = 0) -> int | None:
+def tie_positions(bb: BlackBox, E: int, K: int, hpos: int, allow_sub: bool) -> int:
+    """How many positions (hpos and below) the tie family of :func:`_c_families` takes at
+    c = 2^E (0 when there is none)."""
+    fam = _c_families(bb, E, K, hpos, allow_sub)
+    return len(fam["tie"][1]) if "tie" in fam else 0
+
+
+def _c_exponent_for(bb: BlackBox, t: int, allow_sub: bool, room: int = 0, hpos: int = 0) -> int | None:
     """E >= 0 (above a unit scale's exponent) for c = 2^E with products 2^(E - t) up to
     2^(E - t + room),
-    preferring one where half an ulp of c, 2^(E - p_out), is a product too (the tie
-    family of :func:`_c_families`).  None when no such E fits the output format."""
+    preferring one where half an ulp of c, 2^(E - p_out), is made of products at hpos
+    and below too (the tie family of :func:`_c_families`, with as few as the ranges
+    allow).  None when no such E fits the output format."""
     fo = bb.out_fmt
     r = Ranges(bb.in_fmt, fo)
     lo = r.prod_lo_sub if allow_sub else r.prod_lo
@@ -893,8 +921,11 @@ def _c_exponent_for(bb: BlackBox, t: int, allow_sub: bool, room: int = 0) -> int
     low = max(0, lo + t)
     if hi < low:
         return None
-    tie = min(hi, r.prod_hi + fo.p)
-    return tie if tie >= max(low, lo + fo.p) else hi
+    for m in range(_tie_split(hpos) + 1):     # the fewest products that make the half ulp
+        tie = min(hi, r.prod_hi + m + fo.p)
+        if tie >= max(low, lo + fo.p):
+            return tie
+    return hi
 
 
 def _kept_next_to_c(bb: BlackBox, K: int, allow_sub: bool,
@@ -939,12 +970,12 @@ def probe_exact_groups(bb: BlackBox, L: int, allow_sub: bool = True) -> ExactGro
     K = min(max(L, 4), bb.max_k or 4096)
     if L < 4 or K < L:
         return ExactGroups(None, None, None, evidence={"reason": "fewer than two groups of two products per block"})
-    hpos = L - 1      # the tie family's half ulp; the pairs use positions 0 .. L-2
+    hpos = L - 1      # the tie family's half ulp ends here; the pairs use the positions below it
     # ---- 1. F, a lone product below c
     specs: list[tuple[int, dict[int, float]]] = []
     ts: list[int] = []
     for t in range(1, 61):
-        E = _c_exponent_for(bb, t, allow_sub)
+        E = _c_exponent_for(bb, t, allow_sub, hpos=hpos)
         if E is None:
             continue
         ts.append(t)
@@ -964,11 +995,11 @@ def probe_exact_groups(bb: BlackBox, L: int, allow_sub: bool = True) -> ExactGro
         ev["reason"] = "products below the window leave traces (a sticky bit?)"
         return ExactGroups(F, None, None, families=fams, evidence=ev)
     # ---- 2. pairs of half window bits
-    E = _c_exponent_for(bb, F + 1, allow_sub, room=1)
+    E = _c_exponent_for(bb, F + 1, allow_sub, room=1, hpos=hpos)
     if E is None:
         ev["reason"] = "no c puts a product half a window bit below it"
         return ExactGroups(F, None, None, families=fams, evidence=ev)
-    n = L - 1 if "tie" in _c_families(bb, E, K, hpos, allow_sub) else L
+    n = L - tie_positions(bb, E, K, hpos, allow_sub)
     h = 2.0 ** (E - F - 1)
     pairs = [(0, k) for k in range(1, n)] + [(k, k + 1) for k in range(1, n - 1)]
     rng = np.random.default_rng(L)
@@ -990,8 +1021,8 @@ def probe_exact_groups(bb: BlackBox, L: int, allow_sub: bool = True) -> ExactGro
     ev["pairs_kept"] = int(sum(kept[1:]))
     consistent = all(together[(k1, k2)] == (labels[k1] == labels[k2]) for k1, k2 in pairs)
     G = int(sizes[0])
-    # the last group may miss the position the tie family's half ulp occupies
-    last_ok = sizes[-1] == G or (n == L - 1 and sizes[-1] == G - 1)
+    # the last group may miss the positions the tie family's half ulp occupies
+    last_ok = sizes[-1] == (n % G or G)
     if not consistent or G == 1 or L % G or any(s != G for s in sizes[:-1]) or not last_ok:
         ev["reason"] = ("products truncated one by one" if G == 1 and consistent
                         else "pairs kept, but not in consecutive groups of one size dividing L")

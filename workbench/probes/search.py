@@ -31,6 +31,7 @@ import numpy as np
 
 from ..engine import core as _core
 from ..engine import fdpa_amd as _amd
+from ..engine import gst as _gst
 from ..engine import kernels as _k
 from ..engine import ops as _ops
 from ..engine.model import ROUNDINGS, Model
@@ -43,7 +44,7 @@ __all__ = ["consistent_models", "reproduce", "agree_on_random_inputs", "separate
 
 #: the parameters the search varies (the others are the probes' values); TR-/GTR-FDPA
 #: proposals are searched around their structure instead (F, F2, final rounding)
-SEARCHED = ("kind", "L", "F", "rounding", "sticky", "c_position", "late_rounding", "F2")
+SEARCHED = ("kind", "L", "F", "rounding", "sticky", "c_position", "late_rounding", "F2", "G")
 _BLOCKS = tuple(2 ** i for i in range(7))      # L = 1 .. 64
 _STAGES = (8, 64, 480, 3000)                   # battery rows of the stages
 _DISTRIBUTIONS = ("normal", "log-uniform", "cancellation", "sparse", "carry", "sparse-tiny")
@@ -67,7 +68,37 @@ def _rounded_candidates(base: dict[str, Any], probed: dict[str, Any], Ls: tuple[
                            "alignment_rounding": probed.get("alignment_rounding")}
 
 
-def _candidates(base: dict[str, Any], Ls: tuple[int, ...], fma: bool) -> Iterator[dict[str, Any]]:
+def _gst_candidates(base: dict[str, Any], Ls: tuple[int, ...]) -> Iterator[dict[str, Any]]:
+    """GST-FDPA (Xie Algorithm 9) for narrow inputs: every L, every group size G that
+    divides it, every F the engine's fixed point holds and every final rounding.  Its
+    groups show only through ties the narrow products cannot always build (fp4's span
+    six binades: with round to nearest and F above about 31 the probes cannot see G),
+    so they are searched.  The scales are tied to 1 (``from_model``): NVFP4's UE4M3
+    convention where the fixed point holds it, else E8M0."""
+    for L in Ls:
+        for G in (g for g in _BLOCKS if 2 <= g <= L):
+            for F in range(0, 57):
+                for sf in ("ue4m3", "e8m0"):
+                    p = {**base, "kind": "gst-fdpa", "L": L, "G": G, "k_block": G, "scale_format": sf, "F": F,
+                         "c_position": "early", "sticky": False}
+                    try:
+                        _gst.gst_params(Model(**{**p, "rounding": "rz"}))
+                    except ValueError:
+                        continue
+                    for rounding in ROUNDINGS:
+                        yield {**p, "rounding": rounding}
+                    break
+
+
+def _gst_inputs(bb: BlackBox) -> bool:
+    """Whether the inputs are narrow enough (8 bits or fewer: fp4, fp6, fp8) for the
+    block-scaled units GST-FDPA models."""
+    return bb.in_fmt.exp_bits + bb.in_fmt.man_bits + int(bb.in_fmt.signed) <= 8
+
+
+def _candidates(base: dict[str, Any], Ls: tuple[int, ...], fma: bool, gst: bool) -> Iterator[dict[str, Any]]:
+    if gst:
+        yield from _gst_candidates(base, Ls)
     lates = [("early", "rne")] + [("late", r) for r in ROUNDINGS]
     for L in Ls:   # E-FDPA: the exact sum rounded once (with L = 1 an FMA in any rounding)
         for rounding in ROUNDINGS:
@@ -130,6 +161,17 @@ def _survivors(cands: list[dict[str, Any]], a: np.ndarray, b: np.ndarray, c: np.
                     continue
                 q[_amd.P_K] = a.shape[1]
                 _amd.amd_rows(*decomposed(m), acc, q)  # type: ignore[call-arg]  # numba's Dispatcher takes *args
+            elif p["kind"] == "gst-fdpa":
+                m = Model(**p)
+                r = _gst.gst_params(m)
+                sa_, ea_, sbT, ebT = decomposed(m)[2:]
+                key = ("scales", m.L, m.k_block, m.scale_format)
+                if key not in operands:
+                    n, Kp = sa_.shape
+                    xsa, xea, xsb, xeb = _gst.scale_operands(m, Kp, n, np.ones((n, Kp // m.k_block)),
+                                                             np.ones((Kp // m.k_block, n)))
+                    operands[key] = (xsa, xea, np.ascontiguousarray(xsb.T), np.ascontiguousarray(xeb.T))
+                _gst.gst_rows(sa_, ea_, sbT.T, ebT.T, *operands[key], acc, r)  # type: ignore[call-arg]
             elif p["kind"] != "t-fdpa":
                 try:
                     acc = _core.dots(Model(**p), a, b, c)
@@ -165,7 +207,7 @@ def consistent_models(bb: BlackBox, base: dict[str, Any], *, seed: int = 0,
     if base.get("kind") in ("tr-fdpa", "gtr-fdpa"):
         cands = list(_rounded_candidates(fixed, base, Ls))
     else:
-        cands = list(_candidates(fixed, Ls, bb.in_format == bb.out_format))
+        cands = list(_candidates(fixed, Ls, bb.in_format == bb.out_format, _gst_inputs(bb)))
     rng = np.random.default_rng(seed + 17)
     for rows in _STAGES:
         a, b, c = _battery(bb, rows, K, rng, list(extra))

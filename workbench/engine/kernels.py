@@ -525,18 +525,19 @@ def _lane_block(sa, ea, sb, eb, i, j0, nl, k0, L, g, ng, neg, mag, q, emx, S, ez
             continue
         k = np.uint64(k0 + kk)
         if narrow:               # a zero product adds 0 whatever its shift, so none is selected
-            a_s32 = sa[i, k]
-            a_e32 = ea[i, k]
+            a_s32 = np.int32(sa[i, k])
+            off32 = np.int32(roff - ea[i, k])
+            G32 = np.int32(G)
             for u in range(ul):
-                p32 = np.int32(a_s32 * sb[k, uj0 + u])
-                r32 = np.int32(emx[u] + np.int32(roff) - np.int32(a_e32 + eb[k, uj0 + u]))
+                p32 = mul32(a_s32, sb[k, uj0 + u])
+                r32 = np.int32(emx[u] + off32 - eb[k, uj0 + u])
                 r32 = r32 if r32 < np.int32(31) else np.int32(31)
                 r32 = r32 if r32 > np.int32(0) else np.int32(0)
                 p_neg = p32 < 0
-                m32 = np.int32(np.int32(-p32 if p_neg else p32) << np.int32(G))
-                t32 = np.int32(m32 >> r32)
+                m32 = shl32(np.int32(-p32) if p_neg else p32, G32)
+                t32 = ashr32(m32, r32)
                 if sticky:
-                    t32 = np.int32((t32 << 1) | (1 if np.int32(t32 << r32) != m32 else 0))
+                    t32 = np.int32(shl32(t32, 1) | (1 if shl32(t32, r32) != m32 else 0))
                 S[u] += np.int64(np.int32(-t32) if p_neg else t32)
             continue
         a_s = np.int64(sa[i, k])
@@ -663,6 +664,35 @@ def tfdpa_rows(sa, ea, sb, eb, acc, prm):
     for r in numba.prange(n):
         i = np.int64(r)    # prange's index is unsigned: one compiled _chain for every caller
         acc[r] = _chain(sa, ea, sb, eb, i, i, np.int64(0), K // L, acc[r], prm, fast)
+
+
+def _i32_binary(name: str):  # type: ignore[no-untyped-def]
+    """An intrinsic computing one LLVM i32 instruction (``mul``, ``shl``, ``ashr``) on the
+    low 32 bits of two integers, typed int32.  numba widens int32 arithmetic to int64;
+    LLVM cannot narrow a variable shift back (it may shift out bits an i32 would
+    lose), so the lane kernels' narrow path spells its 32-bit steps with these: a
+    vector then holds twice the lanes.  Shift counts must lie in 0..31 (LLVM: poison
+    otherwise)."""
+
+    @intrinsic
+    def op(typingctx, a, b):  # type: ignore[no-untyped-def]
+        if not (isinstance(a, types.Integer) and isinstance(b, types.Integer)):
+            return None
+        sig = types.int32(a, b)
+
+        def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+            i32 = ir.IntType(32)
+            x, y = (builder.trunc(v, i32) if v.type.width > 32 else v for v in args)
+            return getattr(builder, name)(x, y)
+
+        return sig, codegen
+
+    return op
+
+
+mul32 = _i32_binary("mul")
+shl32 = _i32_binary("shl")
+ashr32 = _i32_binary("ashr")
 
 
 # ------------------------------------------------------------------------ FMA

@@ -7,6 +7,7 @@ verification (:mod:`workbench.probes.inference`) and the model-space search
 (:mod:`workbench.probes.search`)."""
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -60,6 +61,18 @@ def random_inputs(distribution: str, rng: np.random.Generator, fin: _formats.Flo
         A = rnd(np.abs(A) * np.sign(A), fin)
         B = rnd(B, fin)
         C = np.zeros((M, N))
+    elif distribution == "subnormal-products" and fin.subnormals:
+        # a subnormal operand times a large one: the product's significand is not
+        # normalised, so its bits sit below the exponent sum that anchors the window
+        # (a T-FDPA F or sticky bit one unit apart shows only here, with a product of
+        # normal size: tf32 2^-130 * 2^127)
+        sub = np.floor(np.exp2(rng.uniform(0, fin.man_bits, size=(M, K)))) * fin.min_subnormal   # log-uniform
+        A = np.where(rng.random((M, K)) < 0.5, -sub, sub) * (rng.random((M, K)) < 0.7)
+        eb = np.clip(np.round(rng.uniform(-8, 8, size=(K, N))) - fin.emin, fin.emin, fin.emax)
+        B = rnd(np.where(rng.random((K, N)) < 0.5, -1.0, 1.0) * rng.uniform(1, 2, size=(K, N)) * np.exp2(eb), fin)
+        C = rnd(rng.standard_normal((M, N)), fout) * (rng.random((M, N)) < 0.5)
+    elif distribution == "subnormal-products":
+        A, B, C = logu((M, K), fin), logu((K, N), fin), np.zeros((M, N))
     elif distribution in ("sparse", "carry"):
         A, B, C = _few_terms(distribution == "carry", rng, fin, fout, M, K, N, rnd)
     elif distribution == "ties":
@@ -255,6 +268,50 @@ def as_product(v: float, fin: _formats.FloatFormat) -> tuple[float, float] | Non
     return None
 
 
+@functools.lru_cache(maxsize=32)
+def _tie_significands(fin: _formats.FloatFormat, fout: _formats.FloatFormat) -> np.ndarray:
+    """Pairs (ma, mb) of ``fin`` significands (integers of fin.p bits) whose product is
+    an odd integer of fout.p + 1 bits times a power of two: a product exactly halfway
+    between two neighbours of ``fout`` (none when 2 fin.p < fout.p + 1, or fin wider
+    than 12 bits of significand: the table would be too large)."""
+    p = fin.p
+    if 2 * p < fout.p + 1 or p > 12:
+        return np.zeros((0, 2), dtype=np.int64)
+    m = np.arange(2 ** (p - 1), 2 ** p, dtype=np.int64)
+    prod = m[:, None] * m[None, :]
+    low = prod & -prod                                   # the lowest set bit
+    odd = prod // low
+    ok = (odd >= 2 ** fout.p) & (odd < 2 ** (fout.p + 1))
+    ia, ib = np.nonzero(ok)
+    return np.stack([m[ia], m[ib]], axis=1)
+
+
+def _tie_product_row(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _formats.FloatFormat,
+                     w: int) -> tuple[float, float, float] | None:
+    """(a, b, c): a * b exactly halfway between two ``fout`` neighbours at exponent E and
+    c = +-2^(E - w - 1 + j), j in -2..1: with one product per block (L = 1) the tiny
+    term can only be c.  None when the formats cannot build it."""
+    tab = _tie_significands(fin, fout)
+    if not len(tab):
+        return None
+    ma, mb = (int(v) for v in tab[int(rng.integers(len(tab)))])
+    carry = (ma * mb).bit_length() - 1 - 2 * (fin.p - 1)          # 0 or 1
+    E = int(rng.integers(fout.emin, fout.emax))
+    ea = int(rng.integers(fin.emin, fin.emax + 1))
+    eb = E - carry - ea
+    if not fin.emin <= eb <= fin.emax:
+        eb = min(max(eb, fin.emin), fin.emax)
+        ea = E - carry - eb
+        if not fin.emin <= ea <= fin.emax:
+            return None
+    x = (-1.0 if rng.random() < 0.5 else 1.0) * ma * 2.0 ** (ea - fin.p + 1)
+    y = mb * 2.0 ** (eb - fin.p + 1)
+    tiny = (-1.0 if rng.random() < 0.5 else 1.0) * 2.0 ** (E - w - 1 + int(rng.integers(-2, 2)))
+    if abs(tiny) < fout.min_subnormal or not _formats.is_representable(np.array([x, y]), fin).all():
+        return None
+    return x, y, tiny
+
+
 def window_edges(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _formats.FloatFormat,
                  windows: Sequence[int], rows: int, K: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Dot products (``rows`` of length ``K``, with c) that part alignment windows of
@@ -265,6 +322,8 @@ def window_edges(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _for
     -2..1, E the exponent of X, w a width drawn from ``windows``: a window of w
     fractional bits drops it where one of w + 1 keeps it, and it decides the rounding
     of the tie (or, without the half-ulp product, of the exact X in a directed mode).
+    A fifth of the rows hold one product exactly at an output tie and the tiny term in c
+    (units with one product per block see a tiny term only there).
     Half the rows with X in c instead cancel it with a product P down to a small R
     whose last bits are the tiny term's (TR-/GTR-FDPA re-align the products' sum and
     c to F2 bits: F2 and F2 + 1 part only after such a cancellation).
@@ -281,6 +340,33 @@ def window_edges(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _for
         w = int(windows[int(rng.integers(len(windows)))])
         e_lo = max(fout.emin + 1, 2 * lo + w + 1, -1074 + fout.p + 60)   # the tiny product can exist
         if e_hi < e_lo:
+            continue
+        if rng.random() < 0.2:          # X one product at an output tie, the tiny term c
+            row = _tie_product_row(rng, fin, fout, w)
+            if row is not None:
+                a[i, int(rng.integers(K))] = row[0]
+                b[i, int(np.argmax(a[i] != 0))] = row[1]
+                c[i] = row[2]
+            continue
+        if K >= 3 and rng.random() < 0.2:
+            # every product one large P of c's sign, c with a bit at the window's edge: the sum
+            # carries log2(K + 1) binades above the window's top, so its last bits fall below
+            # the output's ulp and the final rounding shows (a window narrower than the output
+            # hides it everywhere else)
+            mx = float(2 ** fin.p - 1) * 2.0 ** (1 - fin.p)            # the largest significand
+            ea = int(rng.integers(fin.emin, fin.emax + 1))
+            eb = int(rng.integers(fin.emin, fin.emax + 1))
+            eP = ea + eb + 1                                           # mx * mx is in [2, 4)
+            j = int(rng.integers(-1, 2))
+            if w - j > fout.p - 1 or not fout.emin + w + 1 <= eP < fout.emax - 8:
+                continue
+            sign = -1.0 if rng.random() < 0.5 else 1.0
+            x, y = sign * mx * 2.0 ** ea, mx * 2.0 ** eb
+            cv = sign * (2.0 ** eP + 2.0 ** (eP - w + j))
+            if not (_formats.is_representable(np.array([x, y]), fin).all()
+                    and _formats.is_representable(np.array([cv]), fout)[0]):
+                continue
+            a[i, :], b[i, :], c[i] = x, y, cv
             continue
         E = int(rng.integers(e_lo, e_hi + 1))
         big = 0 if K < 3 else int(rng.integers(0, 3))             # X in c, in one product, in two
@@ -319,19 +405,6 @@ def window_edges(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _for
     return a, b, c
 
 
-def window_edge_matrices(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _formats.FloatFormat,
-                         windows: Sequence[int], M: int, K: int, N: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`window_edges` as a GEMM: row i of A with column i of B (and C[i, i]) is
-    one such dot product; other pairs and rows past N are zero."""
-    n = min(M, N)
-    a, b, c = window_edges(rng, fin, fout, windows, n, K)
-    A, B, C = np.zeros((M, K)), np.zeros((K, N)), np.zeros((M, N))
-    A[:n] = a
-    B[:, :n] = b.T
-    C[np.arange(n), np.arange(n)] = c
-    return A, B, C
-
-
 def windows_of(params: Sequence[dict[str, Any]]) -> list[int]:
     """The alignment windows (F, F2, the groups' F) of models' parameters, each once
     (none for the kinds whose operation has no window: FMA chains, E-FDPA, FTZ-AddMul)."""
@@ -341,8 +414,9 @@ def windows_of(params: Sequence[dict[str, Any]]) -> list[int]:
                    for k in ("F", "F2", "group_F") if p.get(k) is not None})
 
 
-DISTRIBUTIONS = ("normal", "log-uniform", "bits", "cancellation", "sparse-tiny", "sparse", "carry", "ties")
+DISTRIBUTIONS = ("normal", "log-uniform", "bits", "cancellation", "sparse-tiny", "sparse", "carry", "ties",
+                 "subnormal-products")
 
 
-__all__ = ["same_outputs", "random_inputs", "window_edges", "window_edge_matrices", "windows_of", "as_product",
+__all__ = ["same_outputs", "random_inputs", "window_edges", "windows_of", "as_product",
            "DISTRIBUTIONS"]

@@ -1123,5 +1123,5 @@ def lane_operands(sa: np.ndarray, ea: np.ndarray, sb: np.ndarray, eb: np.ndarray
 __all__ = [
     "tfdpa_gemm", "tfdpa_gemm_lanes", "tfdpa_step", "lane_operands", "output_tiles", "lane_tile", "lanes_from_c",
     "lane_value", "fma_gemm", "fma_gemm_lanes", "fma_panels", "fma_chain", "fma_step", "fma_code", "fma_rows", "copy_exact", "exact_add", "pack_tfdpa",
-    "bit_length", "round_double", "add_scale_exponents",
+    "bit_length", "round_double", "add_scale_exponents", "mul32", "shl32", "ashr32",
 ]

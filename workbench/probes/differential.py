@@ -344,9 +344,8 @@ def window_edges(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _for
         if rng.random() < 0.2:          # X one product at an output tie, the tiny term c
             row = _tie_product_row(rng, fin, fout, w)
             if row is not None:
-                a[i, int(rng.integers(K))] = row[0]
-                b[i, int(np.argmax(a[i] != 0))] = row[1]
-                c[i] = row[2]
+                k = int(rng.integers(K))
+                a[i, k], b[i, k], c[i] = row
             continue
         if K >= 3 and rng.random() < 0.2:
             # every product one large P of c's sign, c with a bit at the window's edge: the sum

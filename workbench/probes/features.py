@@ -887,7 +887,7 @@ def _c_families(bb: BlackBox, E: int, K: int, hpos: int, allow_sub: bool) -> dic
     """Ways to see a small positive delta next to c = 2^E through the final rounding:
     ``minus`` c = 2^E, products -delta (RZ/RD leave 2^E), ``plus`` +delta (RU), ``tie``
     c = 2^E, h = half an ulp of c made of 2^m equal products at positions hpos, hpos - 1,
-    ... (:func:`tie_positions`) and +delta (round to nearest leaves the tie).  Returns
+    ... (:func:`_tie_positions`) and +delta (round to nearest leaves the tie).  Returns
     family -> (c, extra products of the baseline); the sign of delta is applied by the
     caller (-1 for ``minus``)."""
     fin, fo = bb.in_fmt, bb.out_fmt
@@ -901,7 +901,7 @@ def _c_families(bb: BlackBox, E: int, K: int, hpos: int, allow_sub: bool) -> dic
     return fam
 
 
-def tie_positions(bb: BlackBox, E: int, K: int, hpos: int, allow_sub: bool) -> int:
+def _tie_positions(bb: BlackBox, E: int, K: int, hpos: int, allow_sub: bool) -> int:
     """How many positions (hpos and below) the tie family of :func:`_c_families` takes at
     c = 2^E (0 when there is none)."""
     fam = _c_families(bb, E, K, hpos, allow_sub)
@@ -999,7 +999,7 @@ def probe_exact_groups(bb: BlackBox, L: int, allow_sub: bool = True) -> ExactGro
     if E is None:
         ev["reason"] = "no c puts a product half a window bit below it"
         return ExactGroups(F, None, None, families=fams, evidence=ev)
-    n = L - tie_positions(bb, E, K, hpos, allow_sub)
+    n = L - _tie_positions(bb, E, K, hpos, allow_sub)
     h = 2.0 ** (E - F - 1)
     pairs = [(0, k) for k in range(1, n)] + [(k, k + 1) for k in range(1, n - 1)]
     rng = np.random.default_rng(L)

@@ -209,7 +209,8 @@ def verify(black_box: Any, model: Model, *, n: int = 20000, seed: int = 0, K: in
         Ks = [K] if K is not None else sorted({2 * L, 2 * L + 3, 64})
     windows = windows_of([model.params])
     # the window edges as independent dot products (one per output, not one per row of
-    # a GEMM), also at K = 2 and 4 where a cancelling pair is most often built
+    # a GEMM), also at K = 2 and 4, where a cancelling pair is most often built, and at
+    # K = L, one whole block (its large products carry the sum past the output's precision)
     edge_Ks = Ks if bb.shape is not None else sorted({2, 4, max(model.L, 2), *Ks})
     done = 0
     rounds = 0

@@ -7,7 +7,8 @@
 # 2. the real tensor core through PyTorch (tests/data/gpu_witness/measure.py) -> witness.tar;
 # 3. `workbench probe torch-cuda-IN-OUT` for fp16/bf16 -> fp32, tf32 -> fp32, fp16 -> fp16 (background);
 # 4. the real-GPU differential tests of tests/test_gpu.py (device="cuda" against the CPU, bit for bit);
-# 5. benchmarks/bench_gpu.py: presets at 2048^3, H100 fp16 at 4096^3, the full Figure 7 grid.
+# 5. benchmarks/bench_gpu.py: presets at 2048^3, H100 fp16 at 4096^3, the full Figure 7 grid (under a
+#    private MPS daemon, --mps, so that the sweep workers' kernels run side by side).
 # Every stage has its own time limit (the whole run stays under 8 minutes); the logs go to
 # $OUT/logs.tgz and a summary to stdout.  Needs PyTorch with CUDA, numba and numba-cuda (0.30
 # cannot compile with numpy 2.5: a numpy 2.4 wheel under .whl/ goes first on the path then).
@@ -53,7 +54,7 @@ done
 if want tests; then
     stamp "real-GPU differential tests"
     XDIST=$($PY -c "import xdist" 2>/dev/null && echo "-n 8")
-    timeout 150 $PY -m pytest -q -p no:cacheprovider $XDIST -m "" -k "gpu_matches_cpu" tests/test_gpu.py \
+    timeout 170 $PY -m pytest -q -p no:cacheprovider $XDIST -m "" -k "gpu_matches_cpu" tests/test_gpu.py \
         > "$LOG/test_gpu.log" 2>&1
     echo "pytest exit $?" >> "$LOG/test_gpu.log"
     tail -15 "$LOG/test_gpu.log"
@@ -77,7 +78,7 @@ cat "$LOG/bench_4096.txt"
 fi
 if want grid; then
 stamp "Figure 7 grid on the GPU"
-timeout 80 $PY benchmarks/bench_gpu.py --size 256 --repeats 1 --presets hopper/wgmma/fp16-\>fp32 \
+timeout 170 $PY benchmarks/bench_gpu.py --size 256 --repeats 1 --presets hopper/wgmma/fp16-\>fp32 --mps \
     > "$LOG/bench_grid.txt" 2>&1
 tail -8 "$LOG/bench_grid.txt"
 fi

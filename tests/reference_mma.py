@@ -459,7 +459,7 @@ def ftz_addmul(a, b, c, *, P, in_format, flush_subnormals=True):
         c = _flush(c, "fp32")
     d = c
     for k in range(0, len(a) - P + 1, P):
-        p = [_ftz_mul(a[k + l], b[k + l]) for l in range(P)]
+        p = [_ftz_mul(a[k + u], b[k + u]) for u in range(P)]
         s = _ftz_add(p[0], p[1])
         if P == 4:
             s = _ftz_add(s, _ftz_add(p[2], p[3]))

@@ -10,7 +10,6 @@ import os
 import signal
 import time
 
-import numpy as np
 
 
 def _log(kind: str) -> None:

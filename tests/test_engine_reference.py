@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 import struct
 import sys
-from fractions import Fraction
 from functools import partial
 from pathlib import Path
 

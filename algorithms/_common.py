@@ -76,12 +76,16 @@ def split(X: np.ndarray, fmt: str, words: int, *, mode: str = "rne", scale: floa
     out = []
     r = X
     factor = 1.0
+    scaled = np.empty_like(X, dtype=np.float64)   # one scratch array and one residual, reused word by word
+    residual = None
     for j in range(words):
         with np.errstate(over="ignore", invalid="ignore"):
-            scaled = r * factor if np.isfinite(factor) else np.where(r == 0, 0.0, r * factor)  # 0 * inf: 0
+            np.multiply(r, factor, out=scaled)
+            if not np.isfinite(factor):
+                scaled[r == 0] = 0.0      # 0 * inf: 0
             scaled += 0.0                 # a zero residual is +0, whatever its sign
             w = formats.round(scaled, f, mode)
-        if not np.isfinite(w).all():
+        if w.size and not (np.isfinite(w.max()) and np.isfinite(w.min())):   # (max and min: no mask array)
             i = tuple(int(t) for t in np.argwhere(~np.isfinite(w))[0])
             raise ValueError(
                 f"{name}[{', '.join(map(str, i))}] = {float(X[i])!r}: word {j + 1} of its split, "
@@ -91,7 +95,9 @@ def split(X: np.ndarray, fmt: str, words: int, *, mode: str = "rne", scale: floa
                 "(bf16, tf32)")
         out.append(w)
         if j + 1 < words:                 # the last residual is not needed
-            r = r - w / factor
+            np.divide(w, factor, out=scaled)
+            residual = np.subtract(r, scaled, out=residual)
+            r = residual
             factor *= scale
     return out
 

@@ -589,10 +589,11 @@ def _round_kernel_views(x, xb, out, ob, p, emin, emax_q, max_sig, mode, sub, ovf
         hi = min(n, lo + _ROUND_CHUNK)
         exceptions = 0
         for i in range(lo, hi):        # branch-free: vectorises
-            bits = xb[i]
+            ui = np.uint64(i)          # unsigned: no wraparound test (twice as fast)
+            bits = xb[ui]
             rb, ok = _round_bits_vector(bits & _ABS_MASK, p, emin, bits < 0, h, m1, lb, away_neg, away_pos, odd,
                                         flags, largest_bits)
-            ob[i] = rb | (bits & (~_ABS_MASK if rb != 0 else sign_of_zero))
+            ob[ui] = rb | (bits & (~_ABS_MASK if rb != 0 else sign_of_zero))
             exceptions += 0 if ok else 1
         if exceptions == 0:
             continue

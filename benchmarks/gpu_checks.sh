@@ -53,7 +53,8 @@ done
 
 if want tests; then
     stamp "real-GPU differential tests"
-    XDIST=$($PY -c "import xdist" 2>/dev/null && echo "-n 8")
+    # (without pytest-xdist the project's addopts "-n auto" would be an unknown option)
+    XDIST=$($PY -c "import xdist" 2>/dev/null && echo "-n 8" || echo "-o addopts=-ra")
     timeout 170 $PY -m pytest -q -p no:cacheprovider $XDIST -m "" -k "gpu_matches_cpu" tests/test_gpu.py \
         > "$LOG/test_gpu.log" 2>&1
     echo "pytest exit $?" >> "$LOG/test_gpu.log"

@@ -77,7 +77,7 @@ def split(X: np.ndarray, fmt: str, words: int, *, mode: str = "rne", scale: floa
     r = X
     factor = 1.0
     scaled = np.empty_like(X, dtype=np.float64)   # one scratch array and one residual, reused word by word
-    residual = None
+    residual = np.empty_like(scaled)
     for j in range(words):
         with np.errstate(over="ignore", invalid="ignore"):
             np.multiply(r, factor, out=scaled)

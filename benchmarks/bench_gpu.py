@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -126,20 +127,27 @@ def run_under_mps(argv: list[str]) -> int:
     MPS control daemon, stopped when the child is done (see the module docstring).  The
     child is the daemon's only client: its ``quit`` waits for every client to go, so this
     process never touches CUDA.  Where the daemon cannot start, the child runs without it
-    and says why."""
+    and says why; where the daemon starts but its server cannot (seen at the child's first
+    CUDA call), the child fails with CUDA's error.  SIGTERM (``timeout``) still stops the
+    daemon."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))     # so that the finally below runs
     exe = shutil.which("nvidia-cuda-mps-control")
     child = [sys.executable, str(Path(__file__).resolve()), *argv]
     if exe is None:
         why = "MPS not used: nvidia-cuda-mps-control is not on PATH"
         return subprocess.run(child, env={**os.environ, "BENCH_GPU_MPS": why}).returncode
-    with tempfile.TemporaryDirectory(prefix="bench_gpu_mps_") as tmp:
+    with tempfile.TemporaryDirectory(prefix="bench_gpu_mps_", ignore_cleanup_errors=True) as tmp:
         env = {"CUDA_MPS_PIPE_DIRECTORY": os.path.join(tmp, "pipe"), "CUDA_MPS_LOG_DIRECTORY": os.path.join(tmp, "log")}
         for d in env.values():
             os.makedirs(d)
         daemon_env = {**os.environ, **env}
-        started = subprocess.run([exe, "-d"], env=daemon_env, capture_output=True, text=True, timeout=30)
-        if started.returncode != 0:
-            why = f"MPS not used: {exe} -d exited {started.returncode}: {(started.stderr or started.stdout).strip()}"
+        try:
+            started = subprocess.run([exe, "-d"], env=daemon_env, capture_output=True, text=True, timeout=30)
+            why = (f"MPS not used: {exe} -d exited {started.returncode}: "
+                   f"{(started.stderr or started.stdout).strip()}") if started.returncode else ""
+        except subprocess.TimeoutExpired:
+            why = f"MPS not used: {exe} -d did not return within 30 s"
+        if why:
             return subprocess.run(child, env={**os.environ, "BENCH_GPU_MPS": why}).returncode
         try:
             return subprocess.run(child, env={**daemon_env, "BENCH_GPU_MPS": f"under a private MPS control daemon "
@@ -153,7 +161,7 @@ def run_under_mps(argv: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--size", type=int, default=4096)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--presets", nargs="*", default=None, help="preset names (workbench presets --help)")
@@ -165,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mps", action="store_true",
                         help="run under a private MPS daemon, so that the workers' kernels share the GPU")
     args = parser.parse_args(argv)
-    if args.mps:
+    if args.mps and "BENCH_GPU_MPS" not in os.environ:     # (the child never starts another daemon)
         return run_under_mps([a for a in argv if a != "--mps"])
     return _measure(args, os.environ.get("BENCH_GPU_MPS", "MPS not asked for (--mps)"))
 

@@ -19,6 +19,8 @@ def _whole_suite(config: pytest.Config) -> bool:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
+    if hasattr(session.config, "workerinput"):   # a pytest-xdist worker: the controller warmed up
+        return
     if os.environ.get("WORKBENCH_TEST_WARMUP", "1") == "0" or not _whole_suite(session.config):
         return
     procs = [subprocess.Popen([sys.executable, str(_HERE / "warm_kernels.py"), group], cwd=_HERE.parent,

@@ -11,7 +11,6 @@ import signal
 import time
 
 
-
 def _log(kind: str) -> None:
     path = os.environ.get("SWEEP_TEST_LOG")
     if path:

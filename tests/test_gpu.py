@@ -104,7 +104,7 @@ def test_the_low_occupancy_warning_is_not_repeated_but_others_pass(monkeypatch):
 
 def _simulator(examples: int) -> None:
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", GPU_SIM_EXAMPLES=str(examples))
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "",
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", "-m", "",
                            str(ROOT / "tests" / "gpu_simulator_cases.py")],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]

@@ -235,7 +235,9 @@ def run_prepared(model: "Model", ops: Operands, C: np.ndarray, *, accumulation: 
     with warnings.catch_warnings():
         # one thread per output: a product with few outputs (Figure 7's 10 x k x 10) launches a
         # grid of one block on purpose, and numba-cuda would warn of low occupancy on every call
-        # (its message starts with a terminal colour code, hence the leading .*)
+        # (its message starts with a terminal colour code, hence the leading .*; catch_warnings
+        # swaps the process's filter list, so calls from several threads at once may see each
+        # other's filters until Python 3.14's thread-safe catch_warnings)
         warnings.filterwarnings("ignore", message=r".*Grid size \d+ will likely result in GPU under-utilization")
         return GPU_KINDS[model.kind](model, ops, acc, accumulation, promote_every, scale_a, scale_b)
 

@@ -600,7 +600,7 @@ def _revise(bb: BlackBox, model: Model | None, params: dict[str, Any], n_verify:
     tries = 0
     found_trial: Model | None = None   # verified, but fails the larger batteries
     while survivors and tries < _MAX_TRIES:   # closest to the probes first
-        p = first = survivors[0]
+        p = survivors[0]
         trial = Model(**p)
         if model is None and trial.zero_exponent is None and trial.operation.has_zero_exponent:
             # without a proposal nothing probed the zero-operand exponent: probe it for this survivor
@@ -620,10 +620,11 @@ def _revise(bb: BlackBox, model: Model | None, params: dict[str, Any], n_verify:
         # can miss the rare inputs, e.g. a product far below the output's range, that part them);
         # the trial too: the comparison's batteries are larger than a verification's (a unit whose
         # window is narrower than the output shows its final rounding only on rare carries)
+        survivors = [p, *survivors[1:]]     # the trial as verified (with its probed zero exponent)
         kept = separate_windows(bb, agree_on_random_inputs(bb, survivors, seed=seed), seed=seed)
         if not kept and found_trial is None:
             found_trial = trial
-        if not kept or kept[0] is not first:   # the trial fails there: verify the next
+        if not kept or kept[0] is not p:   # the trial fails there: verify the next
             survivors = kept
             continue
         survivors = kept

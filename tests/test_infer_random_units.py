@@ -137,8 +137,12 @@ def test_random_tfdpa_units_are_recovered_third_draw(drawn):
     check_recovered(drawn)
 
 
+#: the slow suite's T-FDPA units: two tests of half each, so that a parallel run spreads them
+_SLOW_HALF = settings(max_examples=SLOW_UNITS // 2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
 @pytest.mark.slow
-@settings(max_examples=SLOW_UNITS, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@_SLOW_HALF
 @given(tfdpa_units())
 # found by this test: with F = 8 every fused sum fits fp32, so the final rounding is not
 # observable (a set); the smallest subnormal c falls out of the window, not a flush
@@ -153,6 +157,13 @@ def test_random_tfdpa_units_are_recovered_third_draw(drawn):
 # and one product per block: the edge inputs must also span blocks (K = 2L + 3)
 @example(dict(kind="t-fdpa", in_format="fp8_e4m3", out_format="fp32", L=1, F=30, rounding="rne", c_position="early"))
 def test_many_random_tfdpa_units_are_recovered(drawn):
+    check_recovered(drawn, SLOW_ALTERNATIVES_CHECKED)
+
+
+@pytest.mark.slow
+@_SLOW_HALF
+@given(tfdpa_units())
+def test_many_random_tfdpa_units_are_recovered_second_half(drawn):
     check_recovered(drawn, SLOW_ALTERNATIVES_CHECKED)
 
 

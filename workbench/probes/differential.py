@@ -323,7 +323,11 @@ def window_edges(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _for
     fractional bits drops it where one of w + 1 keeps it, and it decides the rounding
     of the tie (or, without the half-ulp product, of the exact X in a directed mode).
     A fifth of the rows hold one product exactly at an output tie and the tiny term in c
-    (units with one product per block see a tiny term only there).
+    (units with one product per block see a tiny term only there); a fifth of the rest
+    fill the row with one large product of one sign and put the edge bit in c or, with c
+    0, in a product in the first place (the sum carries binades past the output's
+    precision, so a window narrower than the output, or finer by a bit, shows its final
+    rounding there).
     Half the rows with X in c instead cancel it with a product P down to a small R
     whose last bits are the tiny term's (TR-/GTR-FDPA re-align the products' sum and
     c to F2 bits: F2 and F2 + 1 part only after such a cancellation).
@@ -361,11 +365,21 @@ def window_edges(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _for
                 continue
             sign = -1.0 if rng.random() < 0.5 else 1.0
             x, y = sign * mx * 2.0 ** ea, mx * 2.0 ** eb
-            cv = sign * (2.0 ** eP + 2.0 ** (eP - w + j))
-            if not (_formats.is_representable(np.array([x, y]), fin).all()
-                    and _formats.is_representable(np.array([cv]), fout)[0]):
+            if rng.random() < 0.5:
+                cv = sign * (2.0 ** eP + 2.0 ** (eP - w + j))
+                if not (_formats.is_representable(np.array([x, y]), fin).all()
+                        and _formats.is_representable(np.array([cv]), fout)[0]):
+                    continue
+                a[i, :], b[i, :], c[i] = x, y, cv
                 continue
-            a[i, :], b[i, :], c[i] = x, y, cv
+            # or c = 0 and the edge bit a product of either sign in the first place: c's exponent,
+            # above the products', would move the window up by one bit, and a window one bit finer
+            # than the output at the carried sum's binade shows its final rounding only without it
+            edge = as_product((-1.0 if rng.random() < 0.5 else 1.0) * 2.0 ** (eP - 1 - w + j), fin)
+            if edge is None or not _formats.is_representable(np.array([x, y]), fin).all():
+                continue
+            a[i, :], b[i, :], c[i] = x, y, 0.0
+            a[i, 0], b[i, 0] = edge
             continue
         E = int(rng.integers(e_lo, e_hi + 1))
         big = 0 if K < 3 else int(rng.integers(0, 3))             # X in c, in one product, in two

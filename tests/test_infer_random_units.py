@@ -156,6 +156,9 @@ _SLOW_HALF = settings(max_examples=SLOW_UNITS // 2, deadline=None, suppress_heal
 @example(dict(kind="t-fdpa", in_format="fp8_e4m3", out_format="fp16", L=2, F=30, rounding="rne", c_position="early"))
 # and one product per block: the edge inputs must also span blocks (K = 2L + 3)
 @example(dict(kind="t-fdpa", in_format="fp8_e4m3", out_format="fp32", L=1, F=30, rounding="rne", c_position="early"))
+# found by this test: an E-FDPA (F 37 is near exact) passed the proposal's smaller check at another
+# seed, failed the final verification, and no search ran in between
+@example(dict(kind="t-fdpa", in_format="fp8_e5m2", out_format="fp16", L=2, F=37, rounding="rne", c_position="early"))
 # found by this test: reported as RZ with RU among the alternatives; RZ failed a random input at
 # another seed (three large products carrying three binades, a tiny one of the other sign, c = 0)
 @example(dict(kind="t-fdpa", in_format="fp8_e5m2", out_format="fp32", L=4, F=21, rounding="ru", c_position="early"))
@@ -250,6 +253,11 @@ def test_random_units_of_the_other_kinds_are_recovered(drawn):
               scale_format="ue4m3"))
 @example(dict(kind="gst-fdpa", in_format="fp4_e2m1", out_format="fp32", L=64, G=8, k_block=8, F=36, rounding="rne",
               scale_format="ue4m3"))
+# found by this test (stop 27), not yet mended: F2 = 33 is one of 26 values (29 .. 54) the search's
+# batteries and edge rows cannot part; the reported 29, the closest to the probes' 28, fails a
+# random cancellation input (19 products in three blocks) at another seed
+@example(dict(kind="tr-fdpa", in_format="bf16", out_format="fp32", L=8, F=28, F2=33, rounding="rd")).xfail(
+    reason="TR-FDPA F2 29 and 33 part only on rare cancellations that no battery builds yet", raises=AssertionError)
 def test_many_random_units_of_the_other_kinds_are_recovered(drawn):
     check_other_recovered(drawn, SLOW_ALTERNATIVES_CHECKED)
 

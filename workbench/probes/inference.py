@@ -572,7 +572,10 @@ def _revise(bb: BlackBox, model: Model | None, params: dict[str, Any], n_verify:
 
     cex = None
     if model is not None:
-        _, cex = verify(bb, model, n=max(n_verify // 4, 1000), seed=seed + 2)
+        # the final verification's own inputs: a proposal returned here is one that passes it (a
+        # smaller check at another seed let T-FDPA fp8 L 2 F 37, near-exact, through as an E-FDPA
+        # that the final verification then failed, with no search in between)
+        _, cex = verify(bb, model, n=n_verify, seed=seed)
         # TR-/GTR-FDPA are searched around when the probes had doubts: a window narrower than
         # the output can hide the final rounding and F2 from every probe (and from most random
         # inputs).  An FMA chain and an E-FDPA with L = 1 are always searched: each step of
@@ -636,6 +639,11 @@ def _revise(bb: BlackBox, model: Model | None, params: dict[str, Any], n_verify:
                 searched[k] = vals
                 unobs[k] = (f"{len(survivors)} models reproduce every output seen and differ here: {k} in "
                             f"{vals}; reporting {p.get(k)!r}, the value closest to the probes")
+            elif k in unobs and vals[0] is not None:
+                # one value of a parameter the kind has: the search determined what the probes could
+                # not (their reason may be the proposal's, e.g. an E-FDPA's missing window)
+                del unobs[k]
+                searched[k] = vals
         if model is None or trial.params != model.params:
             notes.append(f"the probes' proposal {why}; a search of the model space kept "
                          f"{len(survivors)} model(s) consistent with every output; reporting the one closest "

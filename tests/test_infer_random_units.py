@@ -162,6 +162,11 @@ _SLOW_HALF = settings(max_examples=SLOW_UNITS // 2, deadline=None, suppress_heal
 # found by this test: reported as RZ with RU among the alternatives; RZ failed a random input at
 # another seed (three large products carrying three binades, a tiny one of the other sign, c = 0)
 @example(dict(kind="t-fdpa", in_format="fp8_e5m2", out_format="fp32", L=4, F=21, rounding="ru", c_position="early"))
+# found by this test (stop 27), not yet mended: the reported set holds GST-FDPA G 64 F 34, which
+# passes the search's batteries and the verification but fails a log-uniform input at another seed
+@example(dict(kind="t-fdpa", in_format="fp8_e4m3", out_format="fp16", L=64, F=40, rounding="ru",
+              c_position="early")).xfail(reason="a GST-FDPA near twin is kept among the alternatives",
+                                         raises=AssertionError)
 def test_many_random_tfdpa_units_are_recovered(drawn):
     check_recovered(drawn, SLOW_ALTERNATIVES_CHECKED)
 

@@ -96,8 +96,7 @@ def split(X: np.ndarray, fmt: str, words: int, *, mode: str = "rne", scale: floa
         out.append(w)
         if j + 1 < words:                 # the last residual is not needed
             np.divide(w, factor, out=scaled)
-            residual = np.subtract(r, scaled, out=residual)
-            r = residual
+            r = np.subtract(r, scaled, out=residual)
             factor *= scale
     return out
 

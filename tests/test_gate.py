@@ -399,6 +399,8 @@ def test_gemm_answers_right_or_refuses(AB):
 # reference took any ratio above 2^1000 for an overflow
 @example(np.array([0.0, 3.01742643234937e+265, 0.0, 0.0], dtype=object),
          np.array([0.0, 0.0, 0.0, 9.203616286740409e+114], dtype=object))
+# and with the exact reference: the metric squared 2^512 and returned Inf for an error of 2^512
+@example(np.array([0.0, 2.0 ** 512], dtype=object), np.array([0.0, 1.0], dtype=object))
 def test_metrics_answer_right_or_refuse(x_hat, x):
     try:
         got = metrics.relative_frobenius_error(x_hat, x)

@@ -84,6 +84,12 @@ def _add(m1: np.ndarray, e1: np.ndarray, m2: np.ndarray, e2: np.ndarray) -> tupl
     return sm, np.where(sm == 0, _ZERO_EXP, se + top)
 
 
+def _sqrt(m: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """sqrt(m 2^e) as (m', e'): the exponent halved exactly (its odd bit moved into m)."""
+    odd = e % 2
+    return np.sqrt(_ldexp(m, odd)), (e - odd) // 2
+
+
 def _ratio(mn: np.ndarray, en: np.ndarray, md: np.ndarray, ed: np.ndarray) -> np.ndarray:
     """(mn 2^en) / (md 2^ed) as float64 (Inf/0 only where the ratio itself is out of
     range); a zero denominator gives 0 for a zero numerator and Inf otherwise."""
@@ -150,7 +156,7 @@ def relative_frobenius_error(C_hat: Any, C: Any) -> float:
     _same_shape(C_hat, C, "C_hat", "C")
     mn, en = _sum(*_abs_diff(C_hat.ravel(), C.ravel()), power=2)
     md, ed = _sum(*_split(C.ravel()), power=2)
-    return float(np.sqrt(_ratio(mn, en, md, ed)))
+    return float(_ratio(*_sqrt(mn, en), *_sqrt(md, ed)))   # roots first: the squared ratio may overflow
 
 
 def componentwise_error(C_hat: Any, C: Any, A: Any, B: Any, addend: Any = None) -> float:

@@ -126,3 +126,24 @@ def test_final_rounding_of_a_t_fdpa_window_one_bit_finer_shows_without_c(in_form
     one, two = Model(**p, rounding=r1), Model(**p, rounding=r2)
     a, b, c = window_edges(np.random.default_rng(3), fin, fout, windows_of([one.params]), 256, L)
     assert (from_model(one).dots(a, b, c) != from_model(two).dots(a, b, c)).any(), (in_format, F, L, r1, r2)
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(in_format=st.sampled_from(["bf16", "fp16", "tf32"]), L=st.sampled_from([2, 4, 8, 16]),
+       F=st.integers(20, 32), s=st.integers(1, 5), rounding=st.sampled_from(ROUNDINGS))
+@example(in_format="bf16", L=8, F=28, s=4, rounding="rd")
+def test_tr_fdpa_second_precision_parts_s_binades_below_c(in_format, L, F, s, rounding):
+    """TR-FDPA re-aligns the products' sum T (F bits below the products' exponent) to a
+    larger c's exponent with F2 bits (Xie Algorithm 10 line 14): F2 = F + s - 1 and F + s
+    part only where T lies s binades below c and c cancels it (a block of ~2^s / 3
+    products).  The slow suite's bf16 L 8 F 28 RD unit (F2 = 33) was reported with F2 = 29:
+    the edge rows cancelled one product only (s = 1)."""
+    s = min(s, (4 * (L - 1) - 1).bit_length() - 1)     # n products s binades below c: 2^s < 4 (L - 1)
+    narrow = Model(kind="tr-fdpa", in_format=in_format, out_format="fp32", L=L, F=F, F2=F + s - 1, rounding=rounding)
+    wide = Model(**{**narrow.params, "F2": F + s})
+    rng = np.random.default_rng(1)
+    a, b, c = window_edges(rng, formats.format(in_format), formats.format("fp32"),
+                           windows_of([narrow.params, wide.params]), 3000, L)
+    differ = from_model(narrow).dots(a, b, c) != from_model(wide).dots(a, b, c)
+    assert differ.any(), (narrow.params, int((a != 0).any(axis=1).sum()))

@@ -312,6 +312,13 @@ def _tie_product_row(rng: np.random.Generator, fin: _formats.FloatFormat, fout: 
     return x, y, tiny
 
 
+def _short_significand(rng: np.random.Generator, p: int) -> float:
+    """A significand in [1.5, 2) of q <= p bits, q drawn from 2..p: short significands keep
+    a sum of such products few bits wide, so that c can cancel it exactly."""
+    q = int(rng.integers(2, p + 1))
+    return float(rng.integers(3 * 2 ** (q - 2), 2 ** q)) * 2.0 ** (1 - q)
+
+
 def window_edges(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _formats.FloatFormat,
                  windows: Sequence[int], rows: int, K: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Dot products (``rows`` of length ``K``, with c) that part alignment windows of
@@ -321,16 +328,19 @@ def window_edges(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _for
     of the output), and a tiny product of either sign at ``2^(E - w - 1 + j)``, j in
     -2..1, E the exponent of X, w a width drawn from ``windows``: a window of w
     fractional bits drops it where one of w + 1 keeps it, and it decides the rounding
-    of the tie (or, without the half-ulp product, of the exact X in a directed mode).
+    of the tie (or, without the half-ulp product, of the exact X in a directed mode); in
+    a quarter of the rows with a product ``2^(E - w)`` of the other sign beside it (a
+    narrower window with a sticky bit then rounds the other way).
     A fifth of the rows hold one product exactly at an output tie and the tiny term in c
     (units with one product per block see a tiny term only there); a fifth of the rest
     fill the row with one large product of one sign and put the edge bit in c or, with c
     0, in a product in the first place (the sum carries binades past the output's
     precision, so a window narrower than the output, or finer by a bit, shows its final
     rounding there).
-    Half the rows with X in c instead cancel it with a product P down to a small R
-    whose last bits are the tiny term's (TR-/GTR-FDPA re-align the products' sum and
-    c to F2 bits: F2 and F2 + 1 part only after such a cancellation).
+    Half the rows with X in c instead cancel it with n equal products P, s binades below
+    c, down to a small R whose last bits are the tiny term's (TR-/GTR-FDPA re-align the
+    products' sum to c's exponent with F2 bits: F2 = F + s - 1 and F + s part only after
+    such a cancellation).
     Units whose F (or F2, or the groups' F) differ by one part there and, rarely,
     anywhere else (fp8 -> fp16, one block of two products, F = 30 against 31: about
     one random input in 20,000).  Rows that the formats' ranges cannot build are left
@@ -355,17 +365,27 @@ def window_edges(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _for
             # every product one large P of c's sign, c with a bit at the window's edge: the sum
             # carries log2(K + 1) binades above the window's top, so its last bits fall below
             # the output's ulp and the final rounding shows (a window narrower than the output
-            # hides it everywhere else)
-            mx = float(2 ** fin.p - 1) * 2.0 ** (1 - fin.p)            # the largest significand
-            ea = int(rng.integers(fin.emin, fin.emax + 1))
-            eb = int(rng.integers(fin.emin, fin.emax + 1))
-            eP = ea + eb + 1                                           # mx * mx is in [2, 4)
+            # hides it everywhere else); significands in the top eighth of [1, 2), drawn so that
+            # the sum's last bits vary (with the largest one alone an fp8 block's sum is always
+            # even at the output's ulp)
+            top = 2 ** fin.p
+            ma, mb = (float(rng.integers(max(top // 2, 7 * top // 8), top)) * 2.0 ** (1 - fin.p) for _ in range(2))
             j = int(rng.integers(-1, 2))
-            if w - j > fout.p - 1 or not fout.emin + w + 1 <= eP < fout.emax - 8:
+            with_c = rng.random() < 0.5
+            # P's exponent eP (ma * mb is in [3, 4)): the window's edge below it stays in the
+            # output's range, and without c a product of the input format can hold it
+            eP_lo = max(fout.emin + w + 1, 2 * fin.emin + 1)
+            if not with_c:
+                eP_lo = max(eP_lo, 2 * lo + 1 + w - j)
+            eP_hi = min(fout.emax - 9, 2 * fin.emax + 1)
+            if w - j > fout.p - 1 or eP_lo > eP_hi:
                 continue
+            eP = int(rng.integers(eP_lo, eP_hi + 1))
+            ea = int(rng.integers(max(fin.emin, eP - 1 - fin.emax), min(fin.emax, eP - 1 - fin.emin) + 1))
+            eb = eP - 1 - ea
             sign = -1.0 if rng.random() < 0.5 else 1.0
-            x, y = sign * mx * 2.0 ** ea, mx * 2.0 ** eb
-            if rng.random() < 0.5:
+            x, y = sign * ma * 2.0 ** ea, mb * 2.0 ** eb
+            if with_c:
                 cv = sign * (2.0 ** eP + 2.0 ** (eP - w + j))
                 if not (_formats.is_representable(np.array([x, y]), fin).all()
                         and _formats.is_representable(np.array([cv]), fout)[0]):
@@ -389,24 +409,42 @@ def window_edges(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _for
         half = math.copysign(2.0 ** (E - fout.p), X) if rng.random() < 0.75 else 0.0
         tiny = (-1.0 if rng.random() < 0.5 else 1.0) * 2.0 ** (E - w - 1 + int(rng.integers(-2, 2)))
         terms = [] if big == 0 else [X] if big == 1 else [X / 2, X / 2]
-        terms += [t for t in (half, tiny) if t != 0.0]
+        # a quarter of the rows put a term of the other sign at the window's last bit: the
+        # sum then lies just inside the window's last bit, where a sticky bit for the dropped
+        # tiny term (a narrower window with sticky) moves a directed rounding
+        counter = -math.copysign(2.0 ** (E - w), tiny) if rng.random() < 0.25 else 0.0
+        terms += [t for t in (half, tiny, counter) if t != 0.0]
+        pairs: list[tuple[float, float] | None]
         if big != 0 or rng.random() >= 0.5:
             pairs = [as_product(t, fin) for t in terms]
         else:
-            # c = R - P: a product P cancels c down to R, whose ulps reach the tiny term.  P's
-            # significands are both 1.5 or more, so its unnormalised exponent E - 1 is one below
-            # c's: TR-/GTR-FDPA re-align the products' sum (F bits below E - 1) to c's exponent
-            # with F2 bits, so F2 = F cuts the sum's last bit and F2 = F + 1 keeps it
-            ma, mb = (float(rng.integers(3 * 2 ** (fin.p - 2), 2 ** fin.p)) * 2.0 ** (1 - fin.p) for _ in range(2))
-            ea = (E - 1) // 2
-            P = (-1.0 if rng.random() < 0.5 else 1.0) * ma * mb * 2.0 ** (E - 1)
-            tiny = (-1.0 if rng.random() < 0.5 else 1.0) * 2.0 ** (E - 1 - w - 1 + int(rng.integers(-1, 3)))
-            eR = E - 1 - w - 1 + int(rng.integers(-1, 3)) + fout.p - 2
+            # c = R - nP: n equal products P cancel c down to R, whose ulps reach the tiny term.
+            # P's significands are both 1.5 or more, so P's unnormalised exponent E - s is s
+            # below c's, with 2^s <= nP < 2^(s + 1) (n = 1 for s = 1; n <= K - 1 products,
+            # so 2^s < 4 (K - 1)).  TR-/GTR-FDPA re-align the products' sum (F bits
+            # below E - s) to c's exponent with F2 bits: a sum s binades below c parts F2 =
+            # F + s - 1 from F + s, so s is often drawn as w - min(windows) + 1 (Xie
+            # Algorithm 10 lines 14-15)
+            s_max = (4 * (K - 1) - 1).bit_length() - 1
+            s = w - int(min(windows)) + 1
+            if not 1 <= s <= s_max or rng.random() < 0.5:
+                s = int(rng.integers(1, s_max + 1))
+            ma, mb = (_short_significand(rng, fin.p) for _ in range(2))
+            n = max(1, math.ceil(2 ** s / (ma * mb)))
+            if n > K - 1 or n * ma * mb >= 2 ** (s + 1):
+                continue
+            ea = (E - s) // 2
+            P = (-1.0 if rng.random() < 0.5 else 1.0) * ma * mb * 2.0 ** (E - s)
+            base = E - s if rng.random() < 0.5 else E          # the first window's edge, or the second's
+            e_tiny = base - w - 1 + int(rng.integers(-1, 3))
+            tiny = (-1.0 if rng.random() < 0.5 else 1.0) * 2.0 ** e_tiny
+            eR = base - w - 1 + int(rng.integers(-1, 3)) + fout.p - 2
             if eR >= E:                       # R would not be below P (a window narrower than the output)
                 continue
-            X = float(rng.integers(8, 16)) * 2.0 ** (eR - 3) - P
-            pairs = [(math.copysign(ma, P) * 2.0 ** ea, mb * 2.0 ** (E - 1 - ea)), as_product(tiny, fin)]
-            if (pairs[1] is None or not _formats.is_representable(np.array(pairs[0]), fin).all()
+            X = float(rng.integers(8, 16)) * 2.0 ** (eR - 3) - n * P
+            big_pair: tuple[float, float] | None = (math.copysign(ma, P) * 2.0 ** ea, mb * 2.0 ** (E - s - ea))
+            pairs = [big_pair] * n + [as_product(tiny, fin)]
+            if (pairs[-1] is None or not _formats.is_representable(np.array(big_pair), fin).all()
                     or not _formats.is_representable(np.array([X]), fout)[0]):
                 continue
         placed = [q for q in pairs if q is not None]

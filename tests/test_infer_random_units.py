@@ -168,6 +168,11 @@ _SLOW_HALF = settings(max_examples=SLOW_UNITS // 2, deadline=None, suppress_heal
 # the other sign at the window's last bit beside the tiny one (where a sticky bit shows)
 @example(dict(kind="t-fdpa", in_format="fp8_e4m3", out_format="fp16", L=64, F=40, rounding="ru",
               c_position="early"))
+# found by this test (stop 28): two products per block and c late; the reported set held F 27 .. 56
+# with a sticky bit, which part from F 31 only where one product is the output's half ulp with its
+# own tail below the window (the edge rows now build that pair)
+@example(dict(kind="t-fdpa", in_format="bf16", out_format="fp32", L=2, F=31, rounding="rne", c_position="late",
+              late_rounding="rne"))
 def test_many_random_tfdpa_units_are_recovered(drawn):
     check_recovered(drawn, SLOW_ALTERNATIVES_CHECKED)
 

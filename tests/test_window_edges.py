@@ -5,6 +5,7 @@ found such pairs reported as indistinguishable, or the wrong one verified)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
@@ -147,3 +148,32 @@ def test_tr_fdpa_second_precision_parts_s_binades_below_c(in_format, L, F, s, ro
                            windows_of([narrow.params, wide.params]), 3000, L)
     differ = from_model(narrow).dots(a, b, c) != from_model(wide).dots(a, b, c)
     assert differ.any(), (narrow.params, int((a != 0).any(axis=1).sum()))
+
+
+@pytest.mark.parametrize("K", [2, 4])
+def test_a_tie_product_with_its_own_tail_parts_a_window_from_a_wider_sticky_one(K):
+    """Two products per block with c late (the slow suite's bf16 -> fp32 L 2 F 31 RNE unit):
+    c cannot hold the large term, so X, the half ulp and the tiny term must fit in two
+    products.  The reported set held T-FDPA F 27 .. 56 with a sticky bit, which keep a
+    product's bits below the window that F 31 drops; they part only where that product is
+    the output's half ulp with its own tail below the window (about one log-uniform input
+    in 100,000).  The premise is checked with exact sums: some row of the battery is such
+    a tie after truncation to F 31 and not before."""
+    from fractions import Fraction
+
+    truth = Model(kind="t-fdpa", in_format="bf16", out_format="fp32", L=2, F=31, rounding="rne",
+                  c_position="late", late_rounding="rne")
+    twin = Model(**{**truth.params, "F": 49, "sticky": True})
+    fin, fout = formats.format("bf16"), formats.format("fp32")
+    a, b, c = window_edges(np.random.default_rng(1), fin, fout, windows_of([truth.params, twin.params]), 1000, K)
+    differ = from_model(truth).dots(a, b, c) != from_model(twin).dots(a, b, c)
+    assert differ.any()
+    exact_ties = 0
+    for r in np.flatnonzero(differ):
+        x, t = (Fraction(float(a[r, k])) * Fraction(float(b[r, k])) for k in (0, 1))
+        if t == 0 or abs(t) >= abs(x):
+            continue
+        E = abs(x).numerator.bit_length() - abs(x).denominator.bit_length()
+        half = Fraction(2) ** (E - fout.p) if abs(x) >= Fraction(2) ** E else Fraction(2) ** (E - 1 - fout.p)
+        exact_ties += abs(t) != half and abs(abs(t) - half) < Fraction(2) ** (E - 31)
+    assert exact_ties > 0

@@ -312,6 +312,44 @@ def _tie_product_row(rng: np.random.Generator, fin: _formats.FloatFormat, fout: 
     return x, y, tiny
 
 
+def _tail_tie_row(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _formats.FloatFormat,
+                  w: int) -> tuple[tuple[float, float], tuple[float, float]] | None:
+    """Two products for the first two places of a block: X, and T = h (1 + tail), h half
+    an ulp of X in ``fout``, whose own tail bits start about at the window's edge
+    ``2^(E - w - 1)`` (E the exponent of X): a window of w bits truncates T to the tie h
+    (round to nearest then goes to even), a wider one - or one with a sticky bit - keeps
+    the tail and leaves the tie.  Units with two products per block and c added late
+    (c cannot hold X there) see a window's edge only on such rows.  None when the
+    formats cannot build it."""
+    p = fin.p
+    z = w + 1 - fout.p + int(rng.integers(-1, 2))       # zero bits of T below h
+    t = 2 * p - 2 + int(rng.integers(0, 2))            # T's significand ma * mb in [2^t, 2^t + 2^(t - z))
+    if z < 1 or t - z < 0:
+        return None
+    for _ in range(20):
+        ma = int(rng.integers(2 ** (p - 1), 2 ** p))
+        lo_b = max(-(-(2 ** t + 1) // ma), 2 ** (p - 1))
+        hi_b = min((2 ** t + 2 ** (t - z) - 1) // ma, 2 ** p - 1)
+        if lo_b <= hi_b:
+            break
+    else:
+        return None
+    mb = int(rng.integers(lo_b, hi_b + 1))
+    xa, xb = (float(rng.integers(2 ** (p - 1), 2 ** p)) * 2.0 ** (1 - p) for _ in range(2))
+    ea = int(rng.integers(fin.emin, fin.emax + 1))
+    eb = int(rng.integers(fin.emin, fin.emax + 1))
+    X = (-1.0 if rng.random() < 0.5 else 1.0) * xa * xb * 2.0 ** (ea + eb)
+    E = math.floor(math.log2(abs(X)))
+    eT = E - fout.p - t                                # T = ma * mb * 2^eT
+    e1 = eT // 2 + p - 1
+    sa = (-1.0 if rng.random() < 0.5 else 1.0) * ma * 2.0 ** (e1 - p + 1)
+    sb = mb * 2.0 ** (eT - e1 + p - 1)
+    vals = np.array([math.copysign(xa, X) * 2.0 ** ea, xb * 2.0 ** eb, sa, sb])
+    if not (fout.emin + fout.p < E < fout.emax and _formats.is_representable(vals, fin).all()):
+        return None
+    return (float(vals[0]), float(vals[1])), (float(vals[2]), float(vals[3]))
+
+
 def _short_significand(rng: np.random.Generator, p: int) -> float:
     """A significand in [1.5, 2) of q <= p bits, q drawn from 2..p: short significands keep
     a sum of such products few bits wide, so that c can cancel it exactly."""
@@ -360,6 +398,11 @@ def window_edges(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _for
             if row is not None:
                 k = int(rng.integers(K))
                 a[i, k], b[i, k], c[i] = row
+            continue
+        if rng.random() < 0.15:         # X and a tie product whose own tail falls below the window
+            pair = _tail_tie_row(rng, fin, fout, w)
+            if pair is not None:
+                (a[i, 0], b[i, 0]), (a[i, 1], b[i, 1]) = pair
             continue
         if K >= 3 and rng.random() < 0.2:
             # every product one large P of c's sign, c with a bit at the window's edge: the sum

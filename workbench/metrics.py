@@ -63,7 +63,8 @@ def _abs_diff(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     big = np.maximum(np.abs(a), np.abs(b))
     _, k = np.frexp(np.where(np.isfinite(big) & (big > 0), big, 1.0))
     k = k.astype(np.int64)
-    m, e = _split(_ldexp(a, -k) - _ldexp(b, -k))
+    with np.errstate(invalid="ignore"):     # Inf - Inf is NaN, which propagates (no warning)
+        m, e = _split(_ldexp(a, -k) - _ldexp(b, -k))
     return m, np.where(m == 0, _ZERO_EXP, e + k)
 
 

@@ -72,3 +72,16 @@ def test_input_errors():
         metrics.relative_frobenius_error(np.ones(2) * 1j, np.ones(2))
     with pytest.raises(ValueError, match="nonzero scale"):
         metrics.signed_error_stats(np.ones(2), np.zeros(2), scale="relative")
+
+
+def test_infinite_errors_propagate_as_nan_without_a_warning():
+    """Inf - Inf in the exact difference is NaN by design (it propagates to the error);
+    numpy's 'invalid value' RuntimeWarning for it reached users of the metrics."""
+    import warnings
+
+    from workbench.metrics import _abs_diff
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m, _ = _abs_diff(np.array([np.inf, 1.0]), np.array([np.inf, 0.5]))
+    assert np.isnan(m[0]) and m[1] == 0.5

@@ -177,3 +177,14 @@ def test_a_tie_product_with_its_own_tail_parts_a_window_from_a_wider_sticky_one(
         half = Fraction(2) ** (E - fout.p) if abs(x) >= Fraction(2) ** E else Fraction(2) ** (E - 1 - fout.p)
         exact_ties += abs(t) != half and abs(abs(t) - half) < Fraction(2) ** (E - 31)
     assert exact_ties > 0
+
+
+def test_window_edges_build_rows_for_fp64_without_overflowing():
+    """fp64 -> fp64 (FMA chains, whose search also tries T-FDPA windows up to F 56): the
+    tail-tie rows computed X = xa xb 2^(ea + eb) over fp64's whole exponent range before
+    checking it (2.0 ** 2046 raised OverflowError; an X of 0 a math domain error)."""
+    fin = formats.format("fp64")
+    for K in (2, 4):
+        a, b, c = window_edges(np.random.default_rng(0), fin, fin, [53, 54, 56], 512, K)
+        assert np.isfinite(a).all() and np.isfinite(b).all() and np.isfinite(c).all()
+        assert formats.is_representable(a, fin).all() and formats.is_representable(b, fin).all()

@@ -315,7 +315,8 @@ def _tie_product_row(rng: np.random.Generator, fin: _formats.FloatFormat, fout: 
 def _tail_tie_row(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _formats.FloatFormat,
                   w: int) -> tuple[tuple[float, float], tuple[float, float]] | None:
     """Two products for the first two places of a block: X, and T = h (1 + tail), h half
-    an ulp of X in ``fout``, whose own tail bits start about at the window's edge
+    an ulp of X in ``fout`` (an output tie where X fits the output: 2 fin.p <= fout.p),
+    whose own tail bits start about at the window's edge
     ``2^(E - w - 1)`` (E the exponent of X): a window of w bits truncates T to the tie h
     (round to nearest then goes to even), a wider one - or one with a sticky bit - keeps
     the tail and leaves the tie.  Units with two products per block and c added late
@@ -338,14 +339,16 @@ def _tail_tie_row(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _fo
     xa, xb = (float(rng.integers(2 ** (p - 1), 2 ** p)) * 2.0 ** (1 - p) for _ in range(2))
     ea = int(rng.integers(fin.emin, fin.emax + 1))
     eb = int(rng.integers(fin.emin, fin.emax + 1))
-    X = (-1.0 if rng.random() < 0.5 else 1.0) * xa * xb * 2.0 ** (ea + eb)
-    E = math.floor(math.log2(abs(X)))
+    x_sign = -1.0 if rng.random() < 0.5 else 1.0
+    t_sign = -1.0 if rng.random() < 0.5 else 1.0
+    E = ea + eb + (1 if xa * xb >= 2.0 else 0)         # the exponent of X = xa xb 2^(ea + eb)
+    if not fout.emin + fout.p < E < fout.emax:
+        return None
     eT = E - fout.p - t                                # T = ma * mb * 2^eT
     e1 = eT // 2 + p - 1
-    sa = (-1.0 if rng.random() < 0.5 else 1.0) * ma * 2.0 ** (e1 - p + 1)
-    sb = mb * 2.0 ** (eT - e1 + p - 1)
-    vals = np.array([math.copysign(xa, X) * 2.0 ** ea, xb * 2.0 ** eb, sa, sb])
-    if not (fout.emin + fout.p < E < fout.emax and _formats.is_representable(vals, fin).all()):
+    vals = np.array([x_sign * xa * 2.0 ** ea, xb * 2.0 ** eb, t_sign * ma * 2.0 ** (e1 - p + 1),
+                     mb * 2.0 ** (eT - e1 + p - 1)])
+    if not _formats.is_representable(vals, fin).all():
         return None
     return (float(vals[0]), float(vals[1])), (float(vals[2]), float(vals[3]))
 
@@ -370,8 +373,11 @@ def window_edges(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _for
     a quarter of the rows with a product ``2^(E - w)`` of the other sign beside it (a
     narrower window with a sticky bit then rounds the other way).
     A fifth of the rows hold one product exactly at an output tie and the tiny term in c
-    (units with one product per block see a tiny term only there); a fifth of the rest
-    fill the row with one large product of one sign and put the edge bit in c or, with c
+    (units with one product per block see a tiny term only there); about a seventh of
+    the rest hold, in the first two places, X and a tie product whose own tail falls below
+    the window (:func:`_tail_tie_row`: units with two products per block and c late see a
+    window's edge only there; left zero where the formats cannot build it); a fifth of
+    the rest fill the row with one large product of one sign and put the edge bit in c or, with c
     0, in a product in the first place (the sum carries binades past the output's
     precision, so a window narrower than the output, or finer by a bit, shows its final
     rounding there).
@@ -408,14 +414,14 @@ def window_edges(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _for
             # every product one large P of c's sign, c with a bit at the window's edge: the sum
             # carries log2(K + 1) binades above the window's top, so its last bits fall below
             # the output's ulp and the final rounding shows (a window narrower than the output
-            # hides it everywhere else); significands in the top eighth of [1, 2), drawn so that
-            # the sum's last bits vary (with the largest one alone an fp8 block's sum is always
-            # even at the output's ulp)
+            # hides it everywhere else); significands in [1.75, 2), drawn where the format has
+            # several, so that the sum's last bits vary (with the largest one alone an fp8_e4m3
+            # block's sum is always even at the output's ulp)
             top = 2 ** fin.p
             ma, mb = (float(rng.integers(max(top // 2, 7 * top // 8), top)) * 2.0 ** (1 - fin.p) for _ in range(2))
             j = int(rng.integers(-1, 2))
             with_c = rng.random() < 0.5
-            # P's exponent eP (ma * mb is in [3, 4)): the window's edge below it stays in the
+            # P's exponent eP (ma * mb is in [2, 4)): the window's edge below it stays in the
             # output's range, and without c a product of the input format can hold it
             eP_lo = max(fout.emin + w + 1, 2 * fin.emin + 1)
             if not with_c:
@@ -455,7 +461,7 @@ def window_edges(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _for
         # a quarter of the rows put a term of the other sign at the window's last bit: the
         # sum then lies just inside the window's last bit, where a sticky bit for the dropped
         # tiny term (a narrower window with sticky) moves a directed rounding
-        counter = -math.copysign(2.0 ** (E - w), tiny) if rng.random() < 0.25 else 0.0
+        counter = -math.copysign(2.0 ** (E - w), tiny) if rng.random() < 0.25 and abs(tiny) < 2.0 ** (E - w) else 0.0
         terms += [t for t in (half, tiny, counter) if t != 0.0]
         pairs: list[tuple[float, float] | None]
         if big != 0 or rng.random() >= 0.5:
@@ -467,14 +473,14 @@ def window_edges(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _for
             # so 2^s < 4 (K - 1)).  TR-/GTR-FDPA re-align the products' sum (F bits
             # below E - s) to c's exponent with F2 bits: a sum s binades below c parts F2 =
             # F + s - 1 from F + s, so s is often drawn as w - min(windows) + 1 (Xie
-            # Algorithm 10 lines 14-15)
+            # Algorithm 10 line 14)
             s_max = (4 * (K - 1) - 1).bit_length() - 1
             s = w - int(min(windows)) + 1
             if not 1 <= s <= s_max or rng.random() < 0.5:
                 s = int(rng.integers(1, s_max + 1))
             ma, mb = (_short_significand(rng, fin.p) for _ in range(2))
-            n = max(1, math.ceil(2 ** s / (ma * mb)))
-            if n > K - 1 or n * ma * mb >= 2 ** (s + 1):
+            n = math.ceil(2 ** s / (ma * mb))                   # n ma mb < 2^s + 4 <= 2^(s + 1) for s >= 2
+            if n > K - 1:
                 continue
             ea = (E - s) // 2
             P = (-1.0 if rng.random() < 0.5 else 1.0) * ma * mb * 2.0 ** (E - s)
@@ -485,8 +491,8 @@ def window_edges(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _for
             if eR >= E:                       # R would not be below P (a window narrower than the output)
                 continue
             X = float(rng.integers(8, 16)) * 2.0 ** (eR - 3) - n * P
-            big_pair: tuple[float, float] | None = (math.copysign(ma, P) * 2.0 ** ea, mb * 2.0 ** (E - s - ea))
-            pairs = [big_pair] * n + [as_product(tiny, fin)]
+            big_pair = (math.copysign(ma, P) * 2.0 ** ea, mb * 2.0 ** (E - s - ea))
+            pairs = [*([big_pair] * n), as_product(tiny, fin)]
             if (pairs[-1] is None or not _formats.is_representable(np.array(big_pair), fin).all()
                     or not _formats.is_representable(np.array([X]), fout)[0]):
                 continue

@@ -324,7 +324,9 @@ def _tail_tie_row(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _fo
     formats cannot build it."""
     p = fin.p
     z = w + 1 - fout.p + int(rng.integers(-1, 2))       # zero bits of T below h
-    t = 2 * p - 2 + int(rng.integers(0, 2))            # T's significand ma * mb in [2^t, 2^t + 2^(t - z))
+    # T's significand ma * mb in [2^t, 2^t + 2^(t - z)); just above 2^(2p - 2) a product of two
+    # p-bit significands has a bit at 2^(p - 1) or above, so z >= p - 1 needs t = 2p - 1
+    t = 2 * p - 1 if z >= p - 1 else 2 * p - 2 + int(rng.integers(0, 2))
     if z < 1 or t - z < 0:
         return None
     for _ in range(20):
@@ -376,8 +378,8 @@ def window_edges(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _for
     (units with one product per block see a tiny term only there); about a seventh of
     the rest hold, in the first two places, X and a tie product whose own tail falls below
     the window (:func:`_tail_tie_row`: units with two products per block and c late see a
-    window's edge only there; left zero where the formats cannot build it); a fifth of
-    the rest fill the row with one large product of one sign and put the edge bit in c or, with c
+    window's edge only there; where the formats cannot build it, another kind of row); a
+    fifth of the rest fill the row with one large product of one sign and put the edge bit in c or, with c
     0, in a product in the first place (the sum carries binades past the output's
     precision, so a window narrower than the output, or finer by a bit, shows its final
     rounding there).
@@ -409,7 +411,7 @@ def window_edges(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _for
             pair = _tail_tie_row(rng, fin, fout, w)
             if pair is not None:
                 (a[i, 0], b[i, 0]), (a[i, 1], b[i, 1]) = pair
-            continue
+                continue
         if K >= 3 and rng.random() < 0.2:
             # every product one large P of c's sign, c with a bit at the window's edge: the sum
             # carries log2(K + 1) binades above the window's top, so its last bits fall below

@@ -375,7 +375,8 @@ def window_edges(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _for
     a quarter of the rows with a product ``2^(E - w)`` of the other sign beside it (a
     narrower window with a sticky bit then rounds the other way).
     A fifth of the rows hold one product exactly at an output tie and the tiny term in c
-    (units with one product per block see a tiny term only there); about a seventh of
+    (units with one product per block see a tiny term only there) or, half of them, in a
+    product beside it in a block of two (units with two products per block and c late); about a seventh of
     the rest hold, in the first two places, X and a tie product whose own tail falls below
     the window (:func:`_tail_tie_row`: units with two products per block and c late see a
     window's edge only there; where the formats cannot build it, another kind of row); a
@@ -404,8 +405,15 @@ def window_edges(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _for
         if rng.random() < 0.2:          # X one product at an output tie, the tiny term c
             row = _tie_product_row(rng, fin, fout, w)
             if row is not None:
-                k = int(rng.integers(K))
-                a[i, k], b[i, k], c[i] = row
+                x, y, tiny_c = row
+                beside = as_product(tiny_c, fin) if rng.random() < 0.5 else None
+                if beside is None:
+                    k = int(rng.integers(K))
+                    a[i, k], b[i, k], c[i] = x, y, tiny_c
+                else:   # or the tiny term a product beside X in a block of two (units adding c late)
+                    k = 2 * int(rng.integers(K // 2))
+                    a[i, k], b[i, k] = x, y
+                    a[i, k + 1], b[i, k + 1] = beside
             continue
         if rng.random() < 0.15:         # X and a tie product whose own tail falls below the window
             pair = _tail_tie_row(rng, fin, fout, w)

@@ -376,13 +376,13 @@ def window_edges(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _for
     narrower window with a sticky bit then rounds the other way).
     A fifth of the rows hold one product exactly at an output tie and the tiny term in c
     (units with one product per block see a tiny term only there) or, half of them, in a
-    product beside it in a block of two (units with two products per block and c late); about a seventh of
-    the rest hold, in the first two places, X and a tie product whose own tail falls below
-    the window (:func:`_tail_tie_row`: units with two products per block and c late see a
-    window's edge only there; where the formats cannot build it, another kind of row); a
-    fifth of the rest fill the row with one large product of one sign and put the edge bit in c or, with c
-    0, in a product in the first place (the sum carries binades past the output's
-    precision, so a window narrower than the output, or finer by a bit, shows its final
+    product beside it in a block of two (units with two products per block and c late);
+    about a seventh of the rest hold, in the first two places, X and a tie product whose
+    own tail falls below the window (:func:`_tail_tie_row`: units with two products per
+    block and c late see a window's edge only there; where the formats cannot build it,
+    another kind of row); a fifth of the rest fill the row with one large product of one
+    sign and put the edge bit in c or, with c 0, in a product in the first place (the sum
+    carries binades past the output's precision, so a window narrower than the output, or finer by a bit, shows its final
     rounding there).
     Half the rows with X in c instead cancel it with n equal products P, s binades below
     c, down to a small R whose last bits are the tiny term's (TR-/GTR-FDPA re-align the
@@ -471,7 +471,8 @@ def window_edges(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _for
         # a quarter of the rows put a term of the other sign at the window's last bit: the
         # sum then lies just inside the window's last bit, where a sticky bit for the dropped
         # tiny term (a narrower window with sticky) moves a directed rounding
-        counter = -math.copysign(2.0 ** (E - w), tiny) if rng.random() < 0.25 and abs(tiny) < 2.0 ** (E - w) else 0.0
+        last_bit = 2.0 ** (E - w)
+        counter = -math.copysign(last_bit, tiny) if rng.random() < 0.25 and abs(tiny) < last_bit else 0.0
         terms += [t for t in (half, tiny, counter) if t != 0.0]
         pairs: list[tuple[float, float] | None]
         if big != 0 or rng.random() >= 0.5:

@@ -255,3 +255,37 @@ def test_amd_lane_kernel_equals_scalar_kernel(mi, monkeypatch):
     monkeypatch.setattr(K, "LANES_MIN_N", 10 ** 9)
     want = wb.gemm(ones_a, ones_b, tiny, model=m)
     assert np.array_equal(got.view(np.uint8), want.view(np.uint8)), m.describe()
+
+
+#: (L, F, sticky) of fp16 units whose blocks of L largest aligned terms just fit the lane
+#: kernel's int32 sums (bit_length(L - 1) + F + 2 + sticky = 31), and of units one bit past it.
+INT32_SUM_EDGES = [(16, 25, False), (8, 25, True), (64, 23, False), (2, 28, False), (1, 29, False),
+                   (16, 26, False), (8, 26, True), (64, 24, False), (2, 29, False)]
+
+
+@pytest.mark.parametrize("L, F_, sticky", INT32_SUM_EDGES)
+def test_lane_kernel_sums_blocks_of_the_largest_terms_exactly(L, F_, sticky):
+    """Every product at the block's largest exponent with the largest significand, one
+    sign per row: each aligned term is just below 2**(F + 2 + sticky), the block's sum
+    just below L times that.  The lane kernel sums such terms in int32 exactly where
+    they fit and in int64 past that: it agrees with the general path, and (no sticky
+    knob in the reference) with the Fraction reference of Algorithm 7."""
+    m = wb.preset("ampere", "fp16", "fp32").with_params(L=L, F=F_, sticky=sticky, rounding="rne")
+    assert tfdpa_op.lane_layout(m, 8)
+    big = (2 - 2.0 ** -10) * 2.0 ** 3          # fp16's largest significand
+    K_ = 3 * L
+    A = np.full((4, K_), big)
+    A[1] = -big                                 # rows of negative products
+    A[3, ::2] = -big                            # and of products that cancel pairwise
+    B = np.full((K_, 8), big)
+    C = np.zeros((4, 8))
+    C[:, 1::2] = np.array([[2.0 ** 24], [-3.0], [1.0], [2.0 ** -30]])   # c above, near, below the block
+    got = core.run(m, A, B, C)
+    want = _general(m, A, B, C, "chain", None)
+    assert np.array_equal(got.view(np.uint64), want.view(np.uint64)), m.describe()
+    if not sticky:
+        for i in range(4):
+            for j in (0, 1):
+                ref = dot_chain(list(A[i]), list(B[:, j]), float(C[i, j]), L=L, op=t_fdpa, F=F_, rounding="rne",
+                                in_format="fp16", out_format="fp32", zero_exponent=m.zero_exponent)
+                assert _same(float(got[i, j]), ref), (m.describe(), i, j, got[i, j], ref)

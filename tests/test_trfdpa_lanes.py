@@ -99,3 +99,33 @@ def test_lane_shapes_match_mmasim(p, kind):
     A, B, C = mo.operands(kind, p, 4, 1032, 13, rng)
     got, want = mo.compare(p, A, B, C)
     np.testing.assert_array_equal(got, want)
+
+
+#: (kind, L, F) of fp16 units whose groups of the largest aligned terms just fit the lane
+#: kernel's int32 sums (bit_length(L - 1) + F + 2 = 31), and of units one bit past it.
+INT32_GROUP_EDGES = [("tr-fdpa", 8, 26), ("tr-fdpa", 2, 28), ("gtr-fdpa", 16, 26), ("tr-fdpa", 16, 25),
+                     ("tr-fdpa", 8, 27), ("tr-fdpa", 2, 29), ("gtr-fdpa", 16, 27), ("tr-fdpa", 16, 26)]
+
+
+@pytest.mark.parametrize("kind, L, F", INT32_GROUP_EDGES)
+def test_trfdpa_lanes_sum_groups_of_the_largest_terms_exactly(kind, L, F):
+    """Every product with fp16's largest significand at one exponent, one sign per row
+    (and a row whose products cancel pairwise): each group's aligned terms are just
+    below 2**(F + 2), their sum just below L times that.  The lane kernel sums them in
+    int32 where they fit and in int64 past that: amd_gemm's bits either way."""
+    m = wb.custom_model("fp16", "fp32", kind=kind, L=L, F=F, F2=F + 7, rounding="rne")
+    big = (2 - 2.0 ** -10) * 2.0 ** 3
+    A = np.full((4, 3 * L), big)
+    A[1] = -big
+    A[3, ::2] = -big
+    B = np.full((3 * L, 8), big)
+    C = np.zeros((4, 8))
+    C[:, 1::2] = np.array([[2.0 ** 24], [-3.0], [1.0], [2.0 ** -30]])
+    q = amd.amd_params(m, code(m))
+    _, _, sa, ea, sb, eb = padded_decomposed(m, A, np.ascontiguousarray(B.T), m.L)
+    sbl, ebl, row_special, col_special = K.lane_operands(sa, ea, sb.T, eb.T, 8, m.in_fmt.emin)
+    D = C.copy()
+    none = np.empty((0, 0))
+    amd.trfdpa_gemm_lanes(none, none, sa, ea, sbl, ebl, row_special, col_special, D, q, 2, 8, 2)
+    np.testing.assert_array_equal(bits(D), bits(reference(m, A, B, C)))
+    assert np.isfinite(D).all()

@@ -436,6 +436,59 @@ def _lane_group(sa, ea, sb, eb, i, j0, nv, k0, L, start, step, ezp, G, roff, ovf
 
 
 @numba.njit(cache=True, inline="always")
+def _lane_group32(sa, ea, sb, eb, i, j0, nv, k0, L, start, step, ezp, G, roff, ovf1, T, em, bad, T32, em32):
+    """:func:`_lane_group` in 32-bit steps (16 lanes a vector), for units whose terms
+    and group sums fit in int32 (:func:`_group_fits_int32`): the same ``T`` and
+    ``em``, through the int32 scratch lanes ``T32`` and ``em32``."""
+    ul = np.uint64(nv)
+    uj0 = np.uint64(j0)
+    ez32 = np.int32(ezp)
+    for u in range(ul):
+        em32[u] = np.int32(NEG_BIG)
+        T32[u] = 0
+    for jj in range(start, L, step):
+        k = np.uint64(k0 + jj)
+        a_zero = sa[i, k] == 0
+        a_e = ea[i, k]
+        for u in range(ul):
+            e = np.int32(a_e + eb[k, uj0 + u])
+            v = ez32 if (a_zero | (sb[k, uj0 + u] == 0)) else e
+            cur = em32[u]
+            em32[u] = v if v > cur else cur
+    for u in range(ul):
+        bad[u] |= em32[u] >= ovf1
+    G32 = np.int32(G)
+    for jj in range(start, L, step):
+        k = np.uint64(k0 + jj)
+        a_s32 = np.int32(sa[i, k])
+        off32 = np.int32(roff - ea[i, k])
+        for u in range(ul):       # em32 >= NEG_BIG = -2**30 keeps the shift count within int32
+            p32 = _k.mul32(a_s32, sb[k, uj0 + u])
+            r32 = np.int32(em32[u] + off32 - eb[k, uj0 + u])
+            r32 = r32 if r32 < np.int32(31) else np.int32(31)
+            r32 = r32 if r32 > np.int32(0) else np.int32(0)
+            p_neg = p32 < 0
+            t32 = _k.ashr32(_k.shl32(np.int32(-p32) if p_neg else p32, G32), r32)
+            T32[u] += np.int32(-t32) if p_neg else t32
+    for u in range(ul):
+        T[u] = np.int64(T32[u])
+        em[u] = np.int64(em32[u])
+
+
+@numba.njit(cache=True, inline="always")
+def _group_fits_int32(q, L):
+    """Whether :func:`_lane_group32` holds a unit's groups (of at most L products):
+    a magnitude ``|p| * 2**G < 2**(fp + 2 + G)`` fits in int32, and so does the sum
+    of L aligned terms, each below 2**(F + 2) (its largest shift-free value is
+    ``|p| 2**G`` with F >= fp, or ``|p| 2**-roff`` with F < fp), when
+    ``L 2**(F + 2) <= 2**31``."""
+    F = q[P_F]
+    fp = q[P_FP]
+    G = F - fp if F > fp else 0
+    return fp + 2 + G <= 31 and bit_length(L - 1) + F + 2 <= 31
+
+
+@numba.njit(cache=True, inline="always")
 def _lane_group_rows(sal, eal, sbl, ebl, r0, nv, k0, L, start, step, ezp, G, roff, ovf1, T, em, bad):
     """:func:`_lane_group` for batched dot products: lane u is row r0 + u of both
     operands (``sal, eal, sbl, ebl`` (Kp, np) indexed ``[k, r]``)."""
@@ -552,6 +605,7 @@ def trfdpa_gemm_lanes(A, BT, sa, ea, sb, eb, row_special, col_special, acc, q, T
     G, roff, ovf1, ezp = _group_shifts(q)
     gtr = q[P_KIND] == KIND_GTR
     ngroups = 2 if gtr else 1
+    narrow = _group_fits_int32(q, L)
     nblocks = Kp // L
     n_it = (M + TI - 1) // TI
     n_jt = (N + TJ - 1) // TJ
@@ -565,6 +619,8 @@ def trfdpa_gemm_lanes(A, BT, sa, ea, sb, eb, row_special, col_special, acc, q, T
         E0 = np.empty(nv, dtype=np.int64)
         T1 = np.zeros(nv, dtype=np.int64)
         E1 = np.full(nv, NEG_BIG, dtype=np.int64)
+        T32 = np.empty(nv, dtype=np.int32)
+        em32 = np.empty(nv, dtype=np.int32)
         for ii in range(ti):
             lanes_from_c(acc, i0 + ii, j0, nl, row_special, col_special, q[P_MC], q[P_EMINC], neg[ii], mag[ii],
                          qq[ii], bad[ii])
@@ -575,9 +631,17 @@ def trfdpa_gemm_lanes(A, BT, sa, ea, sb, eb, row_special, col_special, acc, q, T
                     continue
                 rneg, rmag, rq, rbad = neg[ii], mag[ii], qq[ii], bad[ii]
                 for blk in range(b0, min(nblocks, b0 + BC)):
-                    _lane_group(sa, ea, sb, eb, i, j0, nv, blk * L, L, 0, ngroups, ezp, G, roff, ovf1, T0, E0, rbad)
-                    if gtr:
-                        _lane_group(sa, ea, sb, eb, i, j0, nv, blk * L, L, 1, 2, ezp, G, roff, ovf1, T1, E1, rbad)
+                    if narrow:
+                        _lane_group32(sa, ea, sb, eb, i, j0, nv, blk * L, L, 0, ngroups, ezp, G, roff, ovf1, T0, E0,
+                                      rbad, T32, em32)
+                        if gtr:
+                            _lane_group32(sa, ea, sb, eb, i, j0, nv, blk * L, L, 1, 2, ezp, G, roff, ovf1, T1, E1,
+                                          rbad, T32, em32)
+                    else:
+                        _lane_group(sa, ea, sb, eb, i, j0, nv, blk * L, L, 0, ngroups, ezp, G, roff, ovf1, T0, E0,
+                                    rbad)
+                        if gtr:
+                            _lane_group(sa, ea, sb, eb, i, j0, nv, blk * L, L, 1, 2, ezp, G, roff, ovf1, T1, E1, rbad)
                     _lane_tr_round(T0, E0, T1, E1, nv, q, rneg, rmag, rq, rbad)
         for ii in range(ti):
             i = i0 + ii

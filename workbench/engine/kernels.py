@@ -481,7 +481,7 @@ def lane_value(neg, mag, q):
 
 
 @numba.njit(cache=True, inline="always")
-def _lane_block(sa, ea, sb, eb, i, j0, nl, k0, L, g, ng, neg, mag, q, emx, S, ezp, F, fp, sticky,
+def _lane_block(sa, ea, sb, eb, i, j0, nl, k0, L, g, ng, neg, mag, q, emx, S, S32, ezp, F, fp, sticky,
                 eminc, pr, eminr, emaxr, mode, flush, bad):
     """One fused T-FDPA sum - a block (k0 .. k0+L-1), or its interleaved group ``g``
     of ``ng`` (elements whose pair index is g modulo ng) - for outputs (i, j0 ..
@@ -489,12 +489,17 @@ def _lane_block(sa, ea, sb, eb, i, j0, nl, k0, L, g, ng, neg, mag, q, emx, S, ez
     outputs innermost, so that every step is a vector operation over ``nl`` lanes
     of B's row ``k``.  The lane state ``(neg, mag, q)`` (c on entry, the rounded
     sum on exit, each ``(-1)**neg * mag * 2**q``) is updated in place; ``bad`` is
-    set where the sum overflowed to Inf."""
+    set where the sum overflowed to Inf.  ``S`` (int64) and ``S32`` (int32) are
+    scratch lanes."""
     G = F - fp if F > fp else 0
     roff = G - F + fp                 # right shift of a term = emax - e + roff >= 0
     st = 1 if sticky else 0
     # terms in int32 (16 lanes a vector): |p| < 2**(fp + 2), shifted left by G, plus the sticky bit
     narrow = fp + 2 + G + st <= 31
+    # ... and their sum too: an aligned term is below 2**(F + 2 + st) (its largest shift-free
+    # magnitude is |p| 2**G < 2**(F + 2) with F >= fp, or |p| 2**-roff < 2**(F + 2) with F < fp),
+    # so L of them stay within int32 when L 2**(F + 2 + st) <= 2**31; c joins in int64
+    narrow_sum = narrow and bit_length(L - 1) + F + 2 + st <= 31
     ul = np.uint64(nl)
     uj0 = np.uint64(j0)
     ez32 = np.int32(ezp)
@@ -520,6 +525,7 @@ def _lane_block(sa, ea, sb, eb, i, j0, nl, k0, L, g, ng, neg, mag, q, emx, S, ez
         if sticky:
             t = (t << 1) | (1 if lost else 0)
         S[u] = -t if neg[u] else t
+        S32[u] = 0
     for kk in range(L):          # every product, aligned (truncated magnitude) and summed
         if ng > 1 and ((kk >> 1) % ng) != g:
             continue
@@ -538,7 +544,10 @@ def _lane_block(sa, ea, sb, eb, i, j0, nl, k0, L, g, ng, neg, mag, q, emx, S, ez
                 t32 = ashr32(m32, r32)
                 if sticky:
                     t32 = np.int32(shl32(t32, 1) | (1 if shl32(t32, r32) != m32 else 0))
-                S[u] += np.int64(np.int32(-t32) if p_neg else t32)
+                if narrow_sum:
+                    S32[u] += np.int32(-t32) if p_neg else t32
+                else:
+                    S[u] += np.int64(np.int32(-t32) if p_neg else t32)
             continue
         a_s = np.int64(sa[i, k])
         a_e = np.int64(ea[i, k])
@@ -553,7 +562,8 @@ def _lane_block(sa, ea, sb, eb, i, j0, nl, k0, L, g, ng, neg, mag, q, emx, S, ez
                 t = (t << 1) | (1 if (m & ((np.int64(1) << r) - 1)) != 0 else 0)
             S[u] += t if p >= 0 else -t
     for u in range(ul):          # rounded to the result format
-        neg_r, keep, qq, inf = round_int(S[u], np.int64(emx[u]) - F - st, pr, eminr, emaxr, mode, flush)
+        neg_r, keep, qq, inf = round_int(S[u] + np.int64(S32[u]), np.int64(emx[u]) - F - st, pr, eminr, emaxr,
+                                         mode, flush)
         neg[u] = neg_r
         mag[u] = keep
         q[u] = qq
@@ -603,6 +613,7 @@ def tfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, prm):
         total = np.zeros((ti, nv))        # the fp32 accumulator (modes 1 and 2)
         emx = np.empty(nv, dtype=np.int32)
         S = np.empty(nv, dtype=np.int64)
+        S32 = np.empty(nv, dtype=np.int32)
         pneg = np.zeros(nv, dtype=np.bool_)   # the block's products alone (c late)
         pmag = np.zeros(nv, dtype=np.int64)
         pq = np.zeros(nv, dtype=np.int64)
@@ -627,7 +638,7 @@ def tfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, prm):
                         tmag[:] = 0
                     for g in range(ng):     # the groups chained in order (one group: the block)
                         _lane_block(sa, ea, sb, eb, i0 + ii, j0, nv, blk * L, L, g, ng, tneg, tmag, tq, emx, S,
-                                    ezp, F, fp, sticky, eminc, pr, eminr, emaxr, mode, flush, rbad)
+                                    S32, ezp, F, fp, sticky, eminc, pr, eminr, emaxr, mode, flush, rbad)
                     if c_late:              # c added to the block's sum, rounded on its own
                         for u in range(np.uint64(nv)):
                             neg_r, keep, qq, inf = add_round(tneg[u], tmag[u], tq[u], rneg[u], rmag[u], rq[u],

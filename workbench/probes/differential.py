@@ -312,6 +312,34 @@ def _tie_product_row(rng: np.random.Generator, fin: _formats.FloatFormat, fout: 
     return x, y, tiny
 
 
+def _tie_in_c_row(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _formats.FloatFormat,
+                  w: int) -> tuple[float, float, float] | None:
+    """(a, b, c): X = a * b a product of ``fin`` at exponent E and c = +-h +- 2^(E - w - 1 + j),
+    j in -2..1, h half an ulp of X in ``fout``: the output tie and the tiny term both in c.
+    Where no product of ``fin`` lies at an output tie (fp8, or fp16/bf16 into fp32: a
+    product holds too few bits) and one product and c make the block (L = 1), only c
+    can hold them: a window of w bits below E truncates c to the tie (round to nearest
+    then goes to even), a wider one keeps the tiny term.  None when the formats cannot
+    build it."""
+    p = fin.p
+    xa, xb = (float(rng.integers(2 ** (p - 1), 2 ** p)) * 2.0 ** (1 - p) for _ in range(2))
+    ea = int(rng.integers(fin.emin, fin.emax + 1))
+    eb = int(rng.integers(fin.emin, fin.emax + 1))
+    E = ea + eb + (1 if xa * xb >= 2.0 else 0)          # the exponent of X = xa xb 2^(ea + eb)
+    j = int(rng.integers(-2, 2))
+    if not (fout.emin + 1 < E - w - 1 + j and E < fout.emax):
+        return None
+    h = 2.0 ** (E - fout.p)
+    tiny = (-1.0 if rng.random() < 0.5 else 1.0) * 2.0 ** (E - w - 1 + j)
+    cv = (-1.0 if rng.random() < 0.5 else 1.0) * h + tiny
+    x = (-1.0 if rng.random() < 0.5 else 1.0) * xa * 2.0 ** ea
+    y = xb * 2.0 ** eb
+    if (cv == 0.0 or not _formats.is_representable(np.array([x, y]), fin).all()
+            or not _formats.is_representable(np.array([cv]), fout)[0]):
+        return None
+    return x, y, cv
+
+
 def _tail_tie_row(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _formats.FloatFormat,
                   w: int) -> tuple[tuple[float, float], tuple[float, float]] | None:
     """Two products for the first two places of a block: X, and T = h (1 + tail), h half
@@ -377,6 +405,8 @@ def window_edges(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _for
     A fifth of the rows hold one product exactly at an output tie and the tiny term in c
     (units with one product per block see a tiny term only there) or, half of them, in a
     product beside it in a block of two (units with two products per block and c late);
+    where no product of the input format lies at an output tie, one product X and the
+    tie and the tiny term both in c (:func:`_tie_in_c_row`);
     about a seventh of the rest hold, in the first two places, X and a tie product whose
     own tail falls below the window (:func:`_tail_tie_row`: units with two products per
     block and c late see a window's edge only there; where the formats cannot build it,
@@ -404,6 +434,12 @@ def window_edges(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _for
             continue
         if rng.random() < 0.2:          # X one product at an output tie, the tiny term c
             row = _tie_product_row(rng, fin, fout, w)
+            if row is None:             # no product at a tie: X a product, the tie and the tiny term in c
+                row = _tie_in_c_row(rng, fin, fout, w)
+                if row is not None:
+                    k = int(rng.integers(K))
+                    a[i, k], b[i, k], c[i] = row
+                continue
             if row is not None:
                 x, y, tiny_c = row
                 beside = as_product(tiny_c, fin) if rng.random() < 0.5 else None

@@ -440,16 +440,15 @@ def window_edges(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _for
                     k = int(rng.integers(K))
                     a[i, k], b[i, k], c[i] = row
                 continue
-            if row is not None:
-                x, y, tiny_c = row
-                beside = as_product(tiny_c, fin) if rng.random() < 0.5 else None
-                if beside is None:
-                    k = int(rng.integers(K))
-                    a[i, k], b[i, k], c[i] = x, y, tiny_c
-                else:   # or the tiny term a product beside X in a block of two (units adding c late)
-                    k = 2 * int(rng.integers(K // 2))
-                    a[i, k], b[i, k] = x, y
-                    a[i, k + 1], b[i, k + 1] = beside
+            x, y, tiny_c = row
+            beside = as_product(tiny_c, fin) if rng.random() < 0.5 else None
+            if beside is None:
+                k = int(rng.integers(K))
+                a[i, k], b[i, k], c[i] = x, y, tiny_c
+            else:   # or the tiny term a product beside X in a block of two (units adding c late)
+                k = 2 * int(rng.integers(K // 2))
+                a[i, k], b[i, k] = x, y
+                a[i, k + 1], b[i, k + 1] = beside
             continue
         if rng.random() < 0.15:         # X and a tie product whose own tail falls below the window
             pair = _tail_tie_row(rng, fin, fout, w)

@@ -181,6 +181,10 @@ _SLOW_HALF = settings(max_examples=SLOW_UNITS // 2, deadline=None, suppress_heal
 # models (a late c, F 31 .. 56) that part from it only where c holds an fp32 tie and a tiny term
 # below the window (no fp8 product lies at an fp32 tie); the edge rows now build that c
 @example(dict(kind="t-fdpa", in_format="fp8_e4m3", out_format="fp32", L=1, F=32, rounding="rne", c_position="early"))
+# found by this test (stop 29): reported with its RZ twin as a set the outputs cannot separate; the
+# search's edge rows (a whole block of large products, a negative one at the window's last bit)
+# part them but ran only for candidates of several windows
+@example(dict(kind="t-fdpa", in_format="fp8_e5m2", out_format="fp32", L=64, F=17, rounding="rne", c_position="early"))
 def test_many_random_tfdpa_units_are_recovered(drawn):
     check_recovered(drawn, SLOW_ALTERNATIVES_CHECKED)
 

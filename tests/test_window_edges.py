@@ -220,3 +220,17 @@ def test_one_product_per_block_parts_a_window_from_an_exact_sum_when_c_holds_the
         truncated = (abs(cv) // q) * q
         ties += truncated == Fraction(2) ** (E - fout.p) and truncated != abs(cv)
     assert ties > 0, (in_format, F)
+
+
+def test_candidates_of_one_window_are_separated_by_their_final_rounding():
+    """The slow suite's fp8_e5m2 -> fp32 L 64 F 17 RNE unit was reported with its RZ twin as
+    a set the outputs cannot separate: with one window among the candidates the search
+    skipped the edge rows, and only a whole block of large products with a negative product
+    at the window's last bit (the sum carries 7 binades, one bit below fp32's precision)
+    shows the final rounding.  The edge rows now run whenever a candidate has a window."""
+    from workbench.probes.search import separate_windows
+
+    truth = Model(kind="t-fdpa", in_format="fp8_e5m2", out_format="fp32", L=64, F=17, rounding="rne")
+    cands = [{**truth.params, "rounding": r} for r in ("rz", "rne", "rd", "ru")]
+    kept = separate_windows(from_model(truth), cands, seed=3)
+    assert [p["rounding"] for p in kept] == ["rne"]

@@ -244,11 +244,13 @@ def separate_windows(bb: BlackBox, cands: list[dict[str, Any]], *, rows: int = 4
     """The candidates (in order) that reproduce the black box on
     :func:`~workbench.probes.differential.window_edges` at every alignment window (F,
     F2, the groups' F) any of them has: candidates whose windows differ by one bit part
-    there, and only rarely on random inputs.  K = 2, 4, and L, 2L and 2L + 3 for each
-    candidate's L (the terms in one block - a whole block of large products carries its
-    sum past the output's precision only there - or across blocks of a chain)."""
+    there, and only rarely on random inputs; so do candidates of one window that differ
+    in the final rounding (a whole block of large products carries its sum past the
+    output's precision, a product at the window's last bit decides the rounding).  K =
+    2, 4, and L, 2L and 2L + 3 for each candidate's L (the terms in one block - the
+    whole block's rows need K = L - or across blocks of a chain)."""
     windows = windows_of(cands)
-    if len(cands) < 2 or len(windows) < 2:
+    if len(cands) < 2 or not windows:
         return cands
     Ls = {int(p.get("L") or 1) for p in cands}
     Ks = sorted({min(K, bb.max_k or K) for K in [2, 4] + [L for L in Ls if L > 2] + [2 * L for L in Ls]

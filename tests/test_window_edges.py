@@ -234,3 +234,19 @@ def test_candidates_of_one_window_are_separated_by_their_final_rounding():
     cands = [{**truth.params, "rounding": r} for r in ("rz", "rne", "rd", "ru")]
     kept = separate_windows(from_model(truth), cands, seed=3)
     assert [p["rounding"] for p in kept] == ["rne"]
+
+
+def test_the_search_around_a_tr_fdpa_proposal_also_holds_gtr_fdpa():
+    """The slow suite's GTR-FDPA fp8_e4m3fnuz -> fp32 L 16 F 30 F2 33 RZ unit probed as one
+    group (its even/odd groups differ only where a group's products span more than 30
+    binades) and was proposed as TR-FDPA; the search around the proposal kept its kind and
+    found no model.  It now searches both kinds: the drawn unit is among the survivors and
+    the proposal is not."""
+    from workbench.probes.search import consistent_models
+
+    truth = Model(kind="gtr-fdpa", in_format="fp8_e4m3fnuz", out_format="fp32", L=16, F=30, F2=33, rounding="rz")
+    proposal = {**truth.params, "kind": "tr-fdpa"}
+    kept = consistent_models(from_model(truth), proposal, seed=1)
+    keys = ("kind", "L", "F", "F2", "rounding")
+    assert {k: truth.params[k] for k in keys} in [{k: p[k] for k in keys} for p in kept]
+    assert all(p["kind"] == "gtr-fdpa" for p in kept)

@@ -57,15 +57,19 @@ _KEPT = ("in_format", "out_format", "zero_exponent", "flush_subnormals", "flush_
 
 
 def _rounded_candidates(base: dict[str, Any], probed: dict[str, Any], Ls: tuple[int, ...]) -> Iterator[dict[str, Any]]:
-    """TR-/GTR-FDPA around the probes' proposal: their kind and alignment rounding,
-    every L, F within one bit of theirs, every F2 >= F and every final rounding (a
-    window narrower than the output hides the final rounding from the probes' ties)."""
-    for L in Ls:
-        for F in range(max(probed["F"] - 1, 0), min(probed["F"] + 1, 56) + 1):
-            for F2 in range(F, 57):
-                for rounding in ROUNDINGS:
-                    yield {**base, "kind": probed["kind"], "L": L, "F": F, "F2": F2, "rounding": rounding,
-                           "alignment_rounding": probed.get("alignment_rounding")}
+    """TR-/GTR-FDPA around the probes' proposal: both kinds (GTR-FDPA's even/odd groups
+    show only where a group's products span more than F binades, which narrow inputs
+    rarely build: an fp8 GTR-FDPA unit with F 30 probes as one group), their alignment
+    rounding, every L (GTR-FDPA: two or more), F within one bit of theirs, every F2 >= F
+    and every final rounding (a window narrower than the output hides the final rounding
+    from the probes' ties)."""
+    for kind in ("tr-fdpa", "gtr-fdpa"):
+        for L in (L for L in Ls if kind == "tr-fdpa" or L >= 2):
+            for F in range(max(probed["F"] - 1, 0), min(probed["F"] + 1, 56) + 1):
+                for F2 in range(F, 57):
+                    for rounding in ROUNDINGS:
+                        yield {**base, "kind": kind, "L": L, "F": F, "F2": F2, "rounding": rounding,
+                               "alignment_rounding": probed.get("alignment_rounding")}
 
 
 def _gst_candidates(base: dict[str, Any], Ls: tuple[int, ...]) -> Iterator[dict[str, Any]]:

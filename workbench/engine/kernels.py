@@ -481,6 +481,23 @@ def lane_value(neg, mag, q):
 
 
 @numba.njit(cache=True, inline="always")
+def _term32(a_s32, b_s, off32, emx_u, b_e, G32, sticky):
+    """One product's aligned term in 32-bit steps (the narrow path of
+    :func:`_lane_block`): ``|a b| * 2**G`` shifted right by ``emx + off - e_b`` (clamped
+    to 0..31), truncating the magnitude, with the sticky bit appended when asked; signed."""
+    p32 = mul32(a_s32, b_s)
+    r32 = np.int32(emx_u + off32 - b_e)
+    r32 = r32 if r32 < np.int32(31) else np.int32(31)
+    r32 = r32 if r32 > np.int32(0) else np.int32(0)
+    p_neg = p32 < 0
+    m32 = shl32(np.int32(-p32) if p_neg else p32, G32)
+    t32 = ashr32(m32, r32)
+    if sticky:
+        t32 = np.int32(shl32(t32, 1) | (1 if shl32(t32, r32) != m32 else 0))
+    return np.int32(-t32) if p_neg else t32
+
+
+@numba.njit(cache=True, inline="always")
 def _lane_block(sa, ea, sb, eb, i, j0, nl, k0, L, g, ng, neg, mag, q, emx, S, S32, ezp, F, fp, sticky,
                 eminc, pr, eminr, emaxr, mode, flush, bad):
     """One fused T-FDPA sum - a block (k0 .. k0+L-1), or its interleaved group ``g``
@@ -534,20 +551,12 @@ def _lane_block(sa, ea, sb, eb, i, j0, nl, k0, L, g, ng, neg, mag, q, emx, S, S3
             a_s32 = np.int32(sa[i, k])
             off32 = np.int32(roff - ea[i, k])
             G32 = np.int32(G)
-            for u in range(ul):
-                p32 = mul32(a_s32, sb[k, uj0 + u])
-                r32 = np.int32(emx[u] + off32 - eb[k, uj0 + u])
-                r32 = r32 if r32 < np.int32(31) else np.int32(31)
-                r32 = r32 if r32 > np.int32(0) else np.int32(0)
-                p_neg = p32 < 0
-                m32 = shl32(np.int32(-p32) if p_neg else p32, G32)
-                t32 = ashr32(m32, r32)
-                if sticky:
-                    t32 = np.int32(shl32(t32, 1) | (1 if shl32(t32, r32) != m32 else 0))
-                if narrow_sum:
-                    S32[u] += np.int32(-t32) if p_neg else t32
-                else:
-                    S[u] += np.int64(np.int32(-t32) if p_neg else t32)
+            if narrow_sum:       # (two loops: a store to S32 or S chosen inside one stops its vectorisation)
+                for u in range(ul):
+                    S32[u] += _term32(a_s32, sb[k, uj0 + u], off32, emx[u], eb[k, uj0 + u], G32, sticky)
+            else:
+                for u in range(ul):
+                    S[u] += np.int64(_term32(a_s32, sb[k, uj0 + u], off32, emx[u], eb[k, uj0 + u], G32, sticky))
             continue
         a_s = np.int64(sa[i, k])
         a_e = np.int64(ea[i, k])

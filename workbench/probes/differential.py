@@ -312,6 +312,16 @@ def _tie_product_row(rng: np.random.Generator, fin: _formats.FloatFormat, fout: 
     return x, y, tiny
 
 
+def _random_product(rng: np.random.Generator, fin: _formats.FloatFormat) -> tuple[float, float, int, int, int]:
+    """(xa, xb, ea, eb, E): two significands of ``fin`` in [1, 2) and two exponents of its
+    normal range, drawn uniformly, and the exponent E of their product X = xa xb 2^(ea + eb)
+    (the large term of the tie rows)."""
+    xa, xb = (float(rng.integers(2 ** (fin.p - 1), 2 ** fin.p)) * 2.0 ** (1 - fin.p) for _ in range(2))
+    ea = int(rng.integers(fin.emin, fin.emax + 1))
+    eb = int(rng.integers(fin.emin, fin.emax + 1))
+    return xa, xb, ea, eb, ea + eb + (1 if xa * xb >= 2.0 else 0)
+
+
 def _tie_in_c_row(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _formats.FloatFormat,
                   w: int) -> tuple[float, float, float] | None:
     """(a, b, c): X = a * b a product of ``fin`` at exponent E and c = +-h +- 2^(E - w - 1 + j),
@@ -321,11 +331,7 @@ def _tie_in_c_row(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _fo
     can hold them: a window of w bits below E truncates c to the tie (round to nearest
     then goes to even), a wider one keeps the tiny term.  None when the formats cannot
     build it."""
-    p = fin.p
-    xa, xb = (float(rng.integers(2 ** (p - 1), 2 ** p)) * 2.0 ** (1 - p) for _ in range(2))
-    ea = int(rng.integers(fin.emin, fin.emax + 1))
-    eb = int(rng.integers(fin.emin, fin.emax + 1))
-    E = ea + eb + (1 if xa * xb >= 2.0 else 0)          # the exponent of X = xa xb 2^(ea + eb)
+    xa, xb, ea, eb, E = _random_product(rng, fin)
     j = int(rng.integers(-2, 2))
     if not (fout.emin + 1 < E - w - 1 + j and E < fout.emax):
         return None
@@ -366,12 +372,9 @@ def _tail_tie_row(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _fo
     else:
         return None
     mb = int(rng.integers(lo_b, hi_b + 1))
-    xa, xb = (float(rng.integers(2 ** (p - 1), 2 ** p)) * 2.0 ** (1 - p) for _ in range(2))
-    ea = int(rng.integers(fin.emin, fin.emax + 1))
-    eb = int(rng.integers(fin.emin, fin.emax + 1))
+    xa, xb, ea, eb, E = _random_product(rng, fin)
     x_sign = -1.0 if rng.random() < 0.5 else 1.0
     t_sign = -1.0 if rng.random() < 0.5 else 1.0
-    E = ea + eb + (1 if xa * xb >= 2.0 else 0)         # the exponent of X = xa xb 2^(ea + eb)
     if not fout.emin + fout.p < E < fout.emax:
         return None
     eT = E - fout.p - t                                # T = ma * mb * 2^eT

@@ -26,7 +26,7 @@ pipe and log folders in a temporary folder, named to the clients by
 touched), runs the measurements in a child process under it and stops it at the end;
 where the daemon cannot start it says why and the child runs without it.  On one H100
 (16 cores, 14 workers) the full grid took 29.7 s and 32.0 s with ``--mps`` and 107.7 s
-without (``benchmarks/measured/gpu_h100.txt``).
+without (``benchmarks/measured/gpu.txt``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,11 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .formats import (
+from . import cpu_target
+
+cpu_target.configure()     # before numba loads (formats imports it): 512-bit vectors where the CPU has them
+
+from .formats import (  # noqa: E402
     ROUNDING_MODES,
     FloatFormat,
     check_representable,

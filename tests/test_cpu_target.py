@@ -1,0 +1,92 @@
+"""512-bit vectors for the compiled kernels (workbench.cpu_target): when ``import workbench``
+sets numba's CPU features, when it leaves them to the user, and that the width changes no bit."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import workbench as wb
+from workbench import cpu_target
+
+ROOT = Path(__file__).resolve().parents[1]
+AVX512_HOST = "+64bit,+avx,+avx2,+avx512f,+avx512bw,+prefer-256-bit,-amx-tile"
+
+
+def test_avx512_hosts_get_the_256_bit_preference_removed():
+    features = cpu_target.wide_features(AVX512_HOST)
+    assert features is not None
+    parts = features.split(",")
+    assert parts[-1] == "-prefer-256-bit" and "+prefer-256-bit" not in parts
+    assert [p for p in parts if p != "-prefer-256-bit"] == [p for p in AVX512_HOST.split(",") if "prefer" not in p]
+
+
+@pytest.mark.parametrize("host", ["+64bit,+avx,+avx2,+fma", "-avx512f,+avx2", "+neon,+fp-armv8", ""])
+def test_hosts_without_avx512_are_left_alone(host):
+    assert cpu_target.wide_features(host) is None
+
+
+class _Host:
+    def __init__(self, features: str) -> None:
+        self.features = features
+
+    def flatten(self) -> str:
+        return self.features
+
+
+@pytest.fixture
+def fake_host(monkeypatch):
+    from llvmlite import binding
+
+    monkeypatch.setattr(binding, "get_host_cpu_features", lambda: _Host(AVX512_HOST))
+    for name in ("NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", "WORKBENCH_VECTOR_WIDTH"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_configure_sets_numba_features_on_an_avx512_host(fake_host):
+    assert cpu_target.configure() == cpu_target.wide_features(AVX512_HOST)
+    assert os.environ["NUMBA_CPU_FEATURES"].endswith(",-prefer-256-bit")
+
+
+@pytest.mark.parametrize("name,value", [("NUMBA_CPU_FEATURES", "+avx2"), ("NUMBA_CPU_NAME", "generic"),
+                                        ("WORKBENCH_VECTOR_WIDTH", "256")])
+def test_the_users_choice_wins(fake_host, monkeypatch, name, value):
+    monkeypatch.setenv(name, value)
+    assert cpu_target.configure() is None
+    assert os.environ.get("NUMBA_CPU_FEATURES") == (value if name == "NUMBA_CPU_FEATURES" else None)
+
+
+_CHILD = """
+import json, sys
+import numpy as np
+import workbench as wb
+out = {}
+rng = np.random.default_rng(7)
+for dev, fin in (("H100", "fp16"), ("V100", "fp16"), ("MI300X", "fp8_e4m3fnuz"), ("MI100", "fp16")):
+    m = wb.preset(dev, fin, "fp32")
+    A = wb.round(rng.standard_normal((24, 200)) * 2.0 ** rng.integers(-6, 6, (24, 200)), fin, saturate=True)
+    B = wb.round(rng.standard_normal((200, 40)), fin, saturate=True)
+    out[dev + "|" + fin] = [A.tolist(), B.tolist(), wb.gemm(A, B, model=m).view(np.int64).tolist()]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif("-prefer-256-bit" not in os.environ.get("NUMBA_CPU_FEATURES", ""), reason="numba was not set to 512-bit vectors here (no AVX-512, or the user's setting)")
+def test_the_vector_width_changes_no_bit():
+    """The same products compiled for 256-bit vectors (a child process with
+    WORKBENCH_VECTOR_WIDTH=256) and for 512-bit ones (this process): the same bits."""
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CPU_FEATURES"}
+    env.update(WORKBENCH_VECTOR_WIDTH="256", PYTHONPATH=str(ROOT))
+    child = subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True, text=True, check=True,
+                           timeout=900)
+    products = json.loads(child.stdout)
+    assert len(products) == 4
+    for name, (A, B, bits) in products.items():
+        here = wb.gemm(np.array(A), np.array(B), model=wb.preset(*name.split("|"), "fp32"))
+        assert here.view(np.int64).tolist() == bits, name

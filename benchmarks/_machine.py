@@ -65,8 +65,17 @@ def describe() -> dict[str, Any]:
         "cpu": cpu_model(), "cores": cores(), "cpu_count": os.cpu_count(),
         "python": platform.python_version(), "system": f"{platform.system()} {platform.release()}",
         "versions": {p: _version(p) for p in ("numpy", "numba", "mmasim", "torch")},
-        "commit": _commit(), "load_start": load(),
+        "commit": _commit(), "load_start": load(), "vectors": vectors(),
     }
+
+
+def vectors() -> str:
+    """The vector width numba's code was tuned for: ``512-bit`` where ``import workbench``
+    (:mod:`workbench.cpu_target`) removed LLVM's 256-bit preference, else ``LLVM's default``."""
+    import numba
+
+    return "512-bit" if "-prefer-256-bit" in (numba.config.CPU_FEATURES or "") else "LLVM's default"
+
 
 
 def write(path: Path, record: dict[str, Any]) -> None:

@@ -50,7 +50,8 @@ def _load_range(values: list[float]) -> str:
 
 def _machine(m: dict[str, Any]) -> str:
     versions = ", ".join(f"{k} {v}" for k, v in m["versions"].items() if v and k != "torch")
-    return f"{m['cpu']}, {m['cores']} cores ({versions}; {m['date'][:10]})"
+    vectors = f"; {m['vectors']} vectors" if m.get("vectors") else ""
+    return f"{m['cpu']}, {m['cores']} cores ({versions}{vectors}; {m['date'][:10]})"
 
 
 def render(engine: dict[str, Any], sweep: dict[str, Any] | None) -> str:

@@ -70,11 +70,13 @@ def describe() -> dict[str, Any]:
 
 
 def vectors() -> str:
-    """The vector width numba's code was tuned for: ``512-bit`` where ``import workbench``
-    (:mod:`workbench.cpu_target`) removed LLVM's 256-bit preference, else ``LLVM's default``."""
-    import numba
+    """The vector width numba's code generator is tuned for: ``512-bit`` where ``import
+    workbench`` (:mod:`workbench.cpu_target`) removed LLVM's 256-bit preference, else
+    ``LLVM's default``."""
+    from numba.core.registry import cpu_target
 
-    return "512-bit" if "-prefer-256-bit" in (numba.config.CPU_FEATURES or "") else "LLVM's default"
+    features = cpu_target.target_context.codegen().magic_tuple()[2]
+    return "512-bit" if "-prefer-256-bit" in features.split(",") else "LLVM's default"
 
 
 

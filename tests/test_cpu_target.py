@@ -48,7 +48,8 @@ def fake_host(monkeypatch):
         monkeypatch.delenv(name, raising=False)
 
 
-def test_configure_sets_numba_features_on_an_avx512_host(fake_host):
+def test_configure_sets_numba_features_on_an_avx512_host(fake_host, monkeypatch):
+    monkeypatch.setattr(cpu_target, "numba_codegen_built", lambda: False)
     assert cpu_target.configure() == cpu_target.wide_features(AVX512_HOST)
     assert os.environ["NUMBA_CPU_FEATURES"].endswith(",-prefer-256-bit")
 
@@ -56,6 +57,7 @@ def test_configure_sets_numba_features_on_an_avx512_host(fake_host):
 @pytest.mark.parametrize("name,value", [("NUMBA_CPU_FEATURES", "+avx2"), ("NUMBA_CPU_NAME", "generic"),
                                         ("WORKBENCH_VECTOR_WIDTH", "256")])
 def test_the_users_choice_wins(fake_host, monkeypatch, name, value):
+    monkeypatch.setattr(cpu_target, "numba_codegen_built", lambda: False)
     monkeypatch.setenv(name, value)
     assert cpu_target.configure() is None
     assert os.environ.get("NUMBA_CPU_FEATURES") == (value if name == "NUMBA_CPU_FEATURES" else None)
@@ -90,3 +92,25 @@ def test_the_vector_width_changes_no_bit():
     for name, (A, B, bits) in products.items():
         here = wb.gemm(np.array(A), np.array(B), model=wb.preset(*name.split("|"), "fp32"))
         assert here.view(np.int64).tolist() == bits, name
+
+
+def test_a_code_generator_built_before_workbench_is_left_alone():
+    """numba builds its code generator at the first @njit decoration; after that no
+    setting reaches it, so importing workbench sets nothing (a child process)."""
+    code = ("import os, numba\n@numba.njit\ndef f(x):\n    return x\n"
+            "from workbench import cpu_target\n"
+            "print(cpu_target.numba_codegen_built(), os.environ.get('NUMBA_CPU_FEATURES'))")
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CPU_FEATURES", "NUMBA_CPU_NAME",
+                                                           "WORKBENCH_VECTOR_WIDTH")}
+    env["PYTHONPATH"] = str(ROOT)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
+                         timeout=300).stdout.split()
+    assert out == ["True", "None"]
+
+
+def test_configure_leaves_a_built_code_generator_alone(fake_host):
+    import numba  # noqa: F401  (this process decorated its kernels long ago)
+
+    assert cpu_target.numba_codegen_built()
+    assert cpu_target.configure() is None
+    assert "NUMBA_CPU_FEATURES" not in os.environ

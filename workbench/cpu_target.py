@@ -14,12 +14,14 @@ and numba keys its cache by these features.
 It leaves the choice to the user when ``NUMBA_CPU_NAME`` or ``NUMBA_CPU_FEATURES`` is set,
 and does nothing when ``WORKBENCH_VECTOR_WIDTH=256`` is set or the CPU has no AVX-512.  It
 also reaches the user's own numba code in the same process, and child processes inherit it
-(sweep workers).  Where numba has compiled something before ``import workbench``, the
-features it started with stay (numba builds its code generator once).
+(sweep workers).  Where numba built its code generator before ``import workbench`` (it does
+so at the first ``@njit`` decoration, in any module), that generator keeps the features it
+started with, and :func:`configure` leaves everything as it is.
 """
 from __future__ import annotations
 
 import os
+import sys
 
 #: The tuning feature that keeps LLVM's vectoriser at 256 bits on AVX-512 cores.
 PREFER_256 = "prefer-256-bit"
@@ -40,6 +42,8 @@ def configure() -> str | None:
     env = os.environ
     if "NUMBA_CPU_NAME" in env or "NUMBA_CPU_FEATURES" in env or env.get("WORKBENCH_VECTOR_WIDTH") == "256":
         return None
+    if numba_codegen_built():
+        return None
     try:
         from llvmlite import binding
         host = binding.get_host_cpu_features().flatten()
@@ -51,4 +55,12 @@ def configure() -> str | None:
     return features
 
 
-__all__ = ["PREFER_256", "wide_features", "configure"]
+def numba_codegen_built() -> bool:
+    """Whether numba's CPU target already holds its code generator (built at the first
+    ``@njit`` decoration of the process), whose features no setting changes any more."""
+    registry = sys.modules.get("numba.core.registry")
+    target = getattr(registry, "cpu_target", None)
+    return target is not None and "_toplevel_target_context" in vars(target)
+
+
+__all__ = ["PREFER_256", "wide_features", "configure", "numba_codegen_built"]

@@ -79,7 +79,6 @@ def vectors() -> str:
     return "512-bit" if "-prefer-256-bit" in features.split(",") else "LLVM's default"
 
 
-
 def write(path: Path, record: dict[str, Any]) -> None:
     """Write ``record`` (with the load at the end) as indented JSON to ``path``."""
     record["load_end"] = load()

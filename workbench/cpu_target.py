@@ -4,8 +4,9 @@ LLVM tunes Intel's AVX-512 server cores (Skylake-SP through Emerald Rapids) to p
 vectors (its ``prefer-256-bit`` tuning, chosen for the clock drop of 512-bit instructions on
 Skylake-SP), so numba's loops over lanes use half the vector width the CPU offers.  The
 engine's lane kernels are integer code that runs whole vectors (32-bit terms, 16 lanes to a
-512-bit vector), and with the preference removed they ran 1.2-1.3x faster on an Emerald
-Rapids machine (``docs/architecture.md``, "Speed").  :func:`configure`, called by
+512-bit vector), and with the preference removed whole GEMMs ran 1.2-1.5x faster on an
+Emerald Rapids machine (``docs/architecture.md``, "Facts measured on the 2-core development
+machine").  :func:`configure`, called by
 ``import workbench`` before numba loads, sets ``NUMBA_CPU_FEATURES`` to the host's features
 without that preference.  It changes no result (the kernels' arithmetic is integer and
 exact; floating-point loops are not reordered without ``fastmath``), only code generation,

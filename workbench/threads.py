@@ -30,11 +30,14 @@ def threads_used(work: int) -> int:
 
 @contextmanager
 def threads_for(work: int) -> Iterator[None]:
-    """Run the compiled passes inside on :func:`threads_used` ``(work)`` threads."""
-    if threads_used(work) > 1:
+    """Run the compiled passes inside on :func:`threads_used` ``(work)`` threads.  Large
+    work leaves numba's count as it is, and so does small work where it is 1 already (a
+    nested call): a gemm enters this several times, and each ``numba.set_num_threads``
+    costs microseconds, a tenth of a small product's call."""
+    n = 1 if work >= PARALLEL_MIN_WORK else numba.get_num_threads()
+    if n == 1:
         yield
         return
-    n = numba.get_num_threads()
     numba.set_num_threads(1)
     try:
         yield

@@ -75,8 +75,10 @@ def vectors() -> str:
     ``LLVM's default``."""
     from numba.core.registry import cpu_target
 
+    from workbench.cpu_target import PREFER_256
+
     features = cpu_target.target_context.codegen().magic_tuple()[2]
-    return "512-bit" if "-prefer-256-bit" in features.split(",") else "LLVM's default"
+    return "512-bit" if "-" + PREFER_256 in features.split(",") else "LLVM's default"
 
 
 def write(path: Path, record: dict[str, Any]) -> None:

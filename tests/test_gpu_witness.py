@@ -41,6 +41,11 @@ STORED = np.load(DATA / "H100_cublas.npz")
 MEASURED = {"H100": STORED, "H200": np.load(DATA / "H200_cublas.npz")}
 GPUS = sorted(MEASURED)
 
+
+def _is_input(key: str) -> bool:
+    """Whether a stored key holds an input (rows of A, columns of B, the block of C)."""
+    return key.split("__")[-1] in ("a", "b", "c")
+
 #: number of equal parts cuBLAS split K into for the tf32 GEMMs measured (found in the data)
 TF32_SPLIT = {16: 4, 32: 1, 64: 2, 256: 8, 1024: 16}
 #: the elements of K after which cuBLAS' fp8 kernels without fast accumulation promote
@@ -55,8 +60,8 @@ _FP8 = {"fp8_e4m3": ml_dtypes.float8_e4m3fn, "fp8_e5m2": ml_dtypes.float8_e5m2}
 def _cases() -> list[tuple[str, str, int, str]]:
     out = []
     for key in STORED.files:
-        fmt, kind, k, what = key.split("__")
-        if what not in ("a", "b", "c"):
+        if not _is_input(key):
+            fmt, kind, k, what = key.split("__")
             out.append((fmt, kind, int(k[1:]), what))
     return sorted(out)
 
@@ -166,11 +171,10 @@ def test_the_h200_was_measured_on_the_inputs_of_the_h100_file():
     with the H100's (same CRC-32), and both files hold the same products."""
     h200 = MEASURED["H200"]
     keys = [str(k) for k in h200["inputs__keys"]]
-    assert keys == sorted(k for k in STORED.files if k.split("__")[-1] in ("a", "b", "c"))
+    assert keys == sorted(k for k in STORED.files if _is_input(k))
     crcs = [zlib.crc32(STORED[k].tobytes()) for k in keys]
     assert crcs == h200["inputs__crc32"].tolist()
-    assert {k for k in h200.files if not k.startswith("inputs__")} == {
-        k for k in STORED.files if k.split("__")[-1] not in ("a", "b", "c")}
+    assert {k for k in h200.files if not k.startswith("inputs__")} == {k for k in STORED.files if not _is_input(k)}
 
 
 @pytest.mark.parametrize("gpu", GPUS)

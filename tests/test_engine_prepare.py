@@ -140,3 +140,31 @@ def test_non_contiguous_and_float32_operands() -> None:
     A2 = np.zeros((9, 140))
     A2[:, ::2] = A
     assert (wb.gemm(A2[:, ::2], B, model=m).view(np.uint32) == want.view(np.uint32)).all()
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
+def test_unpadded_b_is_decomposed_as_one_run(fmt: F.FloatFormat) -> None:
+    """``pad_b=False`` (the vector chain's layout): B (K, N) decomposed as one flat run
+    of K * N values into (Kp, N) arrays, the rows beyond K decomposed zeros; the same
+    significands, exponents, ``special`` flag and first offending element (so the same
+    message) as the padded layout and ``formats.check_representable``, from a
+    C-ordered or a Fortran-ordered B."""
+    rng = np.random.default_rng(11)
+    x = _mixed(rng, fmt, 301 * 10).reshape(301, 10)
+    ok = F.is_representable(x, fmt)
+    A = np.zeros((3, 301))
+    for B in (np.where(ok, x, 0.0), np.asfortranarray(np.where(ok, x, 0.0))):
+        *want, want_special = core.decompose_checked(A, B, fmt, False, 304, False)
+        *got, special = core.decompose_checked(A, B, fmt, False, 304, False, pad_b=False)
+        assert special == want_special
+        assert got[2].shape == got[3].shape == (304, 10) and got[2].flags.c_contiguous
+        for g, w in zip(got, want):
+            assert (g == w[:, :g.shape[1]]).all()
+        assert (got[2][301:] == 0).all() and (got[3][301:] == fmt.emin).all()
+    if ok.all():
+        return
+    with pytest.raises(ValueError) as want_err:
+        F.check_representable(x, fmt, "B")
+    with pytest.raises(ValueError) as got_err:
+        core.decompose_checked(A, x, fmt, False, 304, False, pad_b=False)
+    assert str(got_err.value) == str(want_err.value)

@@ -1116,16 +1116,17 @@ def pack_tfdpa(params: np.ndarray, M: int, N: int, nthreads: int) -> np.ndarray:
 
 
 def lane_operands(sa: np.ndarray, ea: np.ndarray, sb: np.ndarray, eb: np.ndarray, N: int, emin: int,
-                  special: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                  special: bool = True, pad: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """B in the layout of the lane kernels, and the rows/columns that leave them.
 
     ``sb, eb`` (Kp, N) indexed ``[k, j]`` in any layout are returned C-ordered with
     zero columns (decomposed zeros, exponent ``emin``) up to a multiple of
-    :data:`LANE_PAD` (unchanged when they already are), with ``row_special`` (M,)
+    :data:`LANE_PAD` (with ``pad=False`` only C-ordered, the layout of
+    :mod:`workbench.engine.vector_chain`; unchanged when they already are), with ``row_special`` (M,)
     and ``col_special`` (N,), int8 flags of the rows of A and columns of B holding
     Inf/NaN (all zero when ``special`` is False: the caller knows there are none)."""
-    if not sb.flags.c_contiguous or sb.shape[1] % LANE_PAD:
-        Np = -(-N // LANE_PAD) * LANE_PAD
+    if not sb.flags.c_contiguous or (pad and sb.shape[1] % LANE_PAD):
+        Np = -(-N // LANE_PAD) * LANE_PAD if pad else N
         sbl = np.zeros((sb.shape[0], Np), dtype=sb.dtype)
         ebl = np.full((sb.shape[0], Np), emin, dtype=eb.dtype)
         sbl[:, :N] = sb[:, :N]

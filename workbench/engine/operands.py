@@ -53,8 +53,9 @@ class Operands(NamedTuple):
     T-FDPA models carry them decomposed and ``A = BT = None``: ``sa, ea`` are the
     (M, Kp) significands and exponents of A, ``sb, eb`` the (Kp, N) ones of B,
     indexed ``[k, j]`` (Kp = K zero-padded to a multiple of L).  B is stored in its
-    own C-ordered layout when the lane kernel will read it (:func:`lane_layout`;
-    then with zero columns padding N to a multiple of 8), otherwise as a C-ordered
+    own C-ordered layout when a lane kernel will read it (:func:`lane_layout`;
+    then with zero columns padding N to a multiple of 8, except for the vector chain,
+    :func:`~workbench.engine.operations.tfdpa.b_padded`), otherwise as a C-ordered
     B^T of which ``sb, eb`` are the transposed views (so that one output's walk
     down K is contiguous).  ``special``: whether A or B may
     hold Inf/NaN.  Other kinds carry float64 ``A`` (M, K) and ``BT`` (N, K) and
@@ -74,16 +75,19 @@ class Operands(NamedTuple):
 
 
 def decompose_checked(A: np.ndarray, B: np.ndarray, fmt: _formats.FloatFormat, flush: bool,
-                      k_padded: int, transpose_b: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
+                      k_padded: int, transpose_b: bool, pad_b: bool = True
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
     """(sa, ea, sb, eb, special): int32 significands and exponents of A (M, K) and of
     B (K, N), K zero-padded to ``k_padded``, after checking that every value is
     representable in ``fmt``.  B is returned as (Kp, Np) arrays indexed ``[k, j]``:
     C-ordered with zero columns padding N to Np, a multiple of
-    :data:`~workbench.engine.kernels.LANE_PAD` (the lane kernel's layout), or, with
+    :data:`~workbench.engine.kernels.LANE_PAD` (the lane kernel's layout; Np = N with
+    ``pad_b=False``, the vector chain's, whose masked loads need no padding), or, with
     ``transpose_b``, the transposed views of C-ordered (N, Kp) arrays.  ``special``
     is False only when neither operand holds Inf/NaN.  For signed formats with
     subnormals this is one compiled pass over both operands
-    (:func:`ops.decompose_checked`), B read in its (K, N) layout.  The first value
+    (:func:`ops.decompose_checked`), B read in its (K, N) layout (unpadded, as one
+    run of K * N values: rows of a few columns cost the pass twice its time).  The first value
     that is not representable (A before B, C order) raises the ValueError of
     :func:`workbench.formats.check_representable` (``A[i, j] = v is not
     representable in ...``)."""
@@ -94,7 +98,7 @@ def decompose_checked(A: np.ndarray, B: np.ndarray, fmt: _formats.FloatFormat, f
         raise ValueError(f"A {A.shape} and B {B.shape} do not make a product padded to K={k_padded}")
     sa = np.empty((M, k_padded), dtype=np.int32)
     ea = np.empty((M, k_padded), dtype=np.int32)
-    b_shape = (N, k_padded) if transpose_b else (k_padded, -(-N // _k.LANE_PAD) * _k.LANE_PAD)
+    b_shape = (N, k_padded) if transpose_b else (k_padded, -(-N // _k.LANE_PAD) * _k.LANE_PAD if pad_b else N)
     sb = np.empty(b_shape, dtype=np.int32)
     eb = np.empty(b_shape, dtype=np.int32)
     if not (fmt.signed and fmt.subnormals):
@@ -111,7 +115,13 @@ def decompose_checked(A: np.ndarray, B: np.ndarray, fmt: _formats.FloatFormat, f
         special = bool((ea >= _ops.SPECIAL).any() or (eb >= _ops.SPECIAL).any())
     else:
         vmax_bits = int(np.float64(fmt.max).view(np.int64))
-        bad_a, bad_b, special = _ops.decompose_checked(A.view(np.int64), sa, ea, B.view(np.int64), sb, eb,
+        xb, sbd, ebd = B, sb, eb
+        if not transpose_b and sb.shape[1] == N:       # one flat run (C order: the same indices)
+            xb = np.ascontiguousarray(B).reshape(1, K * N)
+            sbd, ebd = sb[:K].reshape(1, K * N), eb[:K].reshape(1, K * N)
+            sb[K:] = 0
+            eb[K:] = fmt.emin
+        bad_a, bad_b, special = _ops.decompose_checked(A.view(np.int64), sa, ea, xb.view(np.int64), sbd, ebd,
                                                        transpose_b, fmt.man_bits, fmt.emin, flush, vmax_bits,
                                                        fmt.has_nan, fmt.has_inf)
         if bad_a >= 0:

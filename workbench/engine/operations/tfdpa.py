@@ -12,7 +12,8 @@ exponent zero terms carry into the alignment (MMA-Sim's ``zero_exponent``).
 The arithmetic is the compiled kernels of :mod:`workbench.engine.kernels`
 (:func:`~workbench.engine.kernels.tfdpa_gemm`, the lane kernel
 :func:`~workbench.engine.kernels.tfdpa_gemm_lanes` and the row kernel
-:func:`~workbench.engine.kernels.tfdpa_rows`); the scalar reference path is
+:func:`~workbench.engine.kernels.tfdpa_rows`) and the vector chain of
+:mod:`workbench.engine.vector_chain`; the scalar reference path is
 :func:`~workbench.engine.explain.tfdpa_block`, which the tests hold equal to them bit
 for bit.
 """
@@ -25,6 +26,7 @@ import numba
 import numpy as np
 
 from .. import kernels as _k
+from .. import vector_chain as _vc
 from ..layout import (
     ACC_MODES,
     P_ACCMODE,
@@ -105,19 +107,35 @@ def lane_layout(model: "Model", N: int) -> bool:
     return N >= _k.LANES_MIN_N and bool(_k.lane_eligible(_k.pack_tfdpa(kernel_params(model), 1, 1, 1)))
 
 
+def b_padded(model: "Model", N: int) -> bool:
+    """Whether :meth:`TFDPA.prepare` pads B's columns for the lane kernel: not for
+    the models the vector chain computes in chained accumulation
+    (:func:`~workbench.engine.vector_chain.simd_eligible`; its masked loads read B
+    as it is, and the unpadded B is decomposed in one flat run); always for the
+    scaled kinds, whose kernels read the padded layout."""
+    return model.operation.scaled or not bool(_vc.simd_eligible(_k.pack_tfdpa(accumulation_params(model, "chain", None), 1, N, 1)))
+
+
 def run_tfdpa(model: "Model", sa: np.ndarray, ea: np.ndarray, sb: np.ndarray, eb: np.ndarray, acc: np.ndarray,
               prm: np.ndarray, special: bool = True) -> None:
     """The T-FDPA kernel for decomposed operands (``sa, ea`` (M, Kp); ``sb, eb``
-    (Kp, N) indexed ``[k, j]``, any layout) on ``acc`` (C on entry, D on exit): the
-    lane kernel when :func:`lane_layout` says so (B copied into its layout unless it
-    is there already), the scalar kernel otherwise.  ``special=False`` promises that
-    no operand is Inf/NaN."""
+    (Kp, N) indexed ``[k, j]``, any layout) on ``acc`` (C on entry, D on exit): when
+    :func:`lane_layout` says so, the vector chain
+    (:func:`~workbench.engine.vector_chain.tfdpa_gemm_simd`) for the models and
+    accumulation it computes, else the lane kernel (B copied into their layout unless
+    it is there already); the scalar kernel otherwise.  ``special=False`` promises
+    that no operand is Inf/NaN."""
     M, N = acc.shape
     if not lane_layout(model, N):
         _k.tfdpa_gemm(sa, ea, sb, eb, acc, prm)
         return
-    sb, eb, row_special, col_special = _k.lane_operands(sa, ea, sb, eb, N, model.in_fmt.emin, special)
-    _k.tfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, prm)
+    simd = bool(_vc.simd_eligible(prm))
+    sb, eb, row_special, col_special = _k.lane_operands(sa, ea, sb, eb, N, model.in_fmt.emin, special, pad=not simd)
+    if simd:
+        _vc.tfdpa_gemm_simd(sa, ea, sb, eb, row_special, col_special, acc, prm,
+                            _vc.simd_rows(M, N, numba.get_num_threads()))
+    else:
+        _k.tfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, prm)
 
 
 class TFDPA(Operation):
@@ -138,8 +156,9 @@ class TFDPA(Operation):
         N = B.shape[1]
         Kp = K + (-K) % model.L if K else model.L
         with threads_for(A.size + B.size):
-            sa, ea, sb, eb, special = decompose_checked(A, B, model.in_fmt, model.flush_subnormals, Kp,
-                                                        not lane_layout(model, N))
+            lanes = lane_layout(model, N)
+            sa, ea, sb, eb, special = decompose_checked(A, B, model.in_fmt, model.flush_subnormals, Kp, not lanes,
+                                                        not lanes or b_padded(model, N))
         return Operands(M, K, N, None, None, sa, ea, sb, eb, special)
 
     def run(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
@@ -180,5 +199,5 @@ def fused_sum_terms(kind: str, L: int | None, F: int | None) -> tuple[ErrorTerm,
 
 TFDPA_OPERATION = register(TFDPA())
 
-__all__ = ["TFDPA", "TFDPAParams", "TFDPA_OPERATION", "kernel_params", "accumulation_params", "lane_layout", "run_tfdpa",
+__all__ = ["TFDPA", "TFDPAParams", "TFDPA_OPERATION", "kernel_params", "accumulation_params", "lane_layout", "b_padded", "run_tfdpa",
            "fused_sum_terms"]

@@ -1,0 +1,337 @@
+"""The T-FDPA chain on explicit 16-lane vectors, for products with few columns.
+
+:func:`~workbench.engine.kernels.tfdpa_gemm_lanes` lets LLVM vectorise loops over the
+outputs of a row; with few columns (10 x 1,000,000 x 10: ten lanes padded to 16) its
+loop set-up costs as much as the arithmetic, and each block's tail (c's exponent, its
+alignment, the rounding) runs as separate loops.  Here one compiled function,
+written at the level of LLVM vectors (:func:`_chain16`), runs a whole range of
+blocks of one row of A against 16 columns of B with the lane state held in
+registers: per block the largest exponent, c aligned to it, every product aligned
+and summed in 32 bits, and the rounding - Xie et al. 2025 Algorithm 7 (RZ_F
+alignment, one rounding rho per block) and Khattak & Mikaitis 2025's generic block
+FMA with c early, the arithmetic of :func:`~workbench.engine.kernels._lane_block`
+(its narrow path) and :func:`~workbench.engine.ops.round_int`, lane for lane.
+B's rows are read with masked loads, so B needs no padding columns.
+
+:func:`simd_eligible` says which models and products it computes (one group, c
+early, chained accumulation, 32-bit sums); :func:`tfdpa_gemm_simd` is the parallel
+driver, which hands outputs meeting Inf/NaN or overflow to the scalar path exactly as
+the lane kernel does.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
+
+from ..formats import RD, RNE, RU
+from .kernels import _accumulate, _sum_params, bit_length, fast_eligible, lane_value, lanes_from_c
+from .layout import ACC_CHAIN, P_ACCMODE, P_BC, P_F, P_L
+
+#: Lanes of one vector (16 x 32 bits: one AVX-512 register).
+W = 16
+#: Fields of the constants array the vector chain reads (:func:`chain_constants`).
+C_L, C_F, C_G, C_ROFF, C_EZP, C_EMINC, C_PR, C_EMINR, C_EMAXR, C_MODE, C_FLUSH, C_N = range(12)
+
+
+def _chain16(sticky: bool):  # type: ignore[no-untyped-def]
+    """``chain16(sa, ea, sb, eb, st, cp, i, j0, nl, b0, b1)``: T-FDPA blocks b0 .. b1-1
+    (K = blk * L .. blk * L + L - 1) of row i of A (``sa, ea`` (M, Kp) int32) against
+    columns j0 .. j0+nl-1 of B (``sb, eb`` (Kp, NB) int32, C-ordered, nl <= 16), each
+    lane's accumulator ``(-1)**neg * mag * 2**q`` read from and written back to ``st``
+    ((4, 16) int64: neg, mag, q, overflowed), ``cp`` the constants of
+    :func:`chain_constants`; ``sticky`` fixes the sticky bit at compile time.  Lanes
+    beyond nl read zeros and compute nothing meaningful."""
+
+    @intrinsic
+    def chain16(typingctx, sa, ea, sb, eb, st, cp, i, j0, nl, b0, b1):  # type: ignore[no-untyped-def]
+        arrays = (sa, ea, sb, eb, st, cp)
+        if not all(isinstance(x, types.Array) and x.layout == "C" for x in arrays):
+            return None
+        if [x.dtype for x in arrays] != [types.int32] * 4 + [types.int64] * 2:
+            return None
+        sig = types.void(*arrays, types.int64, types.int64, types.int64, types.int64, types.int64)
+
+        def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+            sa_, ea_, sb_, eb_, st_, cp_ = (context.make_array(t)(context, builder, v)
+                                            for t, v in zip(signature.args[:6], args[:6]))
+            iv, j0v, nlv, b0v, b1v = args[6:]
+            i1, i32, i64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
+            v1, v32, v64 = ir.VectorType(i1, W), ir.VectorType(i32, W), ir.VectorType(i64, W)
+            Kp = builder.extract_value(sa_.shape, 1)
+            NB = builder.extract_value(sb_.shape, 1)
+
+            def declare(name, fnty):  # type: ignore[no-untyped-def]
+                fn = builder.module.globals.get(name)
+                return fn if fn is not None else ir.Function(builder.module, fnty, name)
+
+            mload = declare("llvm.masked.load.v16i32.p0", ir.FunctionType(v32, [v32.as_pointer(), i32, v1, v32]))
+            ctlz = declare("llvm.ctlz.v16i64", ir.FunctionType(v64, [v64, i1]))
+            splat_mask = ir.Constant(ir.VectorType(i32, W), [0] * W)
+
+            def splat(x, vt):  # type: ignore[no-untyped-def]
+                x = builder.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(i32, 0))
+                return builder.shuffle_vector(x, ir.Constant(vt, ir.Undefined), splat_mask)
+
+            def c64(v):  # type: ignore[no-untyped-def]
+                return ir.Constant(v64, [v] * W)
+
+            def c32(v):  # type: ignore[no-untyped-def]
+                return ir.Constant(v32, [v] * W)
+
+            def smax(a, b):  # type: ignore[no-untyped-def]
+                return builder.select(builder.icmp_signed(">", a, b), a, b)
+
+            def smin(a, b):  # type: ignore[no-untyped-def]
+                return builder.select(builder.icmp_signed("<", a, b), a, b)
+
+            def bitlen(m):  # type: ignore[no-untyped-def]
+                return builder.sub(c64(64), builder.call(ctlz, [m, ir.Constant(i1, 0)]))
+
+            def const(k):  # type: ignore[no-untyped-def]
+                return builder.load(builder.gep(cp_.data, [ir.Constant(i64, k)]))
+
+            L, F, G, roff, ezp, eminc, pr, eminr, emaxr, mode, flush = (
+                const(k) for k in (C_L, C_F, C_G, C_ROFF, C_EZP, C_EMINC, C_PR, C_EMINR, C_EMAXR, C_MODE,
+                                   C_FLUSH))
+            st_bit = 1 if sticky else 0
+            lanes = ir.Constant(v32, list(range(W)))
+            mask = builder.icmp_signed("<", lanes, splat(builder.trunc(nlv, i32), v32))
+            zero32 = c32(0)
+            ezp_v = splat(builder.trunc(ezp, i32), v32)
+            G_v = splat(builder.trunc(G, i32), v32)
+            eminc_v, pr1_v, eminr_v, emaxr_v = (splat(x, v64) for x in (eminc, builder.sub(pr, ir.Constant(i64, 1)),
+                                                                         eminr, emaxr))
+            F_v = splat(F, v64)
+            scale_off = splat(builder.add(F, ir.Constant(i64, st_bit)), v64)   # rounding scale = emx - F - st
+            is_rne = builder.icmp_signed("==", mode, ir.Constant(i64, RNE))
+            is_rd = builder.icmp_signed("==", mode, ir.Constant(i64, RD))
+            is_ru = builder.icmp_signed("==", mode, ir.Constant(i64, RU))
+            flush_v = splat(builder.icmp_signed("!=", flush, ir.Constant(i64, 0)), v1)
+
+            rows = [builder.bitcast(builder.gep(st_.data, [ir.Constant(i64, r * W)]), v64.as_pointer())
+                    for r in range(4)]
+            neg0 = builder.icmp_signed("!=", builder.load(rows[0], align=8), c64(0))
+            mag0, q0, bad0 = (builder.load(rows[r], align=8) for r in (1, 2, 3))
+            a_row = builder.mul(iv, Kp)
+
+            def operands(k):  # type: ignore[no-untyped-def]
+                """(a's significand, a's exponent, B's significands, B's exponents) at k."""
+                a_s = builder.load(builder.gep(sa_.data, [builder.add(a_row, k)]))
+                a_e = builder.load(builder.gep(ea_.data, [builder.add(a_row, k)]))
+                off = builder.add(builder.mul(k, NB), j0v)
+                bs, be = (builder.call(mload, [builder.bitcast(builder.gep(x.data, [off]), v32.as_pointer()),
+                                               ir.Constant(i32, 4), mask, zero32]) for x in (sb_, eb_))
+                return a_s, a_e, bs, be
+
+            def loop(name, lo, hi, init):  # type: ignore[no-untyped-def]
+                """Open a counted loop: returns (index, phis, body's exit function)."""
+                pre = builder.block
+                head = builder.append_basic_block(f"{name}_head")
+                body = builder.append_basic_block(f"{name}_body")
+                done = builder.append_basic_block(f"{name}_done")
+                builder.branch(head)
+                builder.position_at_end(head)
+                k = builder.phi(i64)
+                k.add_incoming(lo, pre)
+                phis = []
+                for x in init:
+                    phis.append(builder.phi(x.type))
+                    phis[-1].add_incoming(x, pre)
+                builder.cbranch(builder.icmp_signed("<", k, hi), body, done)
+                builder.position_at_end(body)
+
+                def close(values):  # type: ignore[no-untyped-def]
+                    k.add_incoming(builder.add(k, ir.Constant(i64, 1)), builder.block)
+                    for ph, x in zip(phis, values):
+                        ph.add_incoming(x, builder.block)
+                    builder.branch(head)
+                    builder.position_at_end(done)
+                    return phis
+
+                return k, phis, close
+
+            blk, (neg, mag, q, bad), close_blocks = loop("blocks", b0v, b1v, [neg0, mag0, q0, bad0])
+            k0 = builder.mul(blk, L)
+            k1 = builder.add(k0, L)
+            # c's exponent, clamped at the output format's emin; ezp for c = 0
+            ce = smax(builder.add(builder.sub(bitlen(mag), c64(1)), q), eminc_v)
+            emx0 = builder.select(builder.icmp_signed("!=", mag, c64(0)), builder.trunc(ce, v32), ezp_v)
+            # the largest product exponent (zero products: ezp)
+            k, (emx,), close = loop("emax", k0, k1, [emx0])
+            a_s, a_e, bs, be = operands(k)
+            e = builder.add(splat(a_e, v32), be)
+            zero = builder.or_(splat(builder.icmp_signed("==", a_s, ir.Constant(i32, 0)), v1),
+                               builder.icmp_signed("==", bs, zero32))
+            (emx,) = close([smax(emx, builder.select(zero, ezp_v, e))])
+            # c aligned to F fractional bits below the maximum (shift_floor; sticky: shift_lost)
+            emx64 = builder.sext(emx, v64)
+            sh = builder.sub(builder.add(q, F_v), emx64)
+            left = smin(smax(sh, c64(0)), c64(63))
+            r = smin(smax(builder.neg(sh), c64(0)), c64(63))
+            t = builder.ashr(builder.shl(mag, left), r)
+            if sticky:
+                lost = builder.icmp_signed("!=", builder.and_(mag, builder.sub(builder.shl(c64(1), r), c64(1))),
+                                           c64(0))
+                t = builder.or_(builder.shl(t, c64(1)), builder.zext(lost, v64))
+            S = builder.select(neg, builder.neg(t), t)
+            # every product aligned (|p| 2**G shifted right, truncated) and summed in 32 bits
+            k, (S32,), close = loop("sum", k0, k1, [zero32])
+            a_s, a_e, bs, be = operands(k)
+            p32 = builder.mul(splat(a_s, v32), bs)
+            off = splat(builder.sub(builder.trunc(roff, i32), a_e), v32)
+            r32 = smax(smin(builder.sub(builder.add(emx, off), be), c32(31)), zero32)
+            p_neg = builder.icmp_signed("<", p32, zero32)
+            m32 = builder.shl(builder.select(p_neg, builder.neg(p32), p32), G_v)
+            t32 = builder.ashr(m32, r32)
+            if sticky:
+                lost32 = builder.icmp_signed("!=", builder.shl(t32, r32), m32)
+                t32 = builder.or_(builder.shl(t32, c32(1)), builder.zext(lost32, v32))
+            (S32,) = close([builder.add(S32, builder.select(p_neg, builder.neg(t32), t32))])
+            # round_int(S, emx - F - st): rho to the result format
+            Stot = builder.add(S, builder.sext(S32, v64))
+            scale = builder.sub(emx64, scale_off)
+            negS = builder.icmp_signed("<", Stot, c64(0))
+            m = builder.select(negS, builder.neg(Stot), Stot)
+            lead = builder.add(builder.sub(bitlen(m), c64(1)), scale)
+            qq = builder.sub(smax(lead, eminr_v), pr1_v)
+            shr = builder.sub(qq, scale)
+            rr = smin(smax(shr, c64(0)), c64(63))
+            keep = builder.ashr(m, rr)
+            rem = builder.sub(m, builder.shl(keep, rr))
+            half = builder.select(builder.icmp_signed(">", rr, c64(0)),
+                                  builder.shl(c64(1), smax(builder.sub(rr, c64(1)), c64(0))), c64(0))
+            rne_up = builder.or_(builder.icmp_signed(">", rem, half),
+                                 builder.and_(builder.icmp_signed("==", rem, half),
+                                              builder.icmp_signed("!=", builder.and_(keep, c64(1)), c64(0))))
+            false_v = ir.Constant(v1, [0] * W)
+            up = builder.select(splat(is_rne, v1), rne_up,
+                                builder.select(splat(is_rd, v1), negS,
+                                               builder.select(splat(is_ru, v1), builder.not_(negS), false_v)))
+            up = builder.and_(up, builder.icmp_signed("!=", rem, c64(0)))
+            lft = smin(smax(builder.neg(shr), c64(0)), c64(63))
+            keep = builder.select(builder.icmp_signed(">", shr, c64(0)), builder.add(keep, builder.zext(up, v64)),
+                                  builder.shl(m, lft))
+            top = builder.add(builder.sub(bitlen(keep), c64(1)), qq)
+            inf = builder.and_(builder.icmp_signed("!=", keep, c64(0)), builder.icmp_signed(">", top, emaxr_v))
+            flushed = builder.and_(flush_v, builder.icmp_signed("<", top, eminr_v))
+            keep = builder.select(builder.or_(flushed, inf), c64(0), keep)
+            neg_r = builder.and_(negS, builder.not_(flushed))
+            bad_r = builder.or_(bad, builder.zext(inf, v64))
+            neg, mag, q, bad = close_blocks([neg_r, keep, qq, bad_r])
+            builder.store(builder.zext(neg, v64), rows[0], align=8)
+            for row, x in zip(rows[1:], (mag, q, bad)):
+                builder.store(x, row, align=8)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return chain16
+
+
+_chain16_plain, _chain16_sticky = _chain16(False), _chain16(True)
+
+
+@numba.njit(cache=True, inline="always")
+def simd_eligible(prm):
+    """Whether :func:`tfdpa_gemm_simd` computes this model and accumulation: the fast
+    path of :func:`~workbench.engine.kernels._chain` (lane-eligible, one group, c
+    early), chained blocks, and products and block sums that fit 32 bits (the narrow
+    path of :func:`~workbench.engine.kernels._lane_block`)."""
+    if not (fast_eligible(prm) and prm[P_ACCMODE] == ACC_CHAIN):
+        return False
+    fp, ezp, sticky, mode, pr, eminr, emaxr, mc, eminc, flush = _sum_params(prm)
+    F = prm[P_F]
+    G = F - fp if F > fp else 0
+    st = 1 if sticky else 0
+    return fp + 2 + G + st <= 31 and bit_length(prm[P_L] - 1) + F + 2 + st <= 31
+
+
+@numba.njit(cache=True)
+def chain_constants(prm):
+    """The int64 constants :func:`_chain16` reads (fields ``C_*``)."""
+    fp, ezp, sticky, mode, pr, eminr, emaxr, mc, eminc, flush = _sum_params(prm)
+    F = prm[P_F]
+    G = F - fp if F > fp else 0
+    cp = np.zeros(C_N, dtype=np.int64)
+    cp[C_L] = prm[P_L]
+    cp[C_F] = F
+    cp[C_G] = G
+    cp[C_ROFF] = G - F + fp
+    cp[C_EZP] = ezp
+    cp[C_EMINC] = eminc
+    cp[C_PR] = pr
+    cp[C_EMINR] = eminr
+    cp[C_EMAXR] = emaxr
+    cp[C_MODE] = mode
+    cp[C_FLUSH] = 1 if flush else 0
+    return cp
+
+
+def simd_rows(M: int, N: int, nthreads: int) -> int:
+    """Rows per tile of :func:`tfdpa_gemm_simd` (at most 32): enough tiles of 16
+    columns to give every thread one."""
+    n_jt = max(1, -(-N // W))
+    n_it = max(1, min(M, -(-nthreads // n_jt)))
+    return max(1, min(-(-M // n_it), 32))
+
+
+@numba.njit(cache=True, parallel=True)
+def tfdpa_gemm_simd(sa, ea, sb, eb, row_special, col_special, acc, prm, TI):
+    """:func:`~workbench.engine.kernels.tfdpa_gemm_lanes` for the models and
+    accumulation of :func:`simd_eligible`, on tiles of ``TI`` rows x 16 columns (one
+    vector of lanes, :func:`_chain16`): the same bits.  ``sa, ea`` (M, Kp) and ``sb, eb``
+    (Kp, NB >= N) int32, C-ordered; ``row_special``/``col_special`` as the lane
+    kernel's; outputs meeting Inf/NaN (A's row, B's column or C) or overflow are
+    recomputed by the scalar :func:`~workbench.engine.kernels._accumulate`."""
+    M, Kp = sa.shape
+    N = acc.shape[1]
+    L = prm[P_L]
+    nblocks = Kp // L
+    BC = prm[P_BC]
+    fp, ezp, sticky, mode, pr, eminr, emaxr, mc, eminc, flush = _sum_params(prm)
+    cp = chain_constants(prm)
+    n_it = (M + TI - 1) // TI
+    n_jt = (N + W - 1) // W
+    fast = fast_eligible(prm)
+    for t in numba.prange(n_it * n_jt):
+        it = np.int64(t) // n_jt    # prange's index is unsigned: one compiled _accumulate for every caller
+        i0 = it * TI
+        ti = min(M, i0 + TI) - i0
+        j0 = (t - it * n_jt) * W
+        nl = min(N, j0 + W) - j0
+        st = np.zeros((ti, 4, W), dtype=np.int64)
+        neg = np.zeros(W, dtype=np.bool_)
+        mag = np.zeros(W, dtype=np.int64)
+        q = np.zeros(W, dtype=np.int64)
+        bad = np.zeros(W, dtype=np.bool_)
+        for ii in range(ti):
+            lanes_from_c(acc, i0 + ii, j0, nl, row_special, col_special, mc, eminc, neg, mag, q, bad)
+            for u in range(nl):
+                st[ii, 0, u] = 1 if neg[u] else 0
+                st[ii, 1, u] = mag[u]
+                st[ii, 2, u] = q[u]
+                st[ii, 3, u] = 1 if bad[u] else 0
+        for b0 in range(0, nblocks, BC):
+            b1 = min(nblocks, b0 + BC)
+            for ii in range(ti):
+                if row_special[i0 + ii] != 0:
+                    continue
+                if sticky:
+                    _chain16_sticky(sa, ea, sb, eb, st[ii], cp, i0 + ii, j0, nl, b0, b1)
+                else:
+                    _chain16_plain(sa, ea, sb, eb, st[ii], cp, i0 + ii, j0, nl, b0, b1)
+        for ii in range(ti):
+            i = i0 + ii
+            for u in range(nl):
+                j = j0 + u
+                if st[ii, 3, u] != 0 or row_special[i] != 0:
+                    acc[i, j] = _accumulate(sa, ea, sb, eb, i, j, np.int64(0), nblocks, acc[i, j], 0.0, prm, fast)[0]
+                else:
+                    acc[i, j] = lane_value(st[ii, 0, u] != 0, st[ii, 1, u], st[ii, 2, u])
+
+
+__all__ = ["simd_eligible", "simd_rows", "chain_constants", "tfdpa_gemm_simd", "W"]

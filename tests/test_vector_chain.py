@@ -138,3 +138,31 @@ def test_rows_per_tile() -> None:
     assert vc.simd_rows(64, 64, 16) == 16
     assert vc.simd_rows(1, 100, 8) == 1
     assert vc.simd_rows(1000, 4, 1) == 32
+
+
+#: (L, F, sticky) at the edge of the 32-bit tail (bit_length(2L + 1) + F + 1 + sticky = 31) and one bit past it.
+TAIL_EDGES = [(8, 25, False), (4, 25, True), (2, 27, False), (1, 28, False), (16, 24, False),
+              (8, 26, False), (4, 26, True), (2, 28, False), (16, 25, False)]
+
+
+@pytest.mark.parametrize("L, F_, sticky", TAIL_EDGES)
+def test_tails_at_the_edge_of_32_bits(L: int, F_: int, sticky: bool) -> None:
+    """Every product at the block's largest exponent with fp16's largest significand, one
+    sign per row, next to c above, near and below the block: the block's sum with c
+    comes within a few units of 2**31 where the 32-bit tail is chosen, and the 64-bit
+    one takes the units one bit past it; both give the general path's bits."""
+    m = wb.custom_model("fp16", "fp32", L=L, F=F_, sticky=sticky, rounding="rne")
+    prm = K.pack_tfdpa(tfdpa_op.accumulation_params(m, "chain", None), 4, 8, 1)
+    assert bool(vc.simd_eligible(prm))
+    assert bool(vc.narrow_tail(prm)) == (TAIL_EDGES.index((L, F_, sticky)) < 5)
+    big = (2 - 2.0 ** -10) * 2.0 ** 3
+    K_ = 3 * L
+    A = np.full((4, K_), big)
+    A[1] = -big
+    A[3, ::2] = -big
+    B = np.full((K_, 8), big)
+    C = np.zeros((4, 8))
+    C[:, 1::2] = np.array([[2.0 ** 24], [-3.0 * 2.0 ** 7], [1.0], [2.0 ** -30]])
+    C[:, 2] = -(2 - 2.0 ** -23) * 2.0 ** 14     # c just below the block's top, of the other sign
+    got = core.run(m, A, B, C)
+    assert np.array_equal(got.view(np.uint64), _general(m, A, B, C).view(np.uint64)), m.describe()

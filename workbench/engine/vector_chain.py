@@ -37,14 +37,20 @@ W = 16
 C_L, C_F, C_G, C_ROFF, C_EZP, C_EMINC, C_PR, C_EMINR, C_EMAXR, C_MODE, C_FLUSH, C_N = range(12)
 
 
-def _chain16(sticky: bool):  # type: ignore[no-untyped-def]
+def _chain16(sticky: bool, wide: bool):  # type: ignore[no-untyped-def]
     """``chain16(sa, ea, sb, eb, st, cp, i, j0, nl, b0, b1)``: T-FDPA blocks b0 .. b1-1
     (K = blk * L .. blk * L + L - 1) of row i of A (``sa, ea`` (M, Kp) int32) against
     columns j0 .. j0+nl-1 of B (``sb, eb`` (Kp, NB) int32, C-ordered, nl <= 16), each
     lane's accumulator ``(-1)**neg * mag * 2**q`` read from and written back to ``st``
     ((4, 16) int64: neg, mag, q, overflowed), ``cp`` the constants of
     :func:`chain_constants`; ``sticky`` fixes the sticky bit at compile time.  Lanes
-    beyond nl read zeros and compute nothing meaningful."""
+    beyond nl read zeros and compute nothing meaningful.
+
+    Each block's tail (c aligned, the sum with c, the rounding) runs in 64-bit lanes
+    when ``wide``, else in 32-bit ones, twice as many per instruction: exact when
+    :func:`narrow_tail` holds (every shift count clamped to the width; a right shift
+    of 32 or more in the rounding, which the 32-bit lanes cannot express, leaves
+    less than half a unit and never rounds to nearest upwards)."""
 
     @intrinsic
     def chain16(typingctx, sa, ea, sb, eb, st, cp, i, j0, nl, b0, b1):  # type: ignore[no-untyped-def]
@@ -69,7 +75,9 @@ def _chain16(sticky: bool):  # type: ignore[no-untyped-def]
                 return fn if fn is not None else ir.Function(builder.module, fnty, name)
 
             mload = declare("llvm.masked.load.v16i32.p0", ir.FunctionType(v32, [v32.as_pointer(), i32, v1, v32]))
-            ctlz = declare("llvm.ctlz.v16i64", ir.FunctionType(v64, [v64, i1]))
+            vt = v64 if wide else v32              # the lanes of the block's tail
+            bits = 64 if wide else 32
+            ctlz = declare(f"llvm.ctlz.v16i{bits}", ir.FunctionType(vt, [vt, i1]))
             splat_mask = ir.Constant(ir.VectorType(i32, W), [0] * W)
 
             def splat(x, vt):  # type: ignore[no-untyped-def]
@@ -78,6 +86,15 @@ def _chain16(sticky: bool):  # type: ignore[no-untyped-def]
 
             def c64(v):  # type: ignore[no-untyped-def]
                 return ir.Constant(v64, [v] * W)
+
+            def ct(v):  # type: ignore[no-untyped-def]
+                return ir.Constant(vt, [v] * W)
+
+            def to_t(x):  # type: ignore[no-untyped-def]
+                """A scalar i64 or a vector of i32 lanes as the tail's lanes."""
+                if isinstance(x.type, ir.VectorType):
+                    return x if x.type == vt else builder.sext(x, vt)
+                return splat(x if wide else builder.trunc(x, i32), vt)
 
             def c32(v):  # type: ignore[no-untyped-def]
                 return ir.Constant(v32, [v] * W)
@@ -89,7 +106,7 @@ def _chain16(sticky: bool):  # type: ignore[no-untyped-def]
                 return builder.select(builder.icmp_signed("<", a, b), a, b)
 
             def bitlen(m):  # type: ignore[no-untyped-def]
-                return builder.sub(c64(64), builder.call(ctlz, [m, ir.Constant(i1, 0)]))
+                return builder.sub(ct(bits), builder.call(ctlz, [m, ir.Constant(i1, 0)]))
 
             def const(k):  # type: ignore[no-untyped-def]
                 return builder.load(builder.gep(cp_.data, [ir.Constant(i64, k)]))
@@ -103,10 +120,11 @@ def _chain16(sticky: bool):  # type: ignore[no-untyped-def]
             zero32 = c32(0)
             ezp_v = splat(builder.trunc(ezp, i32), v32)
             G_v = splat(builder.trunc(G, i32), v32)
-            eminc_v, pr1_v, eminr_v, emaxr_v = (splat(x, v64) for x in (eminc, builder.sub(pr, ir.Constant(i64, 1)),
-                                                                         eminr, emaxr))
-            F_v = splat(F, v64)
-            scale_off = splat(builder.add(F, ir.Constant(i64, st_bit)), v64)   # rounding scale = emx - F - st
+            eminc_v, pr1_v, eminr_v, emaxr_v = (to_t(x) for x in (eminc, builder.sub(pr, ir.Constant(i64, 1)),
+                                                                eminr, emaxr))
+            F_v = to_t(F)
+            scale_off = to_t(builder.add(F, ir.Constant(i64, st_bit)))   # rounding scale = emx - F - st
+            top_shift = ct(bits - 1)
             is_rne = builder.icmp_signed("==", mode, ir.Constant(i64, RNE))
             is_rd = builder.icmp_signed("==", mode, ir.Constant(i64, RD))
             is_ru = builder.icmp_signed("==", mode, ir.Constant(i64, RU))
@@ -115,7 +133,9 @@ def _chain16(sticky: bool):  # type: ignore[no-untyped-def]
             rows = [builder.bitcast(builder.gep(st_.data, [ir.Constant(i64, r * W)]), v64.as_pointer())
                     for r in range(4)]
             neg0 = builder.icmp_signed("!=", builder.load(rows[0], align=8), c64(0))
-            mag0, q0, bad0 = (builder.load(rows[r], align=8) for r in (1, 2, 3))
+            mag0, q0 = ((x if wide else builder.trunc(x, vt)) for x in (builder.load(rows[r], align=8)
+                                                                         for r in (1, 2)))
+            bad0 = builder.load(rows[3], align=8)
             a_row = builder.mul(iv, Kp)
 
             def operands(k):  # type: ignore[no-untyped-def]
@@ -158,73 +178,80 @@ def _chain16(sticky: bool):  # type: ignore[no-untyped-def]
             k0 = builder.mul(blk, L)
             k1 = builder.add(k0, L)
             # c's exponent, clamped at the output format's emin; ezp for c = 0
-            ce = smax(builder.add(builder.sub(bitlen(mag), c64(1)), q), eminc_v)
-            emx0 = builder.select(builder.icmp_signed("!=", mag, c64(0)), builder.trunc(ce, v32), ezp_v)
-            # the largest product exponent (zero products: ezp)
+            ce = smax(builder.add(builder.sub(bitlen(mag), ct(1)), q), eminc_v)
+            emx0 = builder.select(builder.icmp_signed("!=", mag, ct(0)), ce if not wide else builder.trunc(ce, v32),
+                                  ezp_v)
+            def emax_step(emx, a_s, a_e, bs, be):  # type: ignore[no-untyped-def]
+                """The running maximum after one step (zero products: ezp)."""
+                e = builder.add(splat(a_e, v32), be)
+                zero = builder.or_(splat(builder.icmp_signed("==", a_s, ir.Constant(i32, 0)), v1),
+                                   builder.icmp_signed("==", bs, zero32))
+                return smax(emx, builder.select(zero, ezp_v, e))
+
+            def sum_step(S32, emx, a_s, a_e, bs, be):  # type: ignore[no-untyped-def]
+                """The running sum after one product, aligned: |p| 2**G shifted right, truncated."""
+                p32 = builder.mul(splat(a_s, v32), bs)
+                off = splat(builder.sub(builder.trunc(roff, i32), a_e), v32)
+                r32 = smax(smin(builder.sub(builder.add(emx, off), be), c32(31)), zero32)
+                p_neg = builder.icmp_signed("<", p32, zero32)
+                m32 = builder.shl(builder.select(p_neg, builder.neg(p32), p32), G_v)
+                t32 = builder.ashr(m32, r32)
+                if sticky:
+                    lost32 = builder.icmp_signed("!=", builder.shl(t32, r32), m32)
+                    t32 = builder.or_(builder.shl(t32, c32(1)), builder.zext(lost32, v32))
+                return builder.add(S32, builder.select(p_neg, builder.neg(t32), t32))
+
+            # the largest product exponent, then c aligned to F fractional bits below it
+            # (shift_floor; sticky: shift_lost), then every product aligned and summed in 32 bits
             k, (emx,), close = loop("emax", k0, k1, [emx0])
-            a_s, a_e, bs, be = operands(k)
-            e = builder.add(splat(a_e, v32), be)
-            zero = builder.or_(splat(builder.icmp_signed("==", a_s, ir.Constant(i32, 0)), v1),
-                               builder.icmp_signed("==", bs, zero32))
-            (emx,) = close([smax(emx, builder.select(zero, ezp_v, e))])
-            # c aligned to F fractional bits below the maximum (shift_floor; sticky: shift_lost)
-            emx64 = builder.sext(emx, v64)
-            sh = builder.sub(builder.add(q, F_v), emx64)
-            left = smin(smax(sh, c64(0)), c64(63))
-            r = smin(smax(builder.neg(sh), c64(0)), c64(63))
+            (emx,) = close([emax_step(emx, *operands(k))])
+            emx_t = to_t(emx)
+            sh = builder.sub(builder.add(q, F_v), emx_t)
+            left = smin(smax(sh, ct(0)), top_shift)
+            r = smin(smax(builder.neg(sh), ct(0)), top_shift)
             t = builder.ashr(builder.shl(mag, left), r)
             if sticky:
-                lost = builder.icmp_signed("!=", builder.and_(mag, builder.sub(builder.shl(c64(1), r), c64(1))),
-                                           c64(0))
-                t = builder.or_(builder.shl(t, c64(1)), builder.zext(lost, v64))
+                lost = builder.icmp_signed("!=", builder.and_(mag, builder.sub(builder.shl(ct(1), r), ct(1))), ct(0))
+                t = builder.or_(builder.shl(t, ct(1)), builder.zext(lost, vt))
             S = builder.select(neg, builder.neg(t), t)
-            # every product aligned (|p| 2**G shifted right, truncated) and summed in 32 bits
             k, (S32,), close = loop("sum", k0, k1, [zero32])
-            a_s, a_e, bs, be = operands(k)
-            p32 = builder.mul(splat(a_s, v32), bs)
-            off = splat(builder.sub(builder.trunc(roff, i32), a_e), v32)
-            r32 = smax(smin(builder.sub(builder.add(emx, off), be), c32(31)), zero32)
-            p_neg = builder.icmp_signed("<", p32, zero32)
-            m32 = builder.shl(builder.select(p_neg, builder.neg(p32), p32), G_v)
-            t32 = builder.ashr(m32, r32)
-            if sticky:
-                lost32 = builder.icmp_signed("!=", builder.shl(t32, r32), m32)
-                t32 = builder.or_(builder.shl(t32, c32(1)), builder.zext(lost32, v32))
-            (S32,) = close([builder.add(S32, builder.select(p_neg, builder.neg(t32), t32))])
+            (S32,) = close([sum_step(S32, emx, *operands(k))])
             # round_int(S, emx - F - st): rho to the result format
-            Stot = builder.add(S, builder.sext(S32, v64))
-            scale = builder.sub(emx64, scale_off)
-            negS = builder.icmp_signed("<", Stot, c64(0))
+            Stot = builder.add(S, to_t(S32))
+            scale = builder.sub(emx_t, scale_off)
+            negS = builder.icmp_signed("<", Stot, ct(0))
             m = builder.select(negS, builder.neg(Stot), Stot)
-            lead = builder.add(builder.sub(bitlen(m), c64(1)), scale)
+            lead = builder.add(builder.sub(bitlen(m), ct(1)), scale)
             qq = builder.sub(smax(lead, eminr_v), pr1_v)
             shr = builder.sub(qq, scale)
-            rr = smin(smax(shr, c64(0)), c64(63))
+            rr = smin(smax(shr, ct(0)), top_shift)
             keep = builder.ashr(m, rr)
             rem = builder.sub(m, builder.shl(keep, rr))
-            half = builder.select(builder.icmp_signed(">", rr, c64(0)),
-                                  builder.shl(c64(1), smax(builder.sub(rr, c64(1)), c64(0))), c64(0))
+            half = builder.select(builder.icmp_signed(">", rr, ct(0)),
+                                  builder.shl(ct(1), smax(builder.sub(rr, ct(1)), ct(0))), ct(0))
             rne_up = builder.or_(builder.icmp_signed(">", rem, half),
                                  builder.and_(builder.icmp_signed("==", rem, half),
-                                              builder.icmp_signed("!=", builder.and_(keep, c64(1)), c64(0))))
+                                              builder.icmp_signed("!=", builder.and_(keep, ct(1)), ct(0))))
+            if not wide:    # a shift of 32 or more: half a unit is 2**31 or more, above any |S|
+                rne_up = builder.and_(rne_up, builder.icmp_signed("<", shr, ct(bits)))
             false_v = ir.Constant(v1, [0] * W)
             up = builder.select(splat(is_rne, v1), rne_up,
                                 builder.select(splat(is_rd, v1), negS,
                                                builder.select(splat(is_ru, v1), builder.not_(negS), false_v)))
-            up = builder.and_(up, builder.icmp_signed("!=", rem, c64(0)))
-            lft = smin(smax(builder.neg(shr), c64(0)), c64(63))
-            keep = builder.select(builder.icmp_signed(">", shr, c64(0)), builder.add(keep, builder.zext(up, v64)),
+            up = builder.and_(up, builder.icmp_signed("!=", rem, ct(0)))
+            lft = smin(smax(builder.neg(shr), ct(0)), top_shift)
+            keep = builder.select(builder.icmp_signed(">", shr, ct(0)), builder.add(keep, builder.zext(up, vt)),
                                   builder.shl(m, lft))
-            top = builder.add(builder.sub(bitlen(keep), c64(1)), qq)
-            inf = builder.and_(builder.icmp_signed("!=", keep, c64(0)), builder.icmp_signed(">", top, emaxr_v))
+            top = builder.add(builder.sub(bitlen(keep), ct(1)), qq)
+            inf = builder.and_(builder.icmp_signed("!=", keep, ct(0)), builder.icmp_signed(">", top, emaxr_v))
             flushed = builder.and_(flush_v, builder.icmp_signed("<", top, eminr_v))
-            keep = builder.select(builder.or_(flushed, inf), c64(0), keep)
+            keep = builder.select(builder.or_(flushed, inf), ct(0), keep)
             neg_r = builder.and_(negS, builder.not_(flushed))
             bad_r = builder.or_(bad, builder.zext(inf, v64))
             neg, mag, q, bad = close_blocks([neg_r, keep, qq, bad_r])
             builder.store(builder.zext(neg, v64), rows[0], align=8)
             for row, x in zip(rows[1:], (mag, q, bad)):
-                builder.store(x, row, align=8)
+                builder.store(x if x.type == v64 else builder.sext(x, v64), row, align=8)
             return context.get_dummy_value()
 
         return sig, codegen
@@ -232,7 +259,8 @@ def _chain16(sticky: bool):  # type: ignore[no-untyped-def]
     return chain16
 
 
-_chain16_plain, _chain16_sticky = _chain16(False), _chain16(True)
+_chain16_plain, _chain16_sticky = _chain16(False, True), _chain16(True, True)
+_chain16_plain32, _chain16_sticky32 = _chain16(False, False), _chain16(True, False)
 
 
 @numba.njit(cache=True, inline="always")
@@ -248,6 +276,19 @@ def simd_eligible(prm):
     G = F - fp if F > fp else 0
     st = 1 if sticky else 0
     return fp + 2 + G + st <= 31 and bit_length(prm[P_L] - 1) + F + 2 + st <= 31
+
+
+@numba.njit(cache=True, inline="always")
+def narrow_tail(prm):
+    """Whether a block's tail fits 32-bit lanes (:func:`_chain16` with ``wide`` False):
+    c aligned is below 2**(F + 1 + st) and each of the L aligned terms below
+    2**(F + 2 + st), so the block's sum is below (2L + 1) 2**(F + 1 + st), which must
+    stay below 2**31; the accumulator's significand (output and result formats of at
+    most 30 bits) too.  Volta's and Ampere's fp16/bf16 units (L 4 and 8) qualify,
+    Hopper's (L 16, F 25) are one bit past it."""
+    fp, ezp, sticky, mode, pr, eminr, emaxr, mc, eminc, flush = _sum_params(prm)
+    st = 1 if sticky else 0
+    return bit_length(2 * prm[P_L] + 1) + prm[P_F] + 1 + st <= 31 and mc <= 29 and pr <= 29
 
 
 @numba.njit(cache=True)
@@ -294,6 +335,7 @@ def tfdpa_gemm_simd(sa, ea, sb, eb, row_special, col_special, acc, prm, TI):
     BC = prm[P_BC]
     fp, ezp, sticky, mode, pr, eminr, emaxr, mc, eminc, flush = _sum_params(prm)
     cp = chain_constants(prm)
+    narrow = narrow_tail(prm)
     n_it = (M + TI - 1) // TI
     n_jt = (N + W - 1) // W
     fast = fast_eligible(prm)
@@ -320,7 +362,11 @@ def tfdpa_gemm_simd(sa, ea, sb, eb, row_special, col_special, acc, prm, TI):
             for ii in range(ti):
                 if row_special[i0 + ii] != 0:
                     continue
-                if sticky:
+                if narrow and sticky:
+                    _chain16_sticky32(sa, ea, sb, eb, st[ii], cp, i0 + ii, j0, nl, b0, b1)
+                elif narrow:
+                    _chain16_plain32(sa, ea, sb, eb, st[ii], cp, i0 + ii, j0, nl, b0, b1)
+                elif sticky:
                     _chain16_sticky(sa, ea, sb, eb, st[ii], cp, i0 + ii, j0, nl, b0, b1)
                 else:
                     _chain16_plain(sa, ea, sb, eb, st[ii], cp, i0 + ii, j0, nl, b0, b1)
@@ -334,4 +380,4 @@ def tfdpa_gemm_simd(sa, ea, sb, eb, row_special, col_special, acc, prm, TI):
                     acc[i, j] = lane_value(st[ii, 0, u] != 0, st[ii, 1, u], st[ii, 2, u])
 
 
-__all__ = ["simd_eligible", "simd_rows", "chain_constants", "tfdpa_gemm_simd", "W"]
+__all__ = ["simd_eligible", "narrow_tail", "simd_rows", "chain_constants", "tfdpa_gemm_simd", "W"]

@@ -14,6 +14,10 @@ tile, so a chunk of A and B is reused from cache across the tile (docs/architect
   side, every step of a block a loop over up to 64 lanes that LLVM turns into
   vector instructions (B in its own (K, N) layout, so a step's lanes are
   adjacent); outputs meeting Inf/NaN or overflow are recomputed by the scalar path.
+  Chained products of the models :func:`workbench.engine.vector_chain.simd_eligible`
+  accepts (the NVIDIA fp16/bf16/tf32 presets and Hopper's wgmma fp8 among them) run on the vector
+  chain of :mod:`workbench.engine.vector_chain` instead, the same arithmetic written
+  as explicit 16-lane LLVM vectors.
 * :func:`tfdpa_gemm` (every model): one output at a time, its chain in
   :func:`_chain` - an integer fast path (accumulator kept as sign, significand and
   scale; branch-free block maximum and alignment; ``lzcnt`` rounding) for the

@@ -1101,10 +1101,10 @@ def add_scale_exponents(s, e, log2_scale, kb, k_first, rows, cols):
     return s2, e2
 
 
-def output_tiles(M: int, N: int, nthreads: int) -> tuple[int, int]:
-    """(TI, TJ): tiles of at most 32 rows x 64 columns of outputs, enough of them to
-    give every thread one."""
-    TJ = max(1, min(N, 64))
+def output_tiles(M: int, N: int, nthreads: int, cols: int = 64) -> tuple[int, int]:
+    """(TI, TJ): tiles of at most 32 rows x ``cols`` columns of outputs, enough of them
+    to give every thread one."""
+    TJ = max(1, min(N, cols))
     n_jt = max(1, -(-N // TJ))  # an empty product (N = 0) still gets one (empty) tile
     n_it = max(1, min(M, -(-nthreads // n_jt)))
     return max(1, min(-(-M // n_it), 32)), TJ

@@ -28,7 +28,7 @@ from numba.core import types
 from numba.extending import intrinsic
 
 from ..formats import RD, RNE, RU
-from .kernels import _accumulate, _sum_params, bit_length, fast_eligible, lane_value, lanes_from_c
+from .kernels import _accumulate, _sum_params, bit_length, fast_eligible, lane_value, lanes_from_c, output_tiles
 from .layout import ACC_CHAIN, P_ACCMODE, P_BC, P_F, P_L
 
 #: Lanes of one vector (16 x 32 bits: one AVX-512 register).
@@ -313,11 +313,9 @@ def chain_constants(prm):
 
 
 def simd_rows(M: int, N: int, nthreads: int) -> int:
-    """Rows per tile of :func:`tfdpa_gemm_simd` (at most 32): enough tiles of 16
-    columns to give every thread one."""
-    n_jt = max(1, -(-N // W))
-    n_it = max(1, min(M, -(-nthreads // n_jt)))
-    return max(1, min(-(-M // n_it), 32))
+    """Rows per tile of :func:`tfdpa_gemm_simd` (:func:`~workbench.engine.kernels.output_tiles`
+    with tiles of 16 columns): at most 32, enough tiles to give every thread one."""
+    return output_tiles(M, N, nthreads, W)[0]
 
 
 @numba.njit(cache=True, parallel=True)

@@ -10,6 +10,9 @@ Algorithm 7.
 """
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numba
 import numpy as np
 import pytest
@@ -18,10 +21,18 @@ from hypothesis import strategies as st
 
 import workbench as wb
 from workbench import formats as F
-from workbench.engine import core, operands
+from workbench.engine import core
 from workbench.engine import kernels as K
 from workbench.engine import vector_chain as vc
 from workbench.engine.operations import tfdpa as tfdpa_op
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_engine_fastpath import _general as _general_path  # noqa: E402
+
+
+def _general(m: wb.Model, A: np.ndarray, B: np.ndarray, C: np.ndarray) -> np.ndarray:
+    """D through the general per-block path (chained accumulation)."""
+    return _general_path(m, A, B, C, "chain", None)
 
 IN_FORMATS = ["fp16", "bf16", "fp8_e4m3", "fp8_e5m2", "fp6_e2m3", "fp4_e2m1"]
 
@@ -45,19 +56,6 @@ def _values(rng: np.random.Generator, shape: tuple[int, int], fmt: str, spread: 
         if f.has_inf:
             x[kind == 98] = np.inf
     return x.reshape(shape)
-
-
-def _general(m: wb.Model, A: np.ndarray, B: np.ndarray, C: np.ndarray) -> np.ndarray:
-    """D through the general per-block path (chained accumulation)."""
-    Ap, BTp = operands.pad_k(A, np.ascontiguousarray(B.T), m.L)
-    fin = m.in_fmt
-    sa, ea = core.decompose(Ap, fin.man_bits, fin.emin, m.flush_subnormals)
-    sb, eb = core.decompose(BTp, fin.man_bits, fin.emin, m.flush_subnormals)
-    params = tfdpa_op.kernel_params(m)
-    params[K.P_GENERAL] = 1
-    acc = np.array(C, dtype=np.float64, copy=True)
-    K.tfdpa_gemm(sa, ea, sb.T, eb.T, acc, K.pack_tfdpa(params, A.shape[0], B.shape[1], numba.get_num_threads()))
-    return acc
 
 
 def _lane_kernel(m: wb.Model, A: np.ndarray, B: np.ndarray, C: np.ndarray) -> np.ndarray:

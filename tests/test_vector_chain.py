@@ -138,6 +138,32 @@ def test_rows_per_tile() -> None:
     assert vc.simd_rows(1000, 4, 1) == 32
 
 
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(preset=st.sampled_from([("volta", "fp16"), ("hopper", "fp16"), ("ampere", "bf16"), ("hopper", "fp8_e4m3")]),
+       M=st.integers(1, 23), TI=st.integers(1, 23), special_rows=st.sets(st.integers(0, 22), max_size=4),
+       seed=st.integers(0, 2**32 - 1))
+def test_rows_run_together_in_any_tile(preset: tuple[str, str], M: int, TI: int, special_rows: set[int],
+                                       seed: int) -> None:
+    """Tiles of any height, split into runs of rows without Inf/NaN and each run into
+    calls of at most MAX_ROWS rows (every count 1 .. MAX_ROWS, runs broken anywhere by
+    a row holding NaN): the lane kernel's bits."""
+    m = wb.preset(preset[0], preset[1], "fp32")
+    rng = np.random.default_rng(seed)
+    K_ = 7 * m.L + 3
+    A = _values(rng, (M, K_), m.in_format, 6, False)
+    for i in special_rows:
+        if i < M:
+            A[i, rng.integers(K_)] = np.nan
+    B = _values(rng, (K_, 13), m.in_format, 6, False)
+    C = _values(rng, (M, 13), "fp32", 6, False)
+    ops = core.prepare(m, A, B)
+    sb, eb, rows, cols = K.lane_operands(ops.sa, ops.ea, ops.sb, ops.eb, 13, m.in_fmt.emin, True, pad=False)
+    prm = K.pack_tfdpa(tfdpa_op.accumulation_params(m, "chain", None), M, 13, numba.get_num_threads())
+    got = np.array(C, dtype=np.float64, copy=True)
+    vc.tfdpa_gemm_simd(ops.sa, ops.ea, sb, eb, rows, cols, got, prm, TI)
+    assert np.array_equal(got.view(np.uint64), _lane_kernel(m, A, B, C).view(np.uint64)), (M, TI, special_rows)
+
+
 #: (L, F, sticky) at the edge of the 32-bit tail (bit_length(2L + 1) + F + 1 + sticky = 31) and one bit past it.
 TAIL_EDGES = [(8, 25, False), (4, 25, True), (2, 27, False), (1, 28, False), (16, 24, False),
               (8, 26, False), (4, 26, True), (2, 28, False), (16, 25, False)]

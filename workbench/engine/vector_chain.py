@@ -33,18 +33,23 @@ from .layout import ACC_CHAIN, P_ACCMODE, P_BC, P_F, P_L
 
 #: Lanes of one vector (16 x 32 bits: one AVX-512 register).
 W = 16
+#: Most rows of A one call of :func:`_chain16` runs together.
+MAX_ROWS = 5
 #: Fields of the constants array the vector chain reads (:func:`chain_constants`).
 C_L, C_F, C_G, C_ROFF, C_EZP, C_EMINC, C_PR, C_EMINR, C_EMAXR, C_MODE, C_FLUSH, C_N = range(12)
 
 
 def _chain16(sticky: bool, wide: bool):  # type: ignore[no-untyped-def]
-    """``chain16(sa, ea, sb, eb, st, cp, i, j0, nl, b0, b1)``: T-FDPA blocks b0 .. b1-1
-    (K = blk * L .. blk * L + L - 1) of row i of A (``sa, ea`` (M, Kp) int32) against
-    columns j0 .. j0+nl-1 of B (``sb, eb`` (Kp, NB) int32, C-ordered, nl <= 16), each
-    lane's accumulator ``(-1)**neg * mag * 2**q`` read from and written back to ``st``
-    ((4, 16) int64: neg, mag, q, overflowed), ``cp`` the constants of
-    :func:`chain_constants`; ``sticky`` fixes the sticky bit at compile time.  Lanes
-    beyond nl read zeros and compute nothing meaningful.
+    """``chain16(sa, ea, sb, eb, st, cp, i, nr, r0, j0, nl, b0, b1)``: T-FDPA blocks b0 .. b1-1
+    (K = blk * L .. blk * L + L - 1) of the R = nr rows i .. i+R-1 of A (1 <= nr <=
+    :data:`MAX_ROWS`) (``sa, ea`` (M, Kp)
+    int32) against columns j0 .. j0+nl-1 of B (``sb, eb`` (Kp, NB) int32, C-ordered,
+    nl <= 16), each lane's accumulator ``(-1)**neg * mag * 2**q`` of row i + r read
+    from and written back to ``st[r0 + r]`` (``st`` (rows, 4, 16) int64: neg, mag, q,
+    overflowed), ``cp`` the constants of :func:`chain_constants`; ``sticky`` fixes the
+    sticky bit at compile time.  Lanes beyond nl read zeros and compute nothing
+    meaningful.  The R rows share each load of B's lanes, and their chains, each a
+    sequence of dependent block tails, are independent work for the core to overlap.
 
     Each block's tail (c aligned, the sum with c, the rounding) runs in 64-bit lanes
     when ``wide``, else in 32-bit ones, twice as many per instruction: exact when
@@ -53,18 +58,18 @@ def _chain16(sticky: bool, wide: bool):  # type: ignore[no-untyped-def]
     less than half a unit and never rounds to nearest upwards)."""
 
     @intrinsic
-    def chain16(typingctx, sa, ea, sb, eb, st, cp, i, j0, nl, b0, b1):  # type: ignore[no-untyped-def]
+    def chain16(typingctx, sa, ea, sb, eb, st, cp, i, nr, r0, j0, nl, b0, b1):  # type: ignore[no-untyped-def]
         arrays = (sa, ea, sb, eb, st, cp)
         if not all(isinstance(x, types.Array) and x.layout == "C" for x in arrays):
             return None
         if [x.dtype for x in arrays] != [types.int32] * 4 + [types.int64] * 2:
             return None
-        sig = types.void(*arrays, types.int64, types.int64, types.int64, types.int64, types.int64)
+        sig = types.void(*arrays, *[types.int64] * 7)
 
         def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
             sa_, ea_, sb_, eb_, st_, cp_ = (context.make_array(t)(context, builder, v)
                                             for t, v in zip(signature.args[:6], args[:6]))
-            iv, j0v, nlv, b0v, b1v = args[6:]
+            iv, nrv, r0v, j0v, nlv, b0v, b1v = args[6:]
             i1, i32, i64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
             v1, v32, v64 = ir.VectorType(i1, W), ir.VectorType(i32, W), ir.VectorType(i64, W)
             Kp = builder.extract_value(sa_.shape, 1)
@@ -130,128 +135,163 @@ def _chain16(sticky: bool, wide: bool):  # type: ignore[no-untyped-def]
             is_ru = builder.icmp_signed("==", mode, ir.Constant(i64, RU))
             flush_v = splat(builder.icmp_signed("!=", flush, ir.Constant(i64, 0)), v1)
 
-            rows = [builder.bitcast(builder.gep(st_.data, [ir.Constant(i64, r * W)]), v64.as_pointer())
-                    for r in range(4)]
-            neg0 = builder.icmp_signed("!=", builder.load(rows[0], align=8), c64(0))
-            mag0, q0 = ((x if wide else builder.trunc(x, vt)) for x in (builder.load(rows[r], align=8)
-                                                                         for r in (1, 2)))
-            bad0 = builder.load(rows[3], align=8)
-            a_row = builder.mul(iv, Kp)
+            def emit(R):  # type: ignore[no-untyped-def]
+                """The chain of R rows, from the current block on."""
+                def state_row(r, f):  # type: ignore[no-untyped-def]
+                    """A pointer to field f of row r0 + r of ``st`` as 16 int64 lanes."""
+                    at = builder.add(builder.mul(builder.add(r0v, ir.Constant(i64, r)), ir.Constant(i64, 4 * W)),
+                                     ir.Constant(i64, f * W))
+                    return builder.bitcast(builder.gep(st_.data, [at]), v64.as_pointer())
 
-            def operands(k):  # type: ignore[no-untyped-def]
-                """(a's significand, a's exponent, B's significands, B's exponents) at k."""
-                a_s = builder.load(builder.gep(sa_.data, [builder.add(a_row, k)]))
-                a_e = builder.load(builder.gep(ea_.data, [builder.add(a_row, k)]))
-                off = builder.add(builder.mul(k, NB), j0v)
-                bs, be = (builder.call(mload, [builder.bitcast(builder.gep(x.data, [off]), v32.as_pointer()),
-                                               ir.Constant(i32, 4), mask, zero32]) for x in (sb_, eb_))
-                return a_s, a_e, bs, be
+                state0 = []
+                for r in range(R):
+                    state0.append(builder.icmp_signed("!=", builder.load(state_row(r, 0), align=8), c64(0)))
+                    state0.extend((x if wide else builder.trunc(x, vt)) for x in (builder.load(state_row(r, f), align=8)
+                                                                                   for f in (1, 2)))
+                    state0.append(builder.load(state_row(r, 3), align=8))
+                a_rows = [builder.mul(builder.add(iv, ir.Constant(i64, r)), Kp) for r in range(R)]
 
-            def loop(name, lo, hi, init):  # type: ignore[no-untyped-def]
-                """Open a counted loop: returns (index, phis, body's exit function)."""
-                pre = builder.block
-                head = builder.append_basic_block(f"{name}_head")
-                body = builder.append_basic_block(f"{name}_body")
-                done = builder.append_basic_block(f"{name}_done")
-                builder.branch(head)
-                builder.position_at_end(head)
-                k = builder.phi(i64)
-                k.add_incoming(lo, pre)
-                phis = []
-                for x in init:
-                    phis.append(builder.phi(x.type))
-                    phis[-1].add_incoming(x, pre)
-                builder.cbranch(builder.icmp_signed("<", k, hi), body, done)
-                builder.position_at_end(body)
+                def a_operands(r, k):  # type: ignore[no-untyped-def]
+                    """(a's significand, a's exponent) of row r at k."""
+                    at = builder.add(a_rows[r], k)
+                    return builder.load(builder.gep(sa_.data, [at])), builder.load(builder.gep(ea_.data, [at]))
 
-                def close(values):  # type: ignore[no-untyped-def]
-                    k.add_incoming(builder.add(k, ir.Constant(i64, 1)), builder.block)
-                    for ph, x in zip(phis, values):
-                        ph.add_incoming(x, builder.block)
+                def b_operands(k):  # type: ignore[no-untyped-def]
+                    """(B's significands, B's exponents) at k: 16 lanes, masked."""
+                    off = builder.add(builder.mul(k, NB), j0v)
+                    return tuple(builder.call(mload, [builder.bitcast(builder.gep(x.data, [off]), v32.as_pointer()),
+                                                      ir.Constant(i32, 4), mask, zero32]) for x in (sb_, eb_))
+
+                def loop(name, lo, hi, init):  # type: ignore[no-untyped-def]
+                    """Open a counted loop: returns (index, phis, body's exit function)."""
+                    pre = builder.block
+                    head = builder.append_basic_block(f"{name}_head")
+                    body = builder.append_basic_block(f"{name}_body")
+                    done = builder.append_basic_block(f"{name}_done")
                     builder.branch(head)
-                    builder.position_at_end(done)
-                    return phis
+                    builder.position_at_end(head)
+                    k = builder.phi(i64)
+                    k.add_incoming(lo, pre)
+                    phis = []
+                    for x in init:
+                        phis.append(builder.phi(x.type))
+                        phis[-1].add_incoming(x, pre)
+                    builder.cbranch(builder.icmp_signed("<", k, hi), body, done)
+                    builder.position_at_end(body)
 
-                return k, phis, close
+                    def close(values):  # type: ignore[no-untyped-def]
+                        k.add_incoming(builder.add(k, ir.Constant(i64, 1)), builder.block)
+                        for ph, x in zip(phis, values):
+                            ph.add_incoming(x, builder.block)
+                        builder.branch(head)
+                        builder.position_at_end(done)
+                        return phis
 
-            blk, (neg, mag, q, bad), close_blocks = loop("blocks", b0v, b1v, [neg0, mag0, q0, bad0])
-            k0 = builder.mul(blk, L)
-            k1 = builder.add(k0, L)
-            # c's exponent, clamped at the output format's emin; ezp for c = 0
-            ce = smax(builder.add(builder.sub(bitlen(mag), ct(1)), q), eminc_v)
-            emx0 = builder.select(builder.icmp_signed("!=", mag, ct(0)), ce if not wide else builder.trunc(ce, v32),
-                                  ezp_v)
-            def emax_step(emx, a_s, a_e, bs, be):  # type: ignore[no-untyped-def]
-                """The running maximum after one step (zero products: ezp)."""
-                e = builder.add(splat(a_e, v32), be)
-                zero = builder.or_(splat(builder.icmp_signed("==", a_s, ir.Constant(i32, 0)), v1),
-                                   builder.icmp_signed("==", bs, zero32))
-                return smax(emx, builder.select(zero, ezp_v, e))
+                    return k, phis, close
 
-            def sum_step(S32, emx, a_s, a_e, bs, be):  # type: ignore[no-untyped-def]
-                """The running sum after one product, aligned: |p| 2**G shifted right, truncated."""
-                p32 = builder.mul(splat(a_s, v32), bs)
-                off = splat(builder.sub(builder.trunc(roff, i32), a_e), v32)
-                r32 = smax(smin(builder.sub(builder.add(emx, off), be), c32(31)), zero32)
-                p_neg = builder.icmp_signed("<", p32, zero32)
-                m32 = builder.shl(builder.select(p_neg, builder.neg(p32), p32), G_v)
-                t32 = builder.ashr(m32, r32)
-                if sticky:
-                    lost32 = builder.icmp_signed("!=", builder.shl(t32, r32), m32)
-                    t32 = builder.or_(builder.shl(t32, c32(1)), builder.zext(lost32, v32))
-                return builder.add(S32, builder.select(p_neg, builder.neg(t32), t32))
+                def c_exponent(mag, q):  # type: ignore[no-untyped-def]
+                    """c's exponent, clamped at the output format's emin; ezp for c = 0."""
+                    ce = smax(builder.add(builder.sub(bitlen(mag), ct(1)), q), eminc_v)
+                    return builder.select(builder.icmp_signed("!=", mag, ct(0)),
+                                          ce if not wide else builder.trunc(ce, v32), ezp_v)
 
-            # the largest product exponent, then c aligned to F fractional bits below it
-            # (shift_floor; sticky: shift_lost), then every product aligned and summed in 32 bits
-            k, (emx,), close = loop("emax", k0, k1, [emx0])
-            (emx,) = close([emax_step(emx, *operands(k))])
-            emx_t = to_t(emx)
-            sh = builder.sub(builder.add(q, F_v), emx_t)
-            left = smin(smax(sh, ct(0)), top_shift)
-            r = smin(smax(builder.neg(sh), ct(0)), top_shift)
-            t = builder.ashr(builder.shl(mag, left), r)
-            if sticky:
-                lost = builder.icmp_signed("!=", builder.and_(mag, builder.sub(builder.shl(ct(1), r), ct(1))), ct(0))
-                t = builder.or_(builder.shl(t, ct(1)), builder.zext(lost, vt))
-            S = builder.select(neg, builder.neg(t), t)
-            k, (S32,), close = loop("sum", k0, k1, [zero32])
-            (S32,) = close([sum_step(S32, emx, *operands(k))])
-            # round_int(S, emx - F - st): rho to the result format
-            Stot = builder.add(S, to_t(S32))
-            scale = builder.sub(emx_t, scale_off)
-            negS = builder.icmp_signed("<", Stot, ct(0))
-            m = builder.select(negS, builder.neg(Stot), Stot)
-            lead = builder.add(builder.sub(bitlen(m), ct(1)), scale)
-            qq = builder.sub(smax(lead, eminr_v), pr1_v)
-            shr = builder.sub(qq, scale)
-            rr = smin(smax(shr, ct(0)), top_shift)
-            keep = builder.ashr(m, rr)
-            rem = builder.sub(m, builder.shl(keep, rr))
-            half = builder.select(builder.icmp_signed(">", rr, ct(0)),
-                                  builder.shl(ct(1), smax(builder.sub(rr, ct(1)), ct(0))), ct(0))
-            rne_up = builder.or_(builder.icmp_signed(">", rem, half),
-                                 builder.and_(builder.icmp_signed("==", rem, half),
-                                              builder.icmp_signed("!=", builder.and_(keep, ct(1)), ct(0))))
-            if not wide:    # a shift of 32 or more: half a unit is 2**31 or more, above any |S|
-                rne_up = builder.and_(rne_up, builder.icmp_signed("<", shr, ct(bits)))
-            false_v = ir.Constant(v1, [0] * W)
-            up = builder.select(splat(is_rne, v1), rne_up,
-                                builder.select(splat(is_rd, v1), negS,
-                                               builder.select(splat(is_ru, v1), builder.not_(negS), false_v)))
-            up = builder.and_(up, builder.icmp_signed("!=", rem, ct(0)))
-            lft = smin(smax(builder.neg(shr), ct(0)), top_shift)
-            keep = builder.select(builder.icmp_signed(">", shr, ct(0)), builder.add(keep, builder.zext(up, vt)),
-                                  builder.shl(m, lft))
-            top = builder.add(builder.sub(bitlen(keep), ct(1)), qq)
-            inf = builder.and_(builder.icmp_signed("!=", keep, ct(0)), builder.icmp_signed(">", top, emaxr_v))
-            flushed = builder.and_(flush_v, builder.icmp_signed("<", top, eminr_v))
-            keep = builder.select(builder.or_(flushed, inf), ct(0), keep)
-            neg_r = builder.and_(negS, builder.not_(flushed))
-            bad_r = builder.or_(bad, builder.zext(inf, v64))
-            neg, mag, q, bad = close_blocks([neg_r, keep, qq, bad_r])
-            builder.store(builder.zext(neg, v64), rows[0], align=8)
-            for row, x in zip(rows[1:], (mag, q, bad)):
-                builder.store(x if x.type == v64 else builder.sext(x, v64), row, align=8)
+                def emax_step(emx, a_s, a_e, bs, be):  # type: ignore[no-untyped-def]
+                    """The running maximum after one step (zero products: ezp)."""
+                    e = builder.add(splat(a_e, v32), be)
+                    zero = builder.or_(splat(builder.icmp_signed("==", a_s, ir.Constant(i32, 0)), v1),
+                                       builder.icmp_signed("==", bs, zero32))
+                    return smax(emx, builder.select(zero, ezp_v, e))
+
+                def sum_step(S32, emx, a_s, a_e, bs, be):  # type: ignore[no-untyped-def]
+                    """The running sum after one product, aligned: |p| 2**G shifted right, truncated."""
+                    p32 = builder.mul(splat(a_s, v32), bs)
+                    off = splat(builder.sub(builder.trunc(roff, i32), a_e), v32)
+                    r32 = smax(smin(builder.sub(builder.add(emx, off), be), c32(31)), zero32)
+                    p_neg = builder.icmp_signed("<", p32, zero32)
+                    m32 = builder.shl(builder.select(p_neg, builder.neg(p32), p32), G_v)
+                    t32 = builder.ashr(m32, r32)
+                    if sticky:
+                        lost32 = builder.icmp_signed("!=", builder.shl(t32, r32), m32)
+                        t32 = builder.or_(builder.shl(t32, c32(1)), builder.zext(lost32, v32))
+                    return builder.add(S32, builder.select(p_neg, builder.neg(t32), t32))
+
+                def c_aligned(neg, mag, q, emx):  # type: ignore[no-untyped-def]
+                    """c aligned to F fractional bits below emx (shift_floor; sticky: shift_lost), signed."""
+                    sh = builder.sub(builder.add(q, F_v), to_t(emx))
+                    left = smin(smax(sh, ct(0)), top_shift)
+                    r = smin(smax(builder.neg(sh), ct(0)), top_shift)
+                    t = builder.ashr(builder.shl(mag, left), r)
+                    if sticky:
+                        lost = builder.icmp_signed("!=", builder.and_(mag, builder.sub(builder.shl(ct(1), r), ct(1))),
+                                                   ct(0))
+                        t = builder.or_(builder.shl(t, ct(1)), builder.zext(lost, vt))
+                    return builder.select(neg, builder.neg(t), t)
+
+                def rounded(bad, S, S32, emx):  # type: ignore[no-untyped-def]
+                    """round_int(S + S32, emx - F - st): rho to the result format; the next state."""
+                    Stot = builder.add(S, to_t(S32))
+                    scale = builder.sub(to_t(emx), scale_off)
+                    negS = builder.icmp_signed("<", Stot, ct(0))
+                    m = builder.select(negS, builder.neg(Stot), Stot)
+                    lead = builder.add(builder.sub(bitlen(m), ct(1)), scale)
+                    qq = builder.sub(smax(lead, eminr_v), pr1_v)
+                    shr = builder.sub(qq, scale)
+                    rr = smin(smax(shr, ct(0)), top_shift)
+                    keep = builder.ashr(m, rr)
+                    rem = builder.sub(m, builder.shl(keep, rr))
+                    half = builder.select(builder.icmp_signed(">", rr, ct(0)),
+                                          builder.shl(ct(1), smax(builder.sub(rr, ct(1)), ct(0))), ct(0))
+                    rne_up = builder.or_(builder.icmp_signed(">", rem, half),
+                                         builder.and_(builder.icmp_signed("==", rem, half),
+                                                      builder.icmp_signed("!=", builder.and_(keep, ct(1)), ct(0))))
+                    if not wide:    # a shift of 32 or more: half a unit is 2**31 or more, above any |S|
+                        rne_up = builder.and_(rne_up, builder.icmp_signed("<", shr, ct(bits)))
+                    false_v = ir.Constant(v1, [0] * W)
+                    up = builder.select(splat(is_rne, v1), rne_up,
+                                        builder.select(splat(is_rd, v1), negS,
+                                                       builder.select(splat(is_ru, v1), builder.not_(negS), false_v)))
+                    up = builder.and_(up, builder.icmp_signed("!=", rem, ct(0)))
+                    lft = smin(smax(builder.neg(shr), ct(0)), top_shift)
+                    keep = builder.select(builder.icmp_signed(">", shr, ct(0)), builder.add(keep, builder.zext(up, vt)),
+                                          builder.shl(m, lft))
+                    top = builder.add(builder.sub(bitlen(keep), ct(1)), qq)
+                    inf = builder.and_(builder.icmp_signed("!=", keep, ct(0)), builder.icmp_signed(">", top, emaxr_v))
+                    flushed = builder.and_(flush_v, builder.icmp_signed("<", top, eminr_v))
+                    keep = builder.select(builder.or_(flushed, inf), ct(0), keep)
+                    return [builder.and_(negS, builder.not_(flushed)), keep, qq, builder.or_(bad, builder.zext(inf, v64))]
+
+                blk, state, close_blocks = loop("blocks", b0v, b1v, state0)
+                rows = [state[4 * r:4 * r + 4] for r in range(R)]
+                k0 = builder.mul(blk, L)
+                k1 = builder.add(k0, L)
+                # the largest product exponent of each row, B's lanes read once for all rows
+                k, emxs, close = loop("emax", k0, k1, [c_exponent(mag, q) for _, mag, q, _ in rows])
+                bs, be = b_operands(k)
+                emxs = close([emax_step(emx, *a_operands(r, k), bs, be) for r, emx in enumerate(emxs)])
+                Ss = [c_aligned(neg, mag, q, emx) for (neg, mag, q, _), emx in zip(rows, emxs)]
+                # every product aligned and summed in 32 bits
+                k, S32s, close = loop("sum", k0, k1, [zero32] * R)
+                bs, be = b_operands(k)
+                S32s = close([sum_step(S32, emx, *a_operands(r, k), bs, be)
+                              for r, (S32, emx) in enumerate(zip(S32s, emxs))])
+                state = close_blocks([x for (_, _, _, bad), S, S32, emx in zip(rows, Ss, S32s, emxs)
+                                      for x in rounded(bad, S, S32, emx)])
+                for r in range(R):
+                    neg, mag, q, bad = state[4 * r:4 * r + 4]
+                    builder.store(builder.zext(neg, v64), state_row(r, 0), align=8)
+                    for f, x in ((1, mag), (2, q), (3, bad)):
+                        builder.store(x if x.type == v64 else builder.sext(x, v64), state_row(r, f), align=8)
+
+            # one body per number of rows, chosen by a switch on nr
+            done = builder.append_basic_block("rows_done")
+            switch = builder.switch(nrv, done)
+            for R in range(1, MAX_ROWS + 1):
+                case = builder.append_basic_block(f"rows{R}")
+                switch.add_case(ir.Constant(i64, R), case)
+                builder.position_at_end(case)
+                emit(R)
+                builder.branch(done)
+            builder.position_at_end(done)
             return context.get_dummy_value()
 
         return sig, codegen
@@ -259,8 +299,21 @@ def _chain16(sticky: bool, wide: bool):  # type: ignore[no-untyped-def]
     return chain16
 
 
-_chain16_plain, _chain16_sticky = _chain16(False, True), _chain16(True, True)
-_chain16_plain32, _chain16_sticky32 = _chain16(False, False), _chain16(True, False)
+_chain_plain, _chain_sticky = _chain16(False, True), _chain16(True, True)
+_chain_plain32, _chain_sticky32 = _chain16(False, False), _chain16(True, False)
+
+
+@numba.njit(cache=True, inline="always")
+def _chain_rows(narrow, sticky, sa, ea, sb, eb, st, cp, i, nr, r0, j0, nl, b0, b1):
+    """The variant of :func:`_chain16` for the model (``narrow``: :func:`narrow_tail`)."""
+    if narrow and sticky:
+        _chain_sticky32(sa, ea, sb, eb, st, cp, i, nr, r0, j0, nl, b0, b1)
+    elif narrow:
+        _chain_plain32(sa, ea, sb, eb, st, cp, i, nr, r0, j0, nl, b0, b1)
+    elif sticky:
+        _chain_sticky(sa, ea, sb, eb, st, cp, i, nr, r0, j0, nl, b0, b1)
+    else:
+        _chain_plain(sa, ea, sb, eb, st, cp, i, nr, r0, j0, nl, b0, b1)
 
 
 @numba.njit(cache=True, inline="always")
@@ -357,17 +410,20 @@ def tfdpa_gemm_simd(sa, ea, sb, eb, row_special, col_special, acc, prm, TI):
                 st[ii, 3, u] = 1 if bad[u] else 0
         for b0 in range(0, nblocks, BC):
             b1 = min(nblocks, b0 + BC)
-            for ii in range(ti):
+            ii = 0
+            while ii < ti:      # each run of rows without Inf/NaN, in calls of at most MAX_ROWS rows
                 if row_special[i0 + ii] != 0:
+                    ii += 1
                     continue
-                if narrow and sticky:
-                    _chain16_sticky32(sa, ea, sb, eb, st[ii], cp, i0 + ii, j0, nl, b0, b1)
-                elif narrow:
-                    _chain16_plain32(sa, ea, sb, eb, st[ii], cp, i0 + ii, j0, nl, b0, b1)
-                elif sticky:
-                    _chain16_sticky(sa, ea, sb, eb, st[ii], cp, i0 + ii, j0, nl, b0, b1)
-                else:
-                    _chain16_plain(sa, ea, sb, eb, st[ii], cp, i0 + ii, j0, nl, b0, b1)
+                run = 1
+                while ii + run < ti and row_special[i0 + ii + run] == 0:
+                    run += 1
+                calls = (run + MAX_ROWS - 1) // MAX_ROWS
+                for c in range(calls):
+                    r0 = ii + run * c // calls
+                    nr = ii + run * (c + 1) // calls - r0
+                    _chain_rows(narrow, sticky, sa, ea, sb, eb, st, cp, i0 + r0, nr, r0, j0, nl, b0, b1)
+                ii += run
         for ii in range(ti):
             i = i0 + ii
             for u in range(nl):

@@ -161,6 +161,7 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
     run_prepared = _gpu.run_prepared if device == "cuda" else _core.run_prepared
     D = run_prepared(model, ops, C_unit, accumulation=accumulation, promote_every=promote_every,
                      scale_a=sa, scale_b=sb)
+    _core.recycle(ops)
     with _core.threads_for(M * N):
         if accumulation != "chain" and fout.name != "fp32":
             D = _formats.round(D, fout, "rne")

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..gate import real_matrix
 from .model import Model
-from .operands import Operands, decompose, decompose_checked, threads_for
+from .operands import Operands, decompose, decompose_checked, recycle, release_workspace, threads_for
 from .operation import Operation, operation
 
 ACCUMULATIONS = ("chain", "outside", "promote")
@@ -40,9 +40,13 @@ def run(model: Model, A: np.ndarray, B: np.ndarray, C: np.ndarray, *,
         accumulation: str = "chain", promote_every: int | None = None,
         scale_a: np.ndarray | None = None, scale_b: np.ndarray | None = None) -> np.ndarray:
     """D = the unit's A @ B + C as float64 (values exactly in the output format):
-    :func:`prepare` then :func:`run_prepared`."""
-    return run_prepared(model, prepare(model, A, B), C, accumulation=accumulation,
-                        promote_every=promote_every, scale_a=scale_a, scale_b=scale_b)
+    :func:`prepare` then :func:`run_prepared`, the operands' buffers then handed back
+    for the next product (:func:`~workbench.engine.operands.recycle`)."""
+    ops = prepare(model, A, B)
+    D = run_prepared(model, ops, C, accumulation=accumulation, promote_every=promote_every, scale_a=scale_a,
+                     scale_b=scale_b)
+    recycle(ops)
+    return D
 
 
 def run_prepared(model: Model, ops: Operands, C: np.ndarray, *,
@@ -102,4 +106,4 @@ def dots(model: Model, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarra
 
 
 __all__ = ["ACCUMULATIONS", "prepare", "run", "run_prepared", "dots", "Operands", "decompose", "decompose_checked",
-           "threads_for"]
+           "recycle", "release_workspace", "threads_for"]

@@ -13,6 +13,8 @@ a compiled pass runs on one thread or on numba's thread pool) is re-exported her
 
 from __future__ import annotations
 
+import threading
+import weakref
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -25,6 +27,81 @@ from . import ops as _ops
 
 if TYPE_CHECKING:
     from .model import Model
+
+#: Most bytes of decomposed operands kept for reuse between products (:func:`workspace_array`).
+WORKSPACE_BYTES = 512 << 20
+#: Smallest array the workspace keeps: below it allocation costs little.
+WORKSPACE_MIN_BYTES = 1 << 20
+
+
+class _Workspace:
+    """Buffers of decomposed operands that finished products hand back
+    (:func:`recycle`), so that the next product of the same shape writes into memory
+    already mapped: a fresh array of 10 x 1,000,000 int32 is first touched page by
+    page, the kernel zeroing each page, which for the 160 MB of a 10 x 1,000,000 x 10
+    product costs as much as decomposing it.  Only arrays that
+    :func:`workspace_array` handed out come back, and only through :func:`recycle`,
+    which callers use on operands no one else holds (:func:`workbench.engine.core.run`,
+    :func:`workbench.gemm`); at most :data:`WORKSPACE_BYTES` are kept, the least
+    recently returned dropped first."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.free: list[np.ndarray] = []
+        self.handed: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
+
+    def take(self, shape: tuple[int, ...], dtype: type) -> np.ndarray:
+        dt = np.dtype(dtype)
+        if int(np.prod(shape)) * dt.itemsize < WORKSPACE_MIN_BYTES:
+            return np.empty(shape, dtype=dt)
+        with self.lock:
+            for n, a in enumerate(self.free):
+                if a.shape == shape and a.dtype == dt:
+                    del self.free[n]
+                    break
+            else:
+                a = np.empty(shape, dtype=dt)
+            self.handed[id(a)] = a
+        return a
+
+    def give_back(self, arrays: tuple[np.ndarray | None, ...]) -> None:
+        with self.lock:
+            for x in arrays:
+                while x is not None and x.base is not None:
+                    x = x.base if isinstance(x.base, np.ndarray) else None
+                if x is None or self.handed.get(id(x)) is not x:
+                    continue
+                del self.handed[id(x)]
+                self.free.append(x)
+            total = sum(a.nbytes for a in self.free)
+            while self.free and total > WORKSPACE_BYTES:
+                total -= self.free.pop(0).nbytes
+
+    def clear(self) -> None:
+        with self.lock:
+            self.free.clear()
+
+
+_WORKSPACE = _Workspace()
+
+
+def workspace_array(shape: tuple[int, ...], dtype: type) -> np.ndarray:
+    """An uninitialised C-ordered array, one a finished product handed back when
+    one of this shape and type is free (see :class:`_Workspace`)."""
+    return _WORKSPACE.take(shape, dtype)
+
+
+def recycle(ops: "Operands") -> None:
+    """Hand the decomposed arrays of ``ops`` back to the workspace: the caller
+    promises that nothing uses them any more (arrays the workspace did not hand
+    out, such as the caller's own, are left alone)."""
+    _WORKSPACE.give_back((ops.sa, ops.ea, ops.sb, ops.eb))
+
+
+def release_workspace() -> None:
+    """Free the memory the workspace keeps for reuse."""
+    _WORKSPACE.clear()
+
 
 def decompose(x: np.ndarray, man_bits: int, emin: int, flush: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(significands int32, exponents int32) of a 2-D float64 array (one compiled pass)."""
@@ -96,11 +173,11 @@ def decompose_checked(A: np.ndarray, B: np.ndarray, fmt: _formats.FloatFormat, f
     (M, K), N = A.shape, B.shape[1]
     if B.shape[0] != K or k_padded < K:
         raise ValueError(f"A {A.shape} and B {B.shape} do not make a product padded to K={k_padded}")
-    sa = np.empty((M, k_padded), dtype=np.int32)
-    ea = np.empty((M, k_padded), dtype=np.int32)
+    sa = workspace_array((M, k_padded), np.int32)
+    ea = workspace_array((M, k_padded), np.int32)
     b_shape = (N, k_padded) if transpose_b else (k_padded, -(-N // _k.LANE_PAD) * _k.LANE_PAD if pad_b else N)
-    sb = np.empty(b_shape, dtype=np.int32)
-    eb = np.empty(b_shape, dtype=np.int32)
+    sb = workspace_array(b_shape, np.int32)
+    eb = workspace_array(b_shape, np.int32)
     if not (fmt.signed and fmt.subnormals):
         Ap = np.zeros(sa.shape)
         Ap[:, :K] = _formats.check_representable(A, fmt, "A")
@@ -155,5 +232,5 @@ def padded_decomposed(model: "Model", A: np.ndarray, BT: np.ndarray, L: int
     return A2, BT2, sa, ea, sb, eb
 
 
-__all__ = ["Operands", "decompose", "decompose_checked", "pad_k", "float_operands", "padded_decomposed",
+__all__ = ["Operands", "workspace_array", "recycle", "release_workspace", "WORKSPACE_BYTES", "decompose", "decompose_checked", "pad_k", "float_operands", "padded_decomposed",
            "threads_for", "threads_used", "PARALLEL_MIN_WORK"]

@@ -8,6 +8,10 @@ and against ``mmasim`` on shapes the differential test does not reach.
   chunks of K, value kinds (normal, wide exponent range, subnormals, random bit
   patterns with NaN/Inf), every TR-/GTR-FDPA preset and custom models (the RZ twin,
   zero exponents, directed rounding with flushed outputs, fp16 outputs).
+* ``trfdpa_gemm_simd`` (TR-FDPA on the vector chain of ``workbench.engine.vector_chain``,
+  up to five rows of A per call) against ``amd_gemm`` over presets and drawn units
+  (block sizes, windows F and F2, roundings, both alignment roundings, zero exponents,
+  flushed and fp16 outputs), tile heights, chunks of K and the same value kinds.
 * Through ``workbench.gemm`` against ``mmasim`` 2.1.1 with N = 13 and K crossing the
   lane kernel's chunks of K.
 """
@@ -18,11 +22,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import workbench as wb
 from workbench.catalogue import records
+from workbench.engine import core
 from workbench.engine import fdpa_amd as amd
 from workbench.engine import kernels as K
 from workbench.engine.operands import padded_decomposed
@@ -69,6 +74,60 @@ def test_trfdpa_lanes_equal_the_one_output_kernel(m, kind, shape, seed, TI, TJ, 
     none = np.empty((0, 0))
     amd.trfdpa_gemm_lanes(none, none, sa, ea, sbl, ebl, row_special, col_special, D, q, TI, TJ, BC)
     np.testing.assert_array_equal(bits(D), bits(reference(m, A, B, C)))
+
+
+@st.composite
+def tr_units(draw: st.DrawFn) -> wb.Model:
+    """TR-FDPA units the vector chain computes (terms and group sums within 32 bits)."""
+    fin = draw(st.sampled_from(["fp16", "bf16", "fp8_e4m3fnuz", "fp8_e5m2fnuz"]))
+    fout = draw(st.sampled_from(["fp32", "fp16"]))
+    L = draw(st.sampled_from([1, 2, 4, 8, 16]))
+    F_ = draw(st.integers(8, 26))
+    try:
+        m = wb.custom_model(fin, fout, kind="tr-fdpa", L=L, F=F_, F2=draw(st.integers(8, 34)),
+                            rounding=draw(st.sampled_from(["rne", "rz", "rd", "ru"])),
+                            alignment_rounding=draw(st.sampled_from(["rd", "rz"])),
+                            zero_exponent=draw(st.sampled_from([None, -140, -30])),
+                            flush_output_subnormals=draw(st.booleans()))
+        eligible = bool(amd.tr_simd_eligible(amd.amd_params(m, amd.KIND_TR)))
+    except ValueError:
+        eligible = False
+    assume(eligible)
+    return m
+
+
+TR_SIMD = [m for m in TR + TR_CUSTOM if m.kind == "tr-fdpa"]
+
+
+@settings(max_examples=120, deadline=None, derandomize=True)
+@given(m=st.one_of(st.sampled_from(TR_SIMD), tr_units()), kind=st.sampled_from(KINDS),
+       shape=st.tuples(st.integers(1, 12), st.integers(0, 90), st.integers(1, 40)), seed=st.integers(0, 2**31),
+       TI=st.integers(1, 12), BC=st.integers(1, 4))
+def test_trfdpa_vector_chain_equals_the_one_output_kernel(m, kind, shape, seed, TI, BC):
+    """trfdpa_gemm_simd with any tile height and chunk of K gives amd_gemm's bits, B
+    read unpadded (N not a multiple of the 16 lanes)."""
+    M, Kk, N = shape
+    A, B, C = operands(m, kind, M, Kk, N, seed)
+    q = amd.amd_params(m, amd.KIND_TR)
+    assert amd.tr_simd_eligible(q)
+    _, _, sa, ea, sb, eb = padded_decomposed(m, A, np.ascontiguousarray(B.T), m.L)
+    sbl, ebl, row_special, col_special = K.lane_operands(sa, ea, sb.T, eb.T, N, m.in_fmt.emin, pad=False)
+    D = C.copy()
+    amd.trfdpa_gemm_simd(sa, ea, sbl, ebl, row_special, col_special, D, q, TI, BC)
+    np.testing.assert_array_equal(bits(D), bits(reference(m, A, B, C)))
+
+
+@pytest.mark.parametrize("fmt", ["fp16", "bf16"])
+def test_cdna3_tr_presets_take_the_vector_chain(fmt):
+    """CDNA3's fp16/bf16 units (Xie et al. Table 7: L 8, F 24, F2 31) run on the vector
+    chain with B decomposed unpadded; the grouped fp8 units keep the lane kernel."""
+    m = wb.preset("MI300X", fmt, "fp32")
+    assert amd.tr_simd(m, amd.KIND_TR)
+    rng = np.random.default_rng(3)
+    A, B, C = (values("normal", f, s, int(rng.integers(2**31))) for f, s in
+               ((fmt, (3, 40)), (fmt, (40, 10)), ("fp32", (3, 10))))
+    assert core.prepare(m, A, B).sb.shape == (40, 10)
+    assert not amd.tr_simd(wb.preset("MI300X", "fp8_e4m3fnuz", "fp32"), amd.KIND_GTR)
 
 
 @SETTINGS
@@ -127,5 +186,9 @@ def test_trfdpa_lanes_sum_groups_of_the_largest_terms_exactly(kind, L, F):
     D = C.copy()
     none = np.empty((0, 0))
     amd.trfdpa_gemm_lanes(none, none, sa, ea, sbl, ebl, row_special, col_special, D, q, 2, 8, 2)
-    np.testing.assert_array_equal(bits(D), bits(reference(m, A, B, C)))
+    want = reference(m, A, B, C)
+    np.testing.assert_array_equal(bits(D), bits(want))
     assert np.isfinite(D).all()
+    # through the engine: the vector chain for TR-FDPA where its sums fit 32 bits
+    assert amd.tr_simd(m, code(m)) == (kind == "tr-fdpa" and INT32_GROUP_EDGES.index((kind, L, F)) < 4)
+    np.testing.assert_array_equal(bits(core.run(m, A, B, C)), bits(want))

@@ -50,6 +50,7 @@ import numpy as np
 
 from ..formats import RD, RU, RZ
 from . import kernels as _k
+from . import vector_chain as _vc
 from .kernels import lane_tile, lane_value, lanes_from_c
 from .nans import _bits_from_f64, _f64_from_bits, efdpa_nan
 from .layout import (  # the one parameter layout (see workbench.engine.layout)
@@ -654,6 +655,80 @@ def trfdpa_gemm_lanes(A, BT, sa, ea, sb, eb, row_special, col_special, acc, q, T
                     acc[i, j] = lane_value(neg[ii, u], mag[ii, u], qq[ii, u])
 
 
+@numba.njit(cache=True)
+def tr_simd_eligible(q):
+    """Whether :func:`trfdpa_gemm_simd` computes this unit: TR-FDPA (not GTR: one group
+    of products) whose terms and group sums fit 32 bits (:func:`_group_fits_int32`)."""
+    return q[P_KIND] == KIND_TR and _group_fits_int32(q, q[P_L])
+
+
+@numba.njit(cache=True)
+def tr_chain_constants(q):
+    """The int64 constants (fields ``C_*`` of :mod:`~workbench.engine.vector_chain`)
+    of the vector chain's TR-FDPA blocks for the parameters ``q``."""
+    G, roff, ovf1, ezp = _group_shifts(q)
+    F, F2 = q[P_F], q[P_F2]
+    cp = np.zeros(_vc.C_N, dtype=np.int64)
+    cp[_vc.C_L] = q[P_L]
+    cp[_vc.C_F] = F
+    cp[_vc.C_G] = G
+    cp[_vc.C_ROFF] = roff
+    cp[_vc.C_EZP] = ezp
+    cp[_vc.C_EMINC] = q[P_EMINC]
+    cp[_vc.C_PR] = q[P_PRES]
+    cp[_vc.C_EMINR] = q[P_EMINRES]
+    cp[_vc.C_EMAXR] = q[P_EMAXRES]
+    cp[_vc.C_MODE] = q[P_MODE]
+    cp[_vc.C_FLUSH] = 1 if q[P_FLUSHOUT] != 0 else 0
+    cp[_vc.C_F2] = F2
+    cp[_vc.C_GT] = F2 if F2 > F else F
+    cp[_vc.C_OVF1] = ovf1
+    cp[_vc.C_EZ] = q[P_EZ]
+    cp[_vc.C_USEEZ] = 1 if q[P_USE_EZ] != 0 else 0
+    return cp
+
+
+@numba.njit(cache=True, parallel=True)
+def trfdpa_gemm_simd(sa, ea, sb, eb, row_special, col_special, acc, q, TI, BC):
+    """:func:`trfdpa_gemm_lanes` for the units of :func:`tr_simd_eligible` on the
+    vector chain (:func:`~workbench.engine.vector_chain.chain_tile`: tiles of TI rows x
+    16 columns, the lane state in registers, B's lanes read once for up to five rows):
+    the same bits.  ``sb, eb`` (Kp, NB >= N) C-ordered, no padding needed; outputs
+    meeting Inf/NaN or overflow are recomputed by :func:`_amd_chain`."""
+    M, Kp = sa.shape
+    N = acc.shape[1]
+    nblocks = Kp // q[P_L]
+    cp = tr_chain_constants(q)
+    variant = _vc.V_TR_RZ if q[P_ARZ] != 0 else _vc.V_TR_RD
+    n_it = (M + TI - 1) // TI
+    n_jt = (N + _vc.W - 1) // _vc.W
+    none = np.empty((0, 0))
+    for t in numba.prange(n_it * n_jt):
+        it = np.int64(t) // n_jt
+        i0 = it * TI
+        ti = min(M, i0 + TI) - i0
+        j0 = (t - it * n_jt) * _vc.W
+        nl = min(N, j0 + _vc.W) - j0
+        st = _vc.tile_state(acc, i0, ti, j0, nl, row_special, col_special, q[P_MC], q[P_EMINC])
+        for b0 in range(0, nblocks, BC):
+            _vc.chain_tile(variant, sa, ea, sb, eb, st, cp, i0, row_special, j0, nl, b0, min(nblocks, b0 + BC))
+        for ii in range(ti):
+            i = i0 + ii
+            for u in range(nl):
+                j = j0 + u
+                if st[ii, 3, u] != 0 or row_special[i] != 0:
+                    limbs = np.zeros(1, dtype=np.int64)
+                    acc[i, j] = _amd_chain(none, none, sa, ea, sb, eb, i, j, acc[i, j], q, limbs)
+                else:
+                    acc[i, j] = lane_value(st[ii, 0, u] != 0, st[ii, 1, u], st[ii, 2, u])
+
+
+def tr_simd(model, code: int) -> bool:
+    """Whether the model's TR-/GTR-FDPA products run on :func:`trfdpa_gemm_simd` (and
+    so want B decomposed unpadded)."""
+    return bool(tr_simd_eligible(amd_params(model, code)))
+
+
 @numba.njit(cache=True, parallel=True)
 def trfdpa_rows_lanes(sa, ea, sb, eb, sal, eal, sbl, ebl, special, acc, q):
     """Batched TR-/GTR-FDPA dot products, :data:`_ROW_LANES` rows side by side
@@ -706,7 +781,13 @@ def trfdpa_lanes(model, code: int, sa, ea, sb, eb, acc, special: bool = True):
     ``special=False`` promises that no operand is Inf/NaN."""
     q = amd_params(model, code)
     M, N = acc.shape
-    sbl, ebl, row_special, col_special = _k.lane_operands(sa, ea, sb, eb, N, model.in_fmt.emin, special)
+    simd = bool(tr_simd_eligible(q))
+    sbl, ebl, row_special, col_special = _k.lane_operands(sa, ea, sb, eb, N, model.in_fmt.emin, special, pad=not simd)
+    if simd:
+        BC = max(1, _LANE_CHUNK // (model.L * _vc.W))
+        trfdpa_gemm_simd(sa, ea, sbl, ebl, row_special, col_special, acc, q, _vc.simd_rows(M, N, numba.get_num_threads()),
+                         BC)
+        return acc
     TI, TJ = _k.output_tiles(M, N, numba.get_num_threads())
     TJ = -(-TJ // _k.LANE_PAD) * _k.LANE_PAD
     BC = max(1, _LANE_CHUNK // (model.L * sbl.shape[1]))
@@ -1331,6 +1412,6 @@ def run_amd(model, code: int, A, BT, acc):
 
 __all__ = ["run_amd", "amd_params", "efdpa_float_fits", "efdpa_float", "efdpa_gemm_float", "efdpa_rows_float",
            "amd_gemm", "amd_rows", "amd_dots", "efdpa_rows_lanes", "trfdpa_gemm_lanes", "trfdpa_rows_lanes",
-           "trfdpa_lanes", "efdpa_gemm_lanes", "efdpa_lanes", "lanes_fit", "efdpa_step", "trfdpa_step", "tr_parts",
+           "trfdpa_lanes", "trfdpa_gemm_simd", "tr_simd_eligible", "tr_simd", "tr_chain_constants", "efdpa_gemm_lanes", "efdpa_lanes", "lanes_fit", "efdpa_step", "trfdpa_step", "tr_parts",
            "group_sum",
            "limb_round", "scan_specials", "shift_floor", "shift_align"]

@@ -30,16 +30,23 @@ from numba.extending import intrinsic
 from ..formats import RD, RNE, RU
 from .kernels import _accumulate, _sum_params, bit_length, fast_eligible, lane_value, lanes_from_c, output_tiles
 from .layout import ACC_CHAIN, P_ACCMODE, P_BC, P_F, P_L
+from .ops import NEG_BIG
 
 #: Lanes of one vector (16 x 32 bits: one AVX-512 register).
 W = 16
 #: Most rows of A one call of :func:`_chain16` runs together.
 MAX_ROWS = 5
 #: Fields of the constants array the vector chain reads (:func:`chain_constants`).
-C_L, C_F, C_G, C_ROFF, C_EZP, C_EMINC, C_PR, C_EMINR, C_EMAXR, C_MODE, C_FLUSH, C_N = range(12)
+C_L, C_F, C_G, C_ROFF, C_EZP, C_EMINC, C_PR, C_EMINR, C_EMAXR, C_MODE, C_FLUSH = range(11)
+#: Fields only TR-FDPA's tail reads (:func:`workbench.engine.fdpa_amd.tr_chain_constants`): F2, the
+#: tail's fractional bits max(F, F2), the product exponent from which a block goes to the scalar
+#: path (ovf - 1), c's exponent when c = 0 and whether that exponent is used (Xie Algorithm 10).
+C_F2, C_GT, C_OVF1, C_EZ, C_USEEZ, C_N = range(11, 17)
+#: "No term": the exponent of a sum without products (:data:`workbench.engine.ops.NEG_BIG`).
+NO_TERM = NEG_BIG
 
 
-def _chain16(sticky: bool, wide: bool):  # type: ignore[no-untyped-def]
+def _chain16(sticky: bool, wide: bool, tr: str | None = None):  # type: ignore[no-untyped-def]
     """``chain16(sa, ea, sb, eb, st, cp, i, nr, r0, j0, nl, b0, b1)``: T-FDPA blocks b0 .. b1-1
     (K = blk * L .. blk * L + L - 1) of the R = nr rows i .. i+R-1 of A (1 <= nr <=
     :data:`MAX_ROWS`) (``sa, ea`` (M, Kp)
@@ -50,6 +57,15 @@ def _chain16(sticky: bool, wide: bool):  # type: ignore[no-untyped-def]
     sticky bit at compile time.  Lanes beyond nl read zeros and compute nothing
     meaningful.  The R rows share each load of B's lanes, and their chains, each a
     sequence of dependent block tails, are independent work for the core to overlap.
+
+    With ``tr`` (``"rd"`` or ``"rz"``, the alignment rounding) the blocks are
+    TR-FDPA's (Xie et al. 2025 Algorithm 10, the arithmetic of
+    :func:`~workbench.engine.fdpa_amd._lane_group32` and
+    :func:`~workbench.engine.fdpa_amd._lane_tr_round`): the products alone are summed
+    at their largest exponent (RZ_F), then that sum and c are re-aligned at the
+    larger exponent to F2 and F fractional bits, added and rounded; ``cp`` is then
+    :func:`~workbench.engine.fdpa_amd.tr_chain_constants`, the tail 64-bit, and a
+    lane whose products reach the overflow threshold is flagged for the scalar path.
 
     Each block's tail (c aligned, the sum with c, the rounding) runs in 64-bit lanes
     when ``wide``, else in 32-bit ones, twice as many per instruction: exact when
@@ -134,6 +150,14 @@ def _chain16(sticky: bool, wide: bool):  # type: ignore[no-untyped-def]
             is_rd = builder.icmp_signed("==", mode, ir.Constant(i64, RD))
             is_ru = builder.icmp_signed("==", mode, ir.Constant(i64, RU))
             flush_v = splat(builder.icmp_signed("!=", flush, ir.Constant(i64, 0)), v1)
+            if tr:
+                assert wide and not sticky, "TR-FDPA's tail is 64-bit and has no sticky bit"
+                F2, GT, ovf1, ez, use_ez = (const(k) for k in (C_F2, C_GT, C_OVF1, C_EZ, C_USEEZ))
+                ovf1_v = splat(builder.trunc(ovf1, i32), v32)
+                ez_v, GT_v, no_term = to_t(ez), to_t(GT), ct(NO_TERM)
+                F2mF_v = to_t(builder.sub(F2, F))
+                T_up, c_up = to_t(builder.sub(GT, F2)), to_t(builder.sub(GT, F))
+                use_ez_v = splat(builder.icmp_signed("!=", use_ez, ir.Constant(i64, 0)), v1)
 
             def emit(R):  # type: ignore[no-untyped-def]
                 """The chain of R rows, from the current block on."""
@@ -229,8 +253,37 @@ def _chain16(sticky: bool, wide: bool):  # type: ignore[no-untyped-def]
 
                 def rounded(bad, S, S32, emx):  # type: ignore[no-untyped-def]
                     """round_int(S + S32, emx - F - st): rho to the result format; the next state."""
-                    Stot = builder.add(S, to_t(S32))
-                    scale = builder.sub(to_t(emx), scale_off)
+                    return round_int(builder.add(S, to_t(S32)), builder.sub(to_t(emx), scale_off), bad)
+
+                def shift_align(x, sh):  # type: ignore[no-untyped-def]
+                    """x 2**sh cut to an integer toward -inf (shift_floor) or, for "rz", toward zero."""
+                    flip = None
+                    if tr == "rz":
+                        flip = builder.and_(builder.icmp_signed("<", x, ct(0)), builder.icmp_signed("<", sh, ct(0)))
+                        x = builder.select(flip, builder.neg(x), x)
+                    left = smin(smax(sh, ct(0)), top_shift)
+                    r = smin(smax(builder.neg(sh), ct(0)), top_shift)
+                    y = builder.ashr(builder.shl(x, left), r)
+                    return y if flip is None else builder.select(flip, builder.neg(y), y)
+
+                def tr_rounded(neg, mag, q, bad, T32, emx):  # type: ignore[no-untyped-def]
+                    """TR-FDPA's tail (_lane_tr_round): the products' sum T32 at emx and c
+                    re-aligned at E = max(c's exponent, emx), added, rounded; the next state."""
+                    bad = builder.or_(bad, builder.zext(builder.icmp_signed(">=", emx, ovf1_v), v64))
+                    emax = to_t(emx)
+                    nz = builder.icmp_signed("!=", mag, ct(0))
+                    ec = builder.select(nz, smax(builder.add(builder.sub(bitlen(mag), ct(1)), q), eminc_v), ez_v)
+                    has_c = builder.or_(nz, use_ez_v)
+                    E = builder.select(builder.and_(has_c, builder.icmp_signed(">", ec, emax)), ec, emax)
+                    Tp = shift_align(to_t(T32), builder.sub(builder.add(F2mF_v, emax), E))
+                    scp = shift_align(builder.select(neg, builder.neg(mag), mag), builder.sub(builder.add(F_v, q), E))
+                    S = builder.add(builder.shl(builder.select(builder.icmp_signed("!=", emax, no_term), Tp, ct(0)),
+                                                T_up),
+                                    builder.shl(builder.select(nz, scp, ct(0)), c_up))
+                    return round_int(S, builder.sub(E, GT_v), bad)
+
+                def round_int(Stot, scale, bad):  # type: ignore[no-untyped-def]
+                    """ops.round_int(Stot, scale) to the result format, lane by lane; the next state."""
                     negS = builder.icmp_signed("<", Stot, ct(0))
                     m = builder.select(negS, builder.neg(Stot), Stot)
                     lead = builder.add(builder.sub(bitlen(m), ct(1)), scale)
@@ -265,17 +318,19 @@ def _chain16(sticky: bool, wide: bool):  # type: ignore[no-untyped-def]
                 k0 = builder.mul(blk, L)
                 k1 = builder.add(k0, L)
                 # the largest product exponent of each row, B's lanes read once for all rows
-                k, emxs, close = loop("emax", k0, k1, [c_exponent(mag, q) for _, mag, q, _ in rows])
+                k, emxs, close = loop("emax", k0, k1, [c32(NO_TERM) if tr else c_exponent(mag, q)
+                                                       for _, mag, q, _ in rows])
                 bs, be = b_operands(k)
                 emxs = close([emax_step(emx, *a_operands(r, k), bs, be) for r, emx in enumerate(emxs)])
-                Ss = [c_aligned(neg, mag, q, emx) for (neg, mag, q, _), emx in zip(rows, emxs)]
+                Ss = [None if tr else c_aligned(neg, mag, q, emx) for (neg, mag, q, _), emx in zip(rows, emxs)]
                 # every product aligned and summed in 32 bits
                 k, S32s, close = loop("sum", k0, k1, [zero32] * R)
                 bs, be = b_operands(k)
                 S32s = close([sum_step(S32, emx, *a_operands(r, k), bs, be)
                               for r, (S32, emx) in enumerate(zip(S32s, emxs))])
-                state = close_blocks([x for (_, _, _, bad), S, S32, emx in zip(rows, Ss, S32s, emxs)
-                                      for x in rounded(bad, S, S32, emx)])
+                state = close_blocks([x for (neg, mag, q, bad), S, S32, emx in zip(rows, Ss, S32s, emxs)
+                                      for x in (tr_rounded(neg, mag, q, bad, S32, emx) if tr
+                                                else rounded(bad, S, S32, emx))])
                 for r in range(R):
                     neg, mag, q, bad = state[4 * r:4 * r + 4]
                     builder.store(builder.zext(neg, v64), state_row(r, 0), align=8)
@@ -299,21 +354,77 @@ def _chain16(sticky: bool, wide: bool):  # type: ignore[no-untyped-def]
     return chain16
 
 
+#: The compiled variants of :func:`_chain16` (:func:`chain_variant`): T-FDPA with 64- or
+#: 32-bit tails, without or with the sticky bit, and TR-FDPA with either alignment rounding.
+V_PLAIN, V_STICKY, V_PLAIN32, V_STICKY32, V_TR_RD, V_TR_RZ = range(6)
 _chain_plain, _chain_sticky = _chain16(False, True), _chain16(True, True)
 _chain_plain32, _chain_sticky32 = _chain16(False, False), _chain16(True, False)
+_chain_tr_rd, _chain_tr_rz = _chain16(False, True, "rd"), _chain16(False, True, "rz")
 
 
 @numba.njit(cache=True, inline="always")
-def _chain_rows(narrow, sticky, sa, ea, sb, eb, st, cp, i, nr, r0, j0, nl, b0, b1):
-    """The variant of :func:`_chain16` for the model (``narrow``: :func:`narrow_tail`)."""
-    if narrow and sticky:
-        _chain_sticky32(sa, ea, sb, eb, st, cp, i, nr, r0, j0, nl, b0, b1)
-    elif narrow:
-        _chain_plain32(sa, ea, sb, eb, st, cp, i, nr, r0, j0, nl, b0, b1)
-    elif sticky:
-        _chain_sticky(sa, ea, sb, eb, st, cp, i, nr, r0, j0, nl, b0, b1)
-    else:
+def chain_variant(narrow, sticky):
+    """The T-FDPA variant of :func:`_chain16` (``narrow``: :func:`narrow_tail`)."""
+    if narrow:
+        return V_STICKY32 if sticky else V_PLAIN32
+    return V_STICKY if sticky else V_PLAIN
+
+
+@numba.njit(cache=True, inline="always")
+def _chain_rows(variant, sa, ea, sb, eb, st, cp, i, nr, r0, j0, nl, b0, b1):
+    """:func:`_chain16` of one variant (``V_*``) on rows i .. i+nr-1."""
+    if variant == V_PLAIN:
         _chain_plain(sa, ea, sb, eb, st, cp, i, nr, r0, j0, nl, b0, b1)
+    elif variant == V_STICKY:
+        _chain_sticky(sa, ea, sb, eb, st, cp, i, nr, r0, j0, nl, b0, b1)
+    elif variant == V_PLAIN32:
+        _chain_plain32(sa, ea, sb, eb, st, cp, i, nr, r0, j0, nl, b0, b1)
+    elif variant == V_STICKY32:
+        _chain_sticky32(sa, ea, sb, eb, st, cp, i, nr, r0, j0, nl, b0, b1)
+    elif variant == V_TR_RD:
+        _chain_tr_rd(sa, ea, sb, eb, st, cp, i, nr, r0, j0, nl, b0, b1)
+    else:
+        _chain_tr_rz(sa, ea, sb, eb, st, cp, i, nr, r0, j0, nl, b0, b1)
+
+
+@numba.njit(cache=True)
+def tile_state(acc, i0, ti, j0, nl, row_special, col_special, mc, eminc):
+    """The lane state (ti, 4, 16) of :func:`_chain16` for outputs (i0 .. i0+ti-1,
+    j0 .. j0+nl-1) from C (:func:`~workbench.engine.kernels.lanes_from_c`)."""
+    st = np.zeros((ti, 4, W), dtype=np.int64)
+    neg = np.zeros(W, dtype=np.bool_)
+    mag = np.zeros(W, dtype=np.int64)
+    q = np.zeros(W, dtype=np.int64)
+    bad = np.zeros(W, dtype=np.bool_)
+    for ii in range(ti):
+        lanes_from_c(acc, i0 + ii, j0, nl, row_special, col_special, mc, eminc, neg, mag, q, bad)
+        for u in range(nl):
+            st[ii, 0, u] = 1 if neg[u] else 0
+            st[ii, 1, u] = mag[u]
+            st[ii, 2, u] = q[u]
+            st[ii, 3, u] = 1 if bad[u] else 0
+    return st
+
+
+@numba.njit(cache=True)
+def chain_tile(variant, sa, ea, sb, eb, st, cp, i0, row_special, j0, nl, b0, b1):
+    """Blocks b0 .. b1-1 of a tile's rows (state ``st``, rows i0 ..): each run of rows
+    without Inf/NaN in calls of :func:`_chain16` of at most :data:`MAX_ROWS` rows."""
+    ti = st.shape[0]
+    ii = 0
+    while ii < ti:
+        if row_special[i0 + ii] != 0:
+            ii += 1
+            continue
+        run = 1
+        while ii + run < ti and row_special[i0 + ii + run] == 0:
+            run += 1
+        calls = (run + MAX_ROWS - 1) // MAX_ROWS
+        for c in range(calls):
+            r0 = ii + run * c // calls
+            nr = ii + run * (c + 1) // calls - r0
+            _chain_rows(variant, sa, ea, sb, eb, st, cp, i0 + r0, nr, r0, j0, nl, b0, b1)
+        ii += run
 
 
 @numba.njit(cache=True, inline="always")
@@ -386,7 +497,7 @@ def tfdpa_gemm_simd(sa, ea, sb, eb, row_special, col_special, acc, prm, TI):
     BC = prm[P_BC]
     fp, ezp, sticky, mode, pr, eminr, emaxr, mc, eminc, flush = _sum_params(prm)
     cp = chain_constants(prm)
-    narrow = narrow_tail(prm)
+    variant = chain_variant(narrow_tail(prm), sticky)
     n_it = (M + TI - 1) // TI
     n_jt = (N + W - 1) // W
     fast = fast_eligible(prm)
@@ -396,34 +507,9 @@ def tfdpa_gemm_simd(sa, ea, sb, eb, row_special, col_special, acc, prm, TI):
         ti = min(M, i0 + TI) - i0
         j0 = (t - it * n_jt) * W
         nl = min(N, j0 + W) - j0
-        st = np.zeros((ti, 4, W), dtype=np.int64)
-        neg = np.zeros(W, dtype=np.bool_)
-        mag = np.zeros(W, dtype=np.int64)
-        q = np.zeros(W, dtype=np.int64)
-        bad = np.zeros(W, dtype=np.bool_)
-        for ii in range(ti):
-            lanes_from_c(acc, i0 + ii, j0, nl, row_special, col_special, mc, eminc, neg, mag, q, bad)
-            for u in range(nl):
-                st[ii, 0, u] = 1 if neg[u] else 0
-                st[ii, 1, u] = mag[u]
-                st[ii, 2, u] = q[u]
-                st[ii, 3, u] = 1 if bad[u] else 0
+        st = tile_state(acc, i0, ti, j0, nl, row_special, col_special, mc, eminc)
         for b0 in range(0, nblocks, BC):
-            b1 = min(nblocks, b0 + BC)
-            ii = 0
-            while ii < ti:      # each run of rows without Inf/NaN, in calls of at most MAX_ROWS rows
-                if row_special[i0 + ii] != 0:
-                    ii += 1
-                    continue
-                run = 1
-                while ii + run < ti and row_special[i0 + ii + run] == 0:
-                    run += 1
-                calls = (run + MAX_ROWS - 1) // MAX_ROWS
-                for c in range(calls):
-                    r0 = ii + run * c // calls
-                    nr = ii + run * (c + 1) // calls - r0
-                    _chain_rows(narrow, sticky, sa, ea, sb, eb, st, cp, i0 + r0, nr, r0, j0, nl, b0, b1)
-                ii += run
+            chain_tile(variant, sa, ea, sb, eb, st, cp, i0, row_special, j0, nl, b0, min(nblocks, b0 + BC))
         for ii in range(ti):
             i = i0 + ii
             for u in range(nl):
@@ -434,4 +520,5 @@ def tfdpa_gemm_simd(sa, ea, sb, eb, row_special, col_special, acc, prm, TI):
                     acc[i, j] = lane_value(st[ii, 0, u] != 0, st[ii, 1, u], st[ii, 2, u])
 
 
-__all__ = ["simd_eligible", "narrow_tail", "simd_rows", "chain_constants", "tfdpa_gemm_simd", "W"]
+__all__ = ["simd_eligible", "narrow_tail", "simd_rows", "chain_constants", "chain_variant", "tile_state", "chain_tile",
+           "tfdpa_gemm_simd", "W", "MAX_ROWS", "V_TR_RD", "V_TR_RZ"]

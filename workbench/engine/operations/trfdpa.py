@@ -88,8 +88,9 @@ class TRFDPA(Operation):
         N = B.shape[1]
         Kp = K + (-K) % model.L if K else model.L
         with threads_for(A.size + B.size):
-            sa, ea, sb, eb, special = decompose_checked(A, B, model.in_fmt, model.flush_subnormals, Kp,
-                                                        not _amd.lanes_fit(model, N))
+            lanes = _amd.lanes_fit(model, N)
+            sa, ea, sb, eb, special = decompose_checked(A, B, model.in_fmt, model.flush_subnormals, Kp, not lanes,
+                                                        not lanes or not _amd.tr_simd(model, self.code))
         return Operands(M, K, N, np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64).T,
                         sa, ea, sb, eb, special)
 

@@ -57,7 +57,7 @@ def test_reused_buffers_give_the_bits_of_fresh_ones() -> None:
     """Products of one shape in a row, each on the buffers of the one before (left
     holding other values, Inf/NaN among them), against each computed on fresh memory."""
     rng = np.random.default_rng(1)
-    for arch, fmt in (("volta", "fp16"), ("ampere", "bf16"), ("cdna1", "fp16"), ("cdna3", "fp16")):
+    for arch, fmt in (("volta", "fp16"), ("ampere", "bf16"), ("cdna1", "fp16"), ("cdna2", "bf16"), ("cdna3", "fp16")):
         m = wb.preset(arch, fmt, "fp32")
         runs = []
         for r in range(3):

@@ -95,7 +95,12 @@ def recycle(ops: "Operands") -> None:
     """Hand the decomposed arrays of ``ops`` back to the workspace: the caller
     promises that nothing uses them any more (arrays the workspace did not hand
     out, such as the caller's own, are left alone)."""
-    _WORKSPACE.give_back((ops.sa, ops.ea, ops.sb, ops.eb))
+    recycle_arrays(ops.sa, ops.ea, ops.sb, ops.eb)
+
+
+def recycle_arrays(*arrays: np.ndarray | None) -> None:
+    """:func:`recycle` for a kernel's own scratch arrays from :func:`workspace_array`."""
+    _WORKSPACE.give_back(arrays)
 
 
 def release_workspace() -> None:
@@ -232,5 +237,5 @@ def padded_decomposed(model: "Model", A: np.ndarray, BT: np.ndarray, L: int
     return A2, BT2, sa, ea, sb, eb
 
 
-__all__ = ["Operands", "workspace_array", "recycle", "release_workspace", "WORKSPACE_BYTES", "decompose", "decompose_checked", "pad_k", "float_operands", "padded_decomposed",
+__all__ = ["Operands", "workspace_array", "recycle", "recycle_arrays", "release_workspace", "WORKSPACE_BYTES", "decompose", "decompose_checked", "pad_k", "float_operands", "padded_decomposed",
            "threads_for", "threads_used", "PARALLEL_MIN_WORK"]

@@ -24,7 +24,7 @@ from ... import formats as _formats
 from .. import kernels as _k
 from .. import others as _others
 from ..explain import Block, ftz_block
-from ..operands import Operands, float_operands, pad_k
+from ..operands import Operands, float_operands, pad_k, recycle_arrays, workspace_array
 from ..operation import ErrorTerm, Operation, register
 
 if TYPE_CHECKING:
@@ -59,19 +59,20 @@ def run_lanes(A: np.ndarray, BT: np.ndarray, acc: np.ndarray, P: int, min_normal
     """FTZ-AddMul on the lane kernel: ``A`` (M, K), ``BT`` (N, K) float64 in a format
     of :func:`lanes_exact`, ``acc`` C on entry and D on exit.  The operands go to
     float32 (B in its (K, N) layout, K zero-padded to whole blocks of P, N to whole
-    lanes); outputs whose lane result is NaN are recomputed by the reference kernel,
+    lanes; both in the workspace's buffers, handed back after the kernel); outputs whose lane result is NaN are recomputed by the reference kernel,
     which chooses the NaN's payload (MMA-Sim 2.1.1)."""
     (M, K), N = A.shape, BT.shape[0]
     Kp = K + (-K) % P if K else P
     TI, TJ = _k.output_tiles(M, N, numba.get_num_threads())
     TJ = -(-TJ // _k.LANE_PAD) * _k.LANE_PAD
     Np = -(-N // _k.LANE_PAD) * _k.LANE_PAD
-    A32 = np.empty((M, Kp), dtype=np.float32)
-    B32 = np.empty((Kp, Np), dtype=np.float32)
+    A32 = workspace_array((M, Kp), np.float32)
+    B32 = workspace_array((Kp, Np), np.float32)
     _others.ftz_operand32(np.ascontiguousarray(A), A32, min_normal)
     _others.ftz_operand32(np.ascontiguousarray(BT.T), B32, min_normal)
     C = acc.copy()
     _others.ftz_addmul_lanes(A32, B32, acc, P, TI, TJ, max(1, _LANE_CHUNK // (P * Np)))
+    recycle_arrays(A32, B32)
     rows, cols = np.nonzero(np.isnan(acc))
     if rows.size:
         A2, BT2 = pad_k(A, BT, P)

@@ -112,12 +112,14 @@ def test_efdpa_lanes_equal_the_one_output_kernel(m, kind, shape, seed, TI, TJ, B
     np.testing.assert_array_equal(bits(D), bits(efdpa_reference(m, A, B, C)))
 
 
-@SETTINGS
-@given(m=st.sampled_from(EFDPA_FLOAT), kind=st.sampled_from(KINDS), shape=shapes, seed=st.integers(0, 2**31),
-       TI=st.integers(1, 4), TJ=st.sampled_from([8, 16, 24]), BC=st.integers(1, 4))
-def test_efdpa_binary64_lanes_equal_the_one_output_kernel(m, kind, shape, seed, TI, TJ, BC):
-    """efdpa_gemm_float (TwoSum, round to odd, the fp32 conversion; the limbs where
-    that is not exact) with any tiles and chunks of K gives amd_gemm's bits, NaN
+@settings(max_examples=80, deadline=None)
+@given(m=st.sampled_from(EFDPA_FLOAT), kind=st.sampled_from(KINDS),
+       shape=st.tuples(st.integers(1, 12), st.integers(0, 90), st.integers(1, 40)), seed=st.integers(0, 2**31),
+       TI=st.integers(1, 12), BC=st.integers(1, 4))
+def test_efdpa_binary64_lanes_equal_the_one_output_kernel(m, kind, shape, seed, TI, BC):
+    """efdpa_gemm_simd (the vector chain of up to five rows x 16 lanes: TwoSum, round
+    to odd, the fp32 conversion; the limbs where that is not exact, the chain resumed
+    after them) with any tile height and chunk of K gives amd_gemm's bits, NaN
     payloads, Inf, signed zeros and subnormal results included."""
     M, Kk, N = shape
     A, B, C = operands(m, kind, M, Kk, N, seed)
@@ -125,8 +127,43 @@ def test_efdpa_binary64_lanes_equal_the_one_output_kernel(m, kind, shape, seed, 
     A2, B2 = (A, B) if Kk else (np.zeros((M, m.L)), np.zeros((m.L, N)))
     q[amd.P_K] = A2.shape[1]
     D = C.copy()
-    amd.efdpa_gemm_float(A2, np.ascontiguousarray(B2), D, q, m.in_fmt.man_bits, m.in_fmt.emin, TI, TJ, BC)
+    amd.efdpa_gemm_simd(A2, np.ascontiguousarray(B2), D, q, m.in_fmt.man_bits, m.in_fmt.emin, TI, BC)
     np.testing.assert_array_equal(bits(D), bits(efdpa_reference(m, A, B, C)))
+
+
+@pytest.mark.parametrize("m", [r for r in EFDPA_FLOAT if r.L >= 2 and r.in_format in ("fp16", "bf16")],
+                         ids=lambda r: f"{r.in_format}-L{r.L}")
+def test_efdpa_binary64_chain_sends_inexact_sums_to_the_limbs(m):
+    """c = 2**30 and a block whose products are 2**6 (8 x 8) and +-2**-48
+    (2**-24 x 2**-24): binary64 cannot hold 2**6 + 2**-48 (55 bits), so TwoSum's
+    error term is non-zero and the block must go to the limbs.  Exactly, c + 2**6 is
+    the midpoint between the fp32 neighbours 2**30 and 2**30 + 2**7 (ulp 2**7), so the
+    2**-48 decides: RNE gives 2**30 + 2**7 above it, 2**30 below it (and the mirror
+    images for -c).  Summing the rounded 2**6 instead would give 2**30 (ties to even)
+    both times.  Lanes and rows around them hold ordinary blocks, and the chain goes
+    on after the limbs (a second block adds 1.5 * 2**8)."""
+    L = m.L
+    K_ = 2 * L
+    A = np.zeros((6, K_))
+    B = np.zeros((K_, 11))
+    A[:, 0], A[:, 1] = 8.0, 2.0 ** -24
+    A[:, L] = 1.5
+    B[0, :], B[1, :] = 8.0, 2.0 ** -24
+    B[1, 1::2] = -(2.0 ** -24)
+    B[L, :] = 2.0 ** 8
+    C = np.full((6, 11), 2.0 ** 30)
+    C[3:] = -(2.0 ** 30)
+    A[3:, :] *= -1            # -c with every product negated: the mirror image
+    up, down = 2.0 ** 30 + 2.0 ** 7, 2.0 ** 30
+    want = np.where(np.arange(11) % 2 == 0, up, down)[None, :] + 1.5 * 2.0 ** 8
+    want = np.vstack([np.repeat(want, 3, axis=0), -np.repeat(want, 3, axis=0)])
+    q = amd.amd_params(m, amd.KIND_E)
+    q[amd.P_K] = K_
+    for TI in (1, 2, 6):
+        D = C.copy()
+        amd.efdpa_gemm_simd(A, B, D, q, m.in_fmt.man_bits, m.in_fmt.emin, TI, 1)
+        np.testing.assert_array_equal(D, want)
+    np.testing.assert_array_equal(np.asarray(wb.gemm(A, B, C, model=m), dtype=np.float64), want)
 
 
 @SETTINGS

@@ -9,7 +9,8 @@ Xie et al. 2025 (MMA-Sim), Section 4.1.3:
   bit is ever lost before the single rounding (:func:`efdpa_step`).  The lane kernel
   :func:`efdpa_gemm_lanes` sums a block in one int64 instead wherever its terms fit
   a 62-bit window (the common case), and uses the limbs for the blocks that do not.
-  For units rounding to fp32 to nearest even (CDNA1's), :func:`efdpa_gemm_float` and
+  For units rounding to fp32 to nearest even (CDNA1's), :func:`efdpa_gemm_simd` (on the
+  explicit vectors of :mod:`workbench.engine.vector_chain`) and
   :func:`efdpa_rows_float` sum in binary64 instead: TwoSum of the exact products,
   then c added and rounded to odd, which the fp32 conversion rounds correctly.
 * **TR-FDPA** (Algorithm 10; CDNA3 tf32/bf16/fp16, Table 7: F = 24, F2 = 31,
@@ -1025,7 +1026,7 @@ _MIN_NORMAL32 = 2.0 ** -126
 
 
 def efdpa_float_fits(model, N: int) -> bool:
-    """Whether :func:`efdpa_gemm_float` / :func:`efdpa_rows_float` compute this model:
+    """Whether :func:`efdpa_gemm_simd` / :func:`efdpa_rows_float` compute this model:
     every product of two inputs is exact in binary64 (2p <= 53, exponents in range),
     the blocks round to fp32 (the format binary64 -> binary32 conversion rounds to)
     to nearest even, c is an fp32 value (output format fp32), and inputs are not
@@ -1096,79 +1097,38 @@ def _float_round(c, P, W, nv, flush):
     return n
 
 
-@numba.njit(cache=True, inline="always")
-def _float_block(c, a_row, Bf, kb, stride, nk, nv, P, W, flush):
-    """One block for nv lanes side by side: the nk products summed in binary64 (TwoSum:
-    ``W[u]`` set where an error term appears, the sum not exact) and c advanced by
-    :func:`_lane_round`.  Product kk of lane u is ``a_row[kk] * Bf[kb + kk * stride +
-    u]``.  Blocks of 2 and 4 products (the CDNA1 presets) are one loop over the lanes,
-    their state in registers; others sum into ``P`` first.  Returns how many lanes are
-    left to the limbs."""
-    ul = np.uint64(nv)
-    ub = np.uint64(kb)
-    us = np.uint64(stride)
-    n = 0
-    if nk == 4:
-        a0, a1, a2, a3 = a_row[0], a_row[1], a_row[2], a_row[3]
-        u1 = ub + us
-        u2 = u1 + us
-        u3 = u2 + us
-        for u in range(ul):
-            s01, e01 = _two_sum(a0 * Bf[ub + u], a1 * Bf[u1 + u])
-            s23, e23 = _two_sum(a2 * Bf[u2 + u], a3 * Bf[u3 + u])
-            s, e = _two_sum(s01, s23)
-            c[u], W[u] = _lane_round(c[u], s, (e01 != 0.0) | (e23 != 0.0) | (e != 0.0), flush)
-            n += 1 if W[u] else 0
-        return n
-    if nk == 2:
-        a0, a1 = a_row[0], a_row[1]
-        u1 = ub + us
-        for u in range(ul):
-            s, e = _two_sum(a0 * Bf[ub + u], a1 * Bf[u1 + u])
-            c[u], W[u] = _lane_round(c[u], s, e != 0.0, flush)
-            n += 1 if W[u] else 0
-        return n
-    a0 = a_row[0]
-    for u in range(ul):
-        P[u] = a0 * Bf[ub + u]
-        W[u] = False
-    for kk in range(1, nk):
-        a = a_row[kk]
-        ub = np.uint64(kb + kk * stride)
-        for u in range(ul):
-            s, e = _two_sum(P[u], a * Bf[ub + u])
-            P[u] = s
-            W[u] |= e != 0.0
-    return _float_round(c, P, W, nv, flush)
-
-
 @numba.njit(cache=True, parallel=True)
-def efdpa_gemm_float(A, B, acc, q, man_bits, emin, TI, TJ, BC):
-    """E-FDPA chains (Xie Algorithms 5-6) of fp32-result units for tiles of TI x TJ
-    outputs, the TJ outputs of a row side by side in binary64: the L exact products of
-    a block summed with TwoSum (exact unless an error term appears), then c added and
-    rounded once to fp32 (:func:`_round_fp32`).  A lane whose block is not exact that
-    way (a product sum wider than 53 bits, an Inf/NaN operand, c or result) has that
-    block computed by :func:`efdpa_step` (:func:`_limb_block`) and goes on in its lane:
-    the bits of :func:`amd_gemm`, NaN payloads included.  ``A`` (M, K), ``B`` (K, N)
-    C-ordered float64 values of the input format (K >= 1, unpadded); ``acc`` holds C on entry
-    and D on exit; K is walked in chunks of BC blocks.  Lanes past N (up to a multiple
-    of 8) read the following row of B where it exists: computed, never written."""
+def efdpa_gemm_simd(A, B, acc, q, man_bits, emin, TI, BC):
+    """E-FDPA chains (Xie Algorithms 5-6) of fp32-result units for tiles of TI rows x
+    16 columns in binary64 on the vector chain
+    (:func:`~workbench.engine.vector_chain.efdpa_chain`: c in registers, B's lanes read
+    once for up to five rows): the L exact products of a block summed with TwoSum
+    (exact unless an error term appears), then c added and rounded once to fp32
+    (:func:`_round_fp32`).  Where a block of some lanes is not exact that way (a
+    product sum wider than 53 bits, an Inf/NaN operand, c or result) the chain stops
+    there; those lanes' block is computed by :func:`efdpa_step` (:func:`_limb_block`)
+    and the chain goes on: the bits of :func:`amd_gemm`, NaN payloads included.
+    ``A`` (M, K), ``B`` (K, N) C-ordered float64 values of the input format (K >= 1,
+    unpadded); ``acc`` holds C on entry and D on exit; K walked in chunks of BC
+    blocks."""
     M, K = A.shape
     N = acc.shape[1]
     L = q[P_L]
-    flush = q[P_FLUSHOUT] != 0
-    Bf = B.reshape(-1)
+    W = _vc.W
+    cp = np.zeros(_vc.E_N, dtype=np.int64)
+    cp[_vc.E_L] = L
+    cp[_vc.E_FLUSH] = 1 if q[P_FLUSHOUT] != 0 else 0
     nblocks = (K + L - 1) // L
     n_it = (M + TI - 1) // TI
-    n_jt = (N + TJ - 1) // TJ
+    n_jt = (N + W - 1) // W
     for t in numba.prange(n_it * n_jt):
-        i0, ti, j0, nl, _ = lane_tile(t, n_jt, TI, TJ, M, N, N)
-        nw = min(-(-nl // _k.LANE_PAD) * _k.LANE_PAD, TJ)     # lanes computed
-        c = np.empty((ti, nw), dtype=np.float64)
-        P = np.empty(nw, dtype=np.float64)
-        W = np.empty(nw, dtype=np.bool_)
-        a_row = np.zeros(L, dtype=np.float64)
+        it = np.int64(t) // n_jt
+        i0 = it * TI
+        ti = min(M, i0 + TI) - i0
+        j0 = (t - it * n_jt) * W
+        nl = min(N, j0 + W) - j0
+        cst = np.zeros((ti, W), dtype=np.float64)
+        wf = np.zeros((ti, W), dtype=np.int64)
         ql = q.copy()
         limbs = np.zeros(max(1, q[P_NLIMBS]), dtype=np.int64)
         la = np.zeros((1, L), dtype=np.float64)
@@ -1178,36 +1138,39 @@ def efdpa_gemm_float(A, B, acc, q, man_bits, emin, TI, TJ, BC):
         sb = np.zeros((L, 1), dtype=np.int32)
         eb = np.zeros((L, 1), dtype=np.int32)
         for ii in range(ti):
-            for u in range(nw):
-                c[ii, u] = acc[i0 + ii, j0 + u] if u < nl else 0.0
+            for u in range(nl):
+                cst[ii, u] = acc[i0 + ii, j0 + u]
+        calls = (ti + _vc.MAX_ROWS - 1) // _vc.MAX_ROWS
         for b0 in range(0, nblocks, BC):
             b1 = min(nblocks, b0 + BC)
-            for ii in range(ti):
-                i = i0 + ii
-                ci = c[ii]
-                for blk in range(b0, b1):
-                    k0 = blk * L
+            for c in range(calls):
+                r0 = ti * c // calls
+                nr = ti * (c + 1) // calls - r0
+                blk = b0
+                while blk < b1:
+                    stop = _vc.efdpa_chain(A, B, cst, wf, cp, i0 + r0, nr, r0, j0, nl, blk, b1)
+                    if stop >= b1:
+                        break
+                    k0 = stop * L
                     nk = min(L, K - k0)
-                    for kk in range(nk):
-                        a_row[kk] = A[i, k0 + kk]
-                    kb = k0 * N + j0
-                    nv = nw if kb + (nk - 1) * N + nw <= Bf.size else nl
-                    if _float_block(ci, a_row, Bf, kb, N, nk, nv, P, W, flush) == 0:
-                        continue
-                    for u in range(nl):          # the limbs, for the lanes the fast sum did not hold
-                        if W[u]:
-                            for kk in range(nk):
-                                la[0, kk] = a_row[kk]
-                                lb[0, kk] = B[k0 + kk, j0 + u]
-                            ci[u] = _limb_block(la, lb, nk, ci[u], ql, man_bits, emin, limbs, sa, ea, sb, eb)
+                    for rr in range(r0, r0 + nr):      # the limbs, for the lanes the fast sum did not hold
+                        for u in range(nl):
+                            if wf[rr, u] != 0:
+                                for kk in range(nk):
+                                    la[0, kk] = A[i0 + rr, k0 + kk]
+                                    lb[0, kk] = B[k0 + kk, j0 + u]
+                                cst[rr, u] = _limb_block(la, lb, nk, cst[rr, u], ql, man_bits, emin, limbs, sa, ea,
+                                                         sb, eb)
+                                wf[rr, u] = 0
+                    blk = stop + 1
         for ii in range(ti):
             for u in range(nl):
-                acc[i0 + ii, j0 + u] = c[ii, u]
+                acc[i0 + ii, j0 + u] = cst[ii, u]
 
 
 @numba.njit(cache=True, inline="always")
 def _float_rows_block(at, bt, k, nk, P, W):
-    """:func:`_float_block` for batched dot products: product kk of lane u is
+    """A block of :func:`efdpa_gemm_simd` for batched dot products: product kk of lane u is
     ``at[k + kk, u] * bt[k + kk, u]`` (both operands per lane)."""
     ul = np.uint64(P.size)
     for u in range(ul):
@@ -1223,7 +1186,7 @@ def _float_rows_block(at, bt, k, nk, P, W):
 @numba.njit(cache=True, parallel=True)
 def efdpa_rows_float(a, b, acc, q, man_bits, emin, R):
     """Batched E-FDPA dot products of fp32-result units (:func:`efdpa_float_fits`),
-    R rows side by side in binary64 as :func:`efdpa_gemm_float` sums
+    R rows side by side in binary64 as :func:`efdpa_gemm_simd` sums
     them: ``acc[r]`` <- the chain over row r of ``a`` and of ``b`` (both (n, K)
     C-ordered float64 values of the input format, K >= 1), every block that is not
     exact in binary64 computed by :func:`efdpa_step`: the bits of :func:`amd_rows`.
@@ -1285,18 +1248,16 @@ def _nonempty_k(x: np.ndarray, L: int, axis: int) -> np.ndarray:
 
 
 def efdpa_float(model, A: np.ndarray, B: np.ndarray, acc: np.ndarray) -> np.ndarray:
-    """E-FDPA over whole matrices on :func:`efdpa_gemm_float` (models of
+    """E-FDPA over whole matrices on :func:`efdpa_gemm_simd` (models of
     :func:`efdpa_float_fits`): ``A`` (M, K) and ``B`` (K, N) float64 values of the
     input format (any layout), ``acc`` C on entry and D on exit."""
     q = amd_params(model, KIND_E)
     A, B = _nonempty_k(A, model.L, 1), _nonempty_k(B, model.L, 0)
     q[P_K] = A.shape[1]
     M, N = acc.shape
-    TI, TJ = _k.output_tiles(M, N, numba.get_num_threads())
-    TJ = -(-TJ // _k.LANE_PAD) * _k.LANE_PAD
-    BC = max(1, _LANE_CHUNK // (model.L * TJ))
+    BC = max(1, _LANE_CHUNK // (model.L * _vc.W))
     fin = model.in_fmt
-    efdpa_gemm_float(A, B, acc, q, fin.man_bits, fin.emin, TI, TJ, BC)
+    efdpa_gemm_simd(A, B, acc, q, fin.man_bits, fin.emin, _vc.simd_rows(M, N, numba.get_num_threads()), BC)
     return acc
 
 
@@ -1410,7 +1371,7 @@ def run_amd(model, code: int, A, BT, acc):
     return trfdpa_lanes(model, code, sa, ea, sb.T, eb.T, acc)
 
 
-__all__ = ["run_amd", "amd_params", "efdpa_float_fits", "efdpa_float", "efdpa_gemm_float", "efdpa_rows_float",
+__all__ = ["run_amd", "amd_params", "efdpa_float_fits", "efdpa_float", "efdpa_gemm_simd", "efdpa_rows_float",
            "amd_gemm", "amd_rows", "amd_dots", "efdpa_rows_lanes", "trfdpa_gemm_lanes", "trfdpa_rows_lanes",
            "trfdpa_lanes", "trfdpa_gemm_simd", "tr_simd_eligible", "tr_simd", "tr_chain_constants", "efdpa_gemm_lanes", "efdpa_lanes", "lanes_fit", "efdpa_step", "trfdpa_step", "tr_parts",
            "group_sum",

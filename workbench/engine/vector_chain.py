@@ -46,6 +46,44 @@ C_F2, C_GT, C_OVF1, C_EZ, C_USEEZ, C_N = range(11, 17)
 NO_TERM = NEG_BIG
 
 
+def _splat(builder, x, vt):  # type: ignore[no-untyped-def]
+    """The scalar ``x`` in every lane of the vector type ``vt``."""
+    x = builder.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(ir.IntType(32), 0))
+    return builder.shuffle_vector(x, ir.Constant(vt, ir.Undefined), ir.Constant(ir.VectorType(ir.IntType(32), W),
+                                                                                  [0] * W))
+
+
+def _loop(builder, name, lo, hi, init):  # type: ignore[no-untyped-def]
+    """Open a counted loop ``for k in range(lo, hi)`` carrying the values ``init``:
+    returns (k, their phis, the function that closes the body with the next values
+    and leaves the builder after the loop, where the phis hold the final values)."""
+    i64 = ir.IntType(64)
+    pre = builder.block
+    head = builder.append_basic_block(f"{name}_head")
+    body = builder.append_basic_block(f"{name}_body")
+    done = builder.append_basic_block(f"{name}_done")
+    builder.branch(head)
+    builder.position_at_end(head)
+    k = builder.phi(i64)
+    k.add_incoming(lo, pre)
+    phis = []
+    for x in init:
+        phis.append(builder.phi(x.type))
+        phis[-1].add_incoming(x, pre)
+    builder.cbranch(builder.icmp_signed("<", k, hi), body, done)
+    builder.position_at_end(body)
+
+    def close(values):  # type: ignore[no-untyped-def]
+        k.add_incoming(builder.add(k, ir.Constant(i64, 1)), builder.block)
+        for ph, x in zip(phis, values):
+            ph.add_incoming(x, builder.block)
+        builder.branch(head)
+        builder.position_at_end(done)
+        return phis
+
+    return k, phis, close
+
+
 def _chain16(sticky: bool, wide: bool, tr: str | None = None):  # type: ignore[no-untyped-def]
     """``chain16(sa, ea, sb, eb, st, cp, i, nr, r0, j0, nl, b0, b1)``: T-FDPA blocks b0 .. b1-1
     (K = blk * L .. blk * L + L - 1) of the R = nr rows i .. i+R-1 of A (1 <= nr <=
@@ -99,11 +137,9 @@ def _chain16(sticky: bool, wide: bool, tr: str | None = None):  # type: ignore[n
             vt = v64 if wide else v32              # the lanes of the block's tail
             bits = 64 if wide else 32
             ctlz = declare(f"llvm.ctlz.v16i{bits}", ir.FunctionType(vt, [vt, i1]))
-            splat_mask = ir.Constant(ir.VectorType(i32, W), [0] * W)
 
             def splat(x, vt):  # type: ignore[no-untyped-def]
-                x = builder.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(i32, 0))
-                return builder.shuffle_vector(x, ir.Constant(vt, ir.Undefined), splat_mask)
+                return _splat(builder, x, vt)
 
             def c64(v):  # type: ignore[no-untyped-def]
                 return ir.Constant(v64, [v] * W)
@@ -187,31 +223,7 @@ def _chain16(sticky: bool, wide: bool, tr: str | None = None):  # type: ignore[n
                                                       ir.Constant(i32, 4), mask, zero32]) for x in (sb_, eb_))
 
                 def loop(name, lo, hi, init):  # type: ignore[no-untyped-def]
-                    """Open a counted loop: returns (index, phis, body's exit function)."""
-                    pre = builder.block
-                    head = builder.append_basic_block(f"{name}_head")
-                    body = builder.append_basic_block(f"{name}_body")
-                    done = builder.append_basic_block(f"{name}_done")
-                    builder.branch(head)
-                    builder.position_at_end(head)
-                    k = builder.phi(i64)
-                    k.add_incoming(lo, pre)
-                    phis = []
-                    for x in init:
-                        phis.append(builder.phi(x.type))
-                        phis[-1].add_incoming(x, pre)
-                    builder.cbranch(builder.icmp_signed("<", k, hi), body, done)
-                    builder.position_at_end(body)
-
-                    def close(values):  # type: ignore[no-untyped-def]
-                        k.add_incoming(builder.add(k, ir.Constant(i64, 1)), builder.block)
-                        for ph, x in zip(phis, values):
-                            ph.add_incoming(x, builder.block)
-                        builder.branch(head)
-                        builder.position_at_end(done)
-                        return phis
-
-                    return k, phis, close
+                    return _loop(builder, name, lo, hi, init)
 
                 def c_exponent(mag, q):  # type: ignore[no-untyped-def]
                     """c's exponent, clamped at the output format's emin; ezp for c = 0."""
@@ -352,6 +364,160 @@ def _chain16(sticky: bool, wide: bool, tr: str | None = None):  # type: ignore[n
         return sig, codegen
 
     return chain16
+
+
+#: Fields of the constants array of :func:`_efdpa_chain16`.
+E_L, E_FLUSH, E_N = range(3)
+#: The smallest normal binary32 value (E-FDPA's output flushing).
+_MIN_NORMAL32 = 2.0 ** -126
+
+
+def _efdpa_chain16():  # type: ignore[no-untyped-def]
+    """``echain(A, B, cst, wf, cp, i, nr, r0, j0, nl, b0, b1) -> int64``: E-FDPA blocks
+    b0 .. b1-1 (products k = blk * L .. min(blk * L + L, K) - 1) of the nr rows
+    i .. i+nr-1 of A (``A`` (M, K) float64, values of the input format) against
+    columns j0 .. j0+nl-1 of B (``B`` (K, N) float64, C-ordered, nl <= 16), each lane's
+    c (binary64, an fp32 value) read from and written back to ``cst[r0 + r]`` ((rows,
+    16) float64); ``cp`` holds E_L and E_FLUSH.  The arithmetic of
+    :func:`~workbench.engine.fdpa_amd._round_fp32` and
+    :func:`~workbench.engine.fdpa_amd._lane_round` (Xie et al. 2025 Algorithms 5-6
+    for fp32 results): the block's exact products summed with TwoSum, exact when
+    every error term is zero (in any order: then every partial sum is exact), then c
+    added and rounded once to fp32 through round-to-odd.  A block that is not exact
+    that way, or whose result is not finite, stops the chain: the other lanes of that
+    block are advanced, the lanes left to the limbs are flagged in ``wf[r0 + r]``
+    (their c unchanged) and the block's index is returned for the caller to compute
+    them (:func:`~workbench.engine.fdpa_amd._limb_block`) and go on from the next
+    block; b1 when every block was done."""
+
+    @intrinsic
+    def echain(typingctx, A, B, cst, wf, cp, i, nr, r0, j0, nl, b0, b1):  # type: ignore[no-untyped-def]
+        arrays = (A, B, cst, wf, cp)
+        if not all(isinstance(x, types.Array) and x.layout == "C" and x.ndim == n
+                   for x, n in zip(arrays, (2, 2, 2, 2, 1))):
+            return None
+        if [x.dtype for x in arrays] != [types.float64] * 3 + [types.int64] * 2:
+            return None
+        sig = types.int64(*arrays, *[types.int64] * 7)
+
+        def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+            A_, B_, cst_, wf_, cp_ = (context.make_array(t)(context, builder, v)
+                                      for t, v in zip(signature.args[:5], args[:5]))
+            iv, nrv, r0v, j0v, nlv, b0v, b1v = args[5:]
+            i1, i16, i32, i64, f32, f64 = (ir.IntType(1), ir.IntType(16), ir.IntType(32), ir.IntType(64),
+                                           ir.FloatType(), ir.DoubleType())
+            v1, v32, vi, vf, vs = (ir.VectorType(t, W) for t in (i1, i32, i64, f64, f32))
+            K = builder.extract_value(A_.shape, 1)
+            N = builder.extract_value(B_.shape, 1)
+            fn = builder.module.globals.get("llvm.masked.load.v16f64.p0")
+            mload = fn if fn is not None else ir.Function(builder.module, ir.FunctionType(
+                vf, [vf.as_pointer(), i32, v1, vf]), "llvm.masked.load.v16f64.p0")
+            L, flush = (builder.load(builder.gep(cp_.data, [ir.Constant(i64, k)])) for k in (E_L, E_FLUSH))
+            lanes = ir.Constant(v32, list(range(W)))
+            mask = builder.icmp_signed("<", lanes, _splat(builder, builder.trunc(nlv, i32), v32))
+            zero_f, zero_i = ir.Constant(vf, [0.0] * W), ir.Constant(vi, [0] * W)
+            flush_v = _splat(builder, builder.icmp_signed("!=", flush, ir.Constant(i64, 0)), v1)
+            tiny, neg_tiny = ir.Constant(vf, [_MIN_NORMAL32] * W), ir.Constant(vf, [-_MIN_NORMAL32] * W)
+            done = builder.append_basic_block("rows_done")
+
+            def lane_row(arr, r):  # type: ignore[no-untyped-def]
+                """Row r0 + r of a (rows, 16) state array as a pointer to 16 lanes."""
+                at = builder.mul(builder.add(r0v, ir.Constant(i64, r)), ir.Constant(i64, W))
+                return builder.bitcast(builder.gep(arr.data, [at]), (vf if arr is cst_ else vi).as_pointer())
+
+            def two_sum(a, b):  # type: ignore[no-untyped-def]
+                """Knuth's TwoSum: fl(a + b) and its exact error."""
+                s = builder.fadd(a, b)
+                bp = builder.fsub(s, a)
+                return s, builder.fadd(builder.fsub(a, builder.fsub(s, bp)), builder.fsub(b, bp))
+
+            def emit(R):  # type: ignore[no-untyped-def]
+                """The chain of R rows; returns (the block it stopped at, the block it ends in)."""
+                a_rows = [builder.mul(builder.add(iv, ir.Constant(i64, r)), K) for r in range(R)]
+
+                def a_splat(r, k):  # type: ignore[no-untyped-def]
+                    return _splat(builder, builder.load(builder.gep(A_.data, [builder.add(a_rows[r], k)])), vf)
+
+                def b_lanes(k):  # type: ignore[no-untyped-def]
+                    ptr = builder.bitcast(builder.gep(B_.data, [builder.add(builder.mul(k, N), j0v)]), vf.as_pointer())
+                    return builder.call(mload, [ptr, ir.Constant(i32, 8), mask, zero_f])
+
+                c0 = [builder.load(lane_row(cst_, r), align=8) for r in range(R)]
+                blk, cs, close_blocks = _loop(builder, "eblocks", b0v, b1v, c0)
+                k0 = builder.mul(blk, L)
+                k1 = builder.add(k0, L)
+                k1 = builder.select(builder.icmp_signed("<", k1, K), k1, K)
+                b = b_lanes(k0)
+                first = [builder.fmul(a_splat(r, k0), b) for r in range(R)]
+                false_v = ir.Constant(v1, [0] * W)
+                k, state, close = _loop(builder, "eprod", builder.add(k0, ir.Constant(i64, 1)), k1,
+                                        first + [false_v] * R)
+                b = b_lanes(k)
+                nxt = []
+                for r in range(R):
+                    s_, e_ = two_sum(state[r], builder.fmul(a_splat(r, k), b))
+                    nxt.append((s_, builder.or_(state[R + r], builder.fcmp_unordered("!=", e_, zero_f))))
+                state = close([x for x, _ in nxt] + [w for _, w in nxt])
+                new_c, flags = [], []
+                for r in range(R):      # RNE-FP32(c + P) through round-to-odd (_round_fp32)
+                    c = cs[r]
+                    s_, e_ = two_sum(c, builder.fadd(state[r], zero_f))
+                    sb_, eb_ = builder.bitcast(s_, vi), builder.bitcast(e_, vi)
+                    step = builder.or_(builder.ashr(builder.xor(eb_, sb_), ir.Constant(vi, [63] * W)),
+                                       ir.Constant(vi, [1] * W))
+                    to_odd = builder.and_(builder.fcmp_unordered("!=", e_, zero_f),
+                                          builder.icmp_signed("==", builder.and_(sb_, ir.Constant(vi, [1] * W)),
+                                                              zero_i))
+                    odd = builder.bitcast(builder.add(sb_, builder.select(to_odd, step, zero_i)), vf)
+                    rr = builder.fpext(builder.fptrunc(odd, vs), vf)
+                    small = builder.and_(builder.fcmp_ordered("<", rr, tiny), builder.fcmp_ordered(">", rr, neg_tiny))
+                    rr = builder.select(builder.and_(flush_v, small), zero_f, rr)
+                    w = builder.or_(state[R + r], builder.fcmp_unordered("!=", builder.fsub(rr, rr), zero_f))
+                    w = builder.and_(w, mask)
+                    new_c.append(builder.select(w, c, rr))
+                    flags.append(w)
+                any_w = builder.icmp_unsigned("!=", builder.bitcast(flags[0], i16), ir.Constant(i16, 0))
+                for w in flags[1:]:
+                    any_w = builder.or_(any_w, builder.icmp_unsigned("!=", builder.bitcast(w, i16),
+                                                                     ir.Constant(i16, 0)))
+                stop = builder.append_basic_block("eblock_limbs")
+                go_on = builder.append_basic_block("eblock_next")
+                builder.cbranch(any_w, stop, go_on)
+                builder.position_at_end(stop)
+                for r in range(R):
+                    builder.store(new_c[r], lane_row(cst_, r), align=8)
+                    builder.store(builder.zext(flags[r], vi), lane_row(wf_, r), align=8)
+                stopped = builder.block
+                builder.branch(done)
+                builder.position_at_end(go_on)
+                cs = close_blocks(new_c)
+                for r in range(R):
+                    builder.store(cs[r], lane_row(cst_, r), align=8)
+                ended = builder.block
+                builder.branch(done)
+                return (blk, stopped), (b1v, ended)
+
+            switch = builder.switch(nrv, done)
+            exits = []
+            entry = builder.block
+            for R in range(1, MAX_ROWS + 1):
+                case = builder.append_basic_block(f"erows{R}")
+                switch.add_case(ir.Constant(i64, R), case)
+                builder.position_at_end(case)
+                exits.extend(emit(R))
+            builder.position_at_end(done)
+            ret = builder.phi(i64)
+            ret.add_incoming(b1v, entry)
+            for value, block in exits:
+                ret.add_incoming(value, block)
+            return ret
+
+        return sig, codegen
+
+    return echain
+
+
+efdpa_chain = _efdpa_chain16()
 
 
 #: The compiled variants of :func:`_chain16` (:func:`chain_variant`): T-FDPA with 64- or
@@ -521,4 +687,4 @@ def tfdpa_gemm_simd(sa, ea, sb, eb, row_special, col_special, acc, prm, TI):
 
 
 __all__ = ["simd_eligible", "narrow_tail", "simd_rows", "chain_constants", "chain_variant", "tile_state", "chain_tile",
-           "tfdpa_gemm_simd", "W", "MAX_ROWS", "V_TR_RD", "V_TR_RZ"]
+           "tfdpa_gemm_simd", "efdpa_chain", "E_L", "E_FLUSH", "E_N", "W", "MAX_ROWS", "V_TR_RD", "V_TR_RZ"]

@@ -35,15 +35,15 @@ WORKSPACE_MIN_BYTES = 1 << 20
 
 
 class _Workspace:
-    """Buffers of decomposed operands that finished products hand back
-    (:func:`recycle`), so that the next product of the same shape writes into memory
-    already mapped: a fresh array of 10 x 1,000,000 int32 is first touched page by
-    page, the kernel zeroing each page, which for the 160 MB of a 10 x 1,000,000 x 10
-    product costs as much as decomposing it.  Only arrays that
+    """Buffers of operands (decomposed, or a kernel's float32 copies) that finished
+    products hand back (:func:`recycle`), so that the next product of the same shape
+    writes into memory already mapped: a fresh array of 10 x 1,000,000 int32 is first
+    touched page by page, the kernel zeroing each page, which for the 160 MB of a
+    10 x 1,000,000 x 10 product costs as much as decomposing it.  Only arrays that
     :func:`workspace_array` handed out come back, and only through :func:`recycle`,
     which callers use on operands no one else holds (:func:`workbench.engine.core.run`,
-    :func:`workbench.gemm`); at most :data:`WORKSPACE_BYTES` are kept, the least
-    recently returned dropped first."""
+    :func:`workbench.gemm`) or :func:`recycle_arrays` on a kernel's own scratch; at
+    most :data:`WORKSPACE_BYTES` are kept, the least recently returned dropped first."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -237,5 +237,6 @@ def padded_decomposed(model: "Model", A: np.ndarray, BT: np.ndarray, L: int
     return A2, BT2, sa, ea, sb, eb
 
 
-__all__ = ["Operands", "workspace_array", "recycle", "recycle_arrays", "release_workspace", "WORKSPACE_BYTES", "decompose", "decompose_checked", "pad_k", "float_operands", "padded_decomposed",
-           "threads_for", "threads_used", "PARALLEL_MIN_WORK"]
+__all__ = ["Operands", "workspace_array", "recycle", "recycle_arrays", "release_workspace", "WORKSPACE_BYTES",
+           "decompose", "decompose_checked", "pad_k", "float_operands", "padded_decomposed", "threads_for",
+           "threads_used", "PARALLEL_MIN_WORK"]

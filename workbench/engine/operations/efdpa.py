@@ -4,8 +4,8 @@ The L products and c are added exactly (multi-limb fixed point, no alignment los
 and the sum is rounded once with rho to ``result_format``; K is consumed in blocks of
 L.  NaN results carry an operand's payload (MMA-Sim 2.1.1).  Kernels:
 :func:`~workbench.engine.fdpa_amd.efdpa_gemm_simd` (fp32-result RNE units: 16 outputs of
-up to five rows side by side in binary64, read from the checked float64 operands without decomposing
-them when they hold no Inf/NaN),
+up to five rows side by side in binary64, read from the checked float64 operands
+without decomposing them when they hold no Inf/NaN),
 :func:`~workbench.engine.fdpa_amd.efdpa_gemm_lanes` (outputs of a row side by side,
 the exact sum in one int64 where the block's terms fit, the limbs otherwise) for
 products of :func:`~workbench.engine.fdpa_amd.lanes_fit`, the reference

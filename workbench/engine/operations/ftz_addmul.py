@@ -59,8 +59,9 @@ def run_lanes(A: np.ndarray, BT: np.ndarray, acc: np.ndarray, P: int, min_normal
     """FTZ-AddMul on the lane kernel: ``A`` (M, K), ``BT`` (N, K) float64 in a format
     of :func:`lanes_exact`, ``acc`` C on entry and D on exit.  The operands go to
     float32 (B in its (K, N) layout, K zero-padded to whole blocks of P, N to whole
-    lanes; both in the workspace's buffers, handed back after the kernel); outputs whose lane result is NaN are recomputed by the reference kernel,
-    which chooses the NaN's payload (MMA-Sim 2.1.1)."""
+    lanes; both in the workspace's buffers, handed back after the kernel); outputs
+    whose lane result is NaN are recomputed by the reference kernel, which chooses the
+    NaN's payload (MMA-Sim 2.1.1)."""
     (M, K), N = A.shape, BT.shape[0]
     Kp = K + (-K) % P if K else P
     TI, TJ = _k.output_tiles(M, N, numba.get_num_threads())

@@ -208,7 +208,7 @@ def _chain16(sticky: bool, wide: bool, tr: str | None = None):  # type: ignore[n
                     state0.append(builder.icmp_signed("!=", builder.load(state_row(r, 0), align=8), c64(0)))
                     state0.extend((x if wide else builder.trunc(x, vt)) for x in (builder.load(state_row(r, f), align=8)
                                                                                    for f in (1, 2)))
-                    state0.append(builder.load(state_row(r, 3), align=8))
+                    state0.append(builder.icmp_signed("!=", builder.load(state_row(r, 3), align=8), c64(0)))
                 a_rows = [builder.mul(builder.add(iv, ir.Constant(i64, r)), Kp) for r in range(R)]
 
                 def a_operands(r, k):  # type: ignore[no-untyped-def]
@@ -281,7 +281,7 @@ def _chain16(sticky: bool, wide: bool, tr: str | None = None):  # type: ignore[n
                 def tr_rounded(neg, mag, q, bad, T32, emx):  # type: ignore[no-untyped-def]
                     """TR-FDPA's tail (_lane_tr_round): the products' sum T32 at emx and c
                     re-aligned at E = max(c's exponent, emx), added, rounded; the next state."""
-                    bad = builder.or_(bad, builder.zext(builder.icmp_signed(">=", emx, ovf1_v), v64))
+                    bad = builder.or_(bad, builder.icmp_signed(">=", emx, ovf1_v))
                     emax = to_t(emx)
                     nz = builder.icmp_signed("!=", mag, ct(0))
                     ec = builder.select(nz, smax(builder.add(builder.sub(bitlen(mag), ct(1)), q), eminc_v), ez_v)
@@ -323,7 +323,7 @@ def _chain16(sticky: bool, wide: bool, tr: str | None = None):  # type: ignore[n
                     inf = builder.and_(builder.icmp_signed("!=", keep, ct(0)), builder.icmp_signed(">", top, emaxr_v))
                     flushed = builder.and_(flush_v, builder.icmp_signed("<", top, eminr_v))
                     keep = builder.select(builder.or_(flushed, inf), ct(0), keep)
-                    return [builder.and_(negS, builder.not_(flushed)), keep, qq, builder.or_(bad, builder.zext(inf, v64))]
+                    return [builder.and_(negS, builder.not_(flushed)), keep, qq, builder.or_(bad, inf)]
 
                 blk, state, close_blocks = loop("blocks", b0v, b1v, state0)
                 rows = [state[4 * r:4 * r + 4] for r in range(R)]
@@ -345,8 +345,9 @@ def _chain16(sticky: bool, wide: bool, tr: str | None = None):  # type: ignore[n
                                                 else rounded(bad, S, S32, emx))])
                 for r in range(R):
                     neg, mag, q, bad = state[4 * r:4 * r + 4]
-                    builder.store(builder.zext(neg, v64), state_row(r, 0), align=8)
-                    for f, x in ((1, mag), (2, q), (3, bad)):
+                    for f, flag in ((0, neg), (3, bad)):
+                        builder.store(builder.zext(flag, v64), state_row(r, f), align=8)
+                    for f, x in ((1, mag), (2, q)):
                         builder.store(x if x.type == v64 else builder.sext(x, v64), state_row(r, f), align=8)
 
             # one body per number of rows, chosen by a switch on nr

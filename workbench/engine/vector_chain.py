@@ -1,22 +1,28 @@
-"""The T-FDPA chain on explicit 16-lane vectors, for products with few columns.
+"""Chains of fused blocks on explicit 16-lane vectors, for products with few columns.
 
 :func:`~workbench.engine.kernels.tfdpa_gemm_lanes` lets LLVM vectorise loops over the
 outputs of a row; with few columns (10 x 1,000,000 x 10: ten lanes padded to 16) its
 loop set-up costs as much as the arithmetic, and each block's tail (c's exponent, its
 alignment, the rounding) runs as separate loops.  Here one compiled function,
 written at the level of LLVM vectors (:func:`_chain16`), runs a whole range of
-blocks of one row of A against 16 columns of B with the lane state held in
-registers: per block the largest exponent, c aligned to it, every product aligned
-and summed in 32 bits, and the rounding - Xie et al. 2025 Algorithm 7 (RZ_F
-alignment, one rounding rho per block) and Khattak & Mikaitis 2025's generic block
-FMA with c early, the arithmetic of :func:`~workbench.engine.kernels._lane_block`
-(its narrow path) and :func:`~workbench.engine.ops.round_int`, lane for lane.
-B's rows are read with masked loads, so B needs no padding columns.
+blocks of up to :data:`MAX_ROWS` rows of A against 16 columns of B with the lane state
+held in registers (the rows share each load of B's lanes, and their independent
+chains keep the core busy): per block the largest exponent, c aligned to it, every
+product aligned and summed in 32 bits, and the rounding - Xie et al. 2025 Algorithm 7
+(RZ_F alignment, one rounding rho per block) and Khattak & Mikaitis 2025's generic
+block FMA with c early, the arithmetic of :func:`~workbench.engine.kernels._lane_block`
+(its narrow path) and :func:`~workbench.engine.ops.round_int`, lane for lane; with
+``tr`` the block of TR-FDPA (Xie Algorithm 10, driven by
+:func:`~workbench.engine.fdpa_amd.trfdpa_gemm_simd`).  :func:`efdpa_chain` does the
+same for CDNA1's E-FDPA in binary64 (driven by
+:func:`~workbench.engine.fdpa_amd.efdpa_gemm_simd`).  B's rows are read with masked
+loads, so B needs no padding columns.
 
-:func:`simd_eligible` says which models and products it computes (one group, c
+:func:`simd_eligible` says which T-FDPA models and products it computes (one group, c
 early, chained accumulation, 32-bit sums); :func:`tfdpa_gemm_simd` is the parallel
 driver, which hands outputs meeting Inf/NaN or overflow to the scalar path exactly as
-the lane kernel does.
+the lane kernel does; :func:`tile_state` and :func:`chain_tile` are the parts every
+driver shares.
 """
 
 from __future__ import annotations

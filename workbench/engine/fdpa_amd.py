@@ -705,11 +705,7 @@ def trfdpa_gemm_simd(sa, ea, sb, eb, row_special, col_special, acc, q, TI, BC):
     n_jt = (N + _vc.W - 1) // _vc.W
     none = np.empty((0, 0))
     for t in numba.prange(n_it * n_jt):
-        it = np.int64(t) // n_jt
-        i0 = it * TI
-        ti = min(M, i0 + TI) - i0
-        j0 = (t - it * n_jt) * _vc.W
-        nl = min(N, j0 + _vc.W) - j0
+        i0, ti, j0, nl, _ = lane_tile(np.int64(t), n_jt, TI, _vc.W, M, N, N)
         st = _vc.tile_state(acc, i0, ti, j0, nl, row_special, col_special, q[P_MC], q[P_EMINC])
         for b0 in range(0, nblocks, BC):
             _vc.chain_tile(variant, sa, ea, sb, eb, st, cp, i0, row_special, j0, nl, b0, min(nblocks, b0 + BC))
@@ -1122,11 +1118,7 @@ def efdpa_gemm_simd(A, B, acc, q, man_bits, emin, TI, BC):
     n_it = (M + TI - 1) // TI
     n_jt = (N + W - 1) // W
     for t in numba.prange(n_it * n_jt):
-        it = np.int64(t) // n_jt
-        i0 = it * TI
-        ti = min(M, i0 + TI) - i0
-        j0 = (t - it * n_jt) * W
-        nl = min(N, j0 + W) - j0
+        i0, ti, j0, nl, _ = lane_tile(np.int64(t), n_jt, TI, W, M, N, N)
         cst = np.zeros((ti, W), dtype=np.float64)
         wf = np.zeros((ti, W), dtype=np.int64)
         ql = q.copy()

@@ -34,7 +34,8 @@ from numba.core import types
 from numba.extending import intrinsic
 
 from ..formats import RD, RNE, RU
-from .kernels import _accumulate, _sum_params, bit_length, fast_eligible, lane_value, lanes_from_c, output_tiles
+from .kernels import (_accumulate, _sum_params, bit_length, fast_eligible, lane_tile, lane_value, lanes_from_c,
+                      output_tiles)
 from .layout import ACC_CHAIN, P_ACCMODE, P_BC, P_F, P_L
 from .ops import NEG_BIG
 
@@ -675,11 +676,8 @@ def tfdpa_gemm_simd(sa, ea, sb, eb, row_special, col_special, acc, prm, TI):
     n_jt = (N + W - 1) // W
     fast = fast_eligible(prm)
     for t in numba.prange(n_it * n_jt):
-        it = np.int64(t) // n_jt    # prange's index is unsigned: one compiled _accumulate for every caller
-        i0 = it * TI
-        ti = min(M, i0 + TI) - i0
-        j0 = (t - it * n_jt) * W
-        nl = min(N, j0 + W) - j0
+        # prange's index is unsigned: as int64, one compiled _accumulate for every caller
+        i0, ti, j0, nl, _ = lane_tile(np.int64(t), n_jt, TI, W, M, N, N)
         st = tile_state(acc, i0, ti, j0, nl, row_special, col_special, mc, eminc)
         for b0 in range(0, nblocks, BC):
             chain_tile(variant, sa, ea, sb, eb, st, cp, i0, row_special, j0, nl, b0, min(nblocks, b0 + BC))

@@ -833,6 +833,44 @@ FMA_KC = 64
 FMA_PREFETCH = 4096
 
 
+def _splat(builder, x, vt):  # type: ignore[no-untyped-def]
+    """The scalar ``x`` in every lane of the vector type ``vt``."""
+    x = builder.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(ir.IntType(32), 0))
+    return builder.shuffle_vector(x, ir.Constant(vt, ir.Undefined),
+                                  ir.Constant(ir.VectorType(ir.IntType(32), vt.count), [0] * vt.count))
+
+
+def _loop(builder, name, lo, hi, init):  # type: ignore[no-untyped-def]
+    """Open a counted loop ``for k in range(lo, hi)`` carrying the values ``init``:
+    returns (k, their phis, the function that closes the body with the next values
+    and leaves the builder after the loop, where the phis hold the final values)."""
+    i64 = ir.IntType(64)
+    pre = builder.block
+    head = builder.append_basic_block(f"{name}_head")
+    body = builder.append_basic_block(f"{name}_body")
+    done = builder.append_basic_block(f"{name}_done")
+    builder.branch(head)
+    builder.position_at_end(head)
+    k = builder.phi(i64)
+    k.add_incoming(lo, pre)
+    phis = []
+    for x in init:
+        phis.append(builder.phi(x.type))
+        phis[-1].add_incoming(x, pre)
+    builder.cbranch(builder.icmp_signed("<", k, hi), body, done)
+    builder.position_at_end(body)
+
+    def close(values):  # type: ignore[no-untyped-def]
+        k.add_incoming(builder.add(k, ir.Constant(i64, 1)), builder.block)
+        for ph, x in zip(phis, values):
+            ph.add_incoming(x, builder.block)
+        builder.branch(head)
+        builder.position_at_end(done)
+        return phis
+
+    return k, phis, close
+
+
 def _fma_block(nv: int):  # type: ignore[no-untyped-def]
     """The register block of :func:`fma_gemm_lanes` with ``nv`` vectors of B (one vector:
     64 bytes, 8 binary64 or 16 binary32 lanes), as an LLVM-level intrinsic:
@@ -881,11 +919,9 @@ def _fma_block(nv: int):  # type: ignore[no-untyped-def]
                 rows.append(builder.gep(A_.data, [builder.mul(builder.select(builder.icmp_signed("<", i, M), i, last),
                                                              K)]))
             vi64 = ir.VectorType(i64, W)
-            splat_mask = ir.Constant(ir.VectorType(ir.IntType(32), W), [0] * W)
 
             def splat(x, t):  # type: ignore[no-untyped-def]
-                x = builder.insert_element(ir.Constant(t, ir.Undefined), x, ir.Constant(ir.IntType(32), 0))
-                return builder.shuffle_vector(x, ir.Constant(t, ir.Undefined), splat_mask)
+                return _splat(builder, x, t)
 
             lanes = builder.add(splat(j0v, vi64), ir.Constant(vi64, list(range(W))))
             n_vec = splat(N, vi64)
@@ -895,20 +931,7 @@ def _fma_block(nv: int):  # type: ignore[no-untyped-def]
                                                                       const(v * W))]), vt.as_pointer())
                      for v in range(nv)] for r in range(MR)]
             init = [builder.load(tptr[r][v], align=1) for r in range(MR) for v in range(nv)]
-            pre = builder.block
-            head = builder.append_basic_block("fma_block_head")
-            body = builder.append_basic_block("fma_block_body")
-            done = builder.append_basic_block("fma_block_done")
-            builder.branch(head)
-            builder.position_at_end(head)
-            k = builder.phi(i64)
-            k.add_incoming(k0v, pre)
-            accs = []
-            for x in init:
-                accs.append(builder.phi(vt))
-                accs[-1].add_incoming(x, pre)
-            builder.cbranch(builder.icmp_signed("<", k, k1v), body, done)
-            builder.position_at_end(body)
+            k, accs, close = _loop(builder, "fma_block", k0v, k1v, init)
             brow = builder.gep(B_.data, [builder.add(builder.mul(k, N), j0v)])
             zero = ir.Constant(vt, [0.0] * W)
             i8p = ir.IntType(8).as_pointer()
@@ -924,11 +947,7 @@ def _fma_block(nv: int):  # type: ignore[no-untyped-def]
             for r in range(MR):
                 a = splat(builder.load(builder.gep(rows[r], [k])), vt)
                 new += [builder.call(fma, [a, bv[v], accs[r * nv + v]]) for v in range(nv)]
-            k.add_incoming(builder.add(k, const(1)), builder.block)
-            for ph, x in zip(accs, new):
-                ph.add_incoming(x, builder.block)
-            builder.branch(head)
-            builder.position_at_end(done)
+            accs = close(new)
             for r in range(MR):
                 for v in range(nv):
                     builder.store(accs[r * nv + v], tptr[r][v], align=1)

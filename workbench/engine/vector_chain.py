@@ -34,8 +34,8 @@ from numba.core import types
 from numba.extending import intrinsic
 
 from ..formats import RD, RNE, RU
-from .kernels import (_accumulate, _sum_params, bit_length, fast_eligible, lane_tile, lane_value, lanes_from_c,
-                      output_tiles)
+from .kernels import (_accumulate, _loop, _splat, _sum_params, bit_length, fast_eligible, lane_tile, lane_value,
+                      lanes_from_c, output_tiles)
 from .layout import ACC_CHAIN, P_ACCMODE, P_BC, P_F, P_L
 from .ops import NEG_BIG
 
@@ -51,44 +51,6 @@ C_L, C_F, C_G, C_ROFF, C_EZP, C_EMINC, C_PR, C_EMINR, C_EMAXR, C_MODE, C_FLUSH =
 C_F2, C_GT, C_OVF1, C_EZ, C_USEEZ, C_N = range(11, 17)
 #: "No term": the exponent of a sum without products (:data:`workbench.engine.ops.NEG_BIG`).
 NO_TERM = NEG_BIG
-
-
-def _splat(builder, x, vt):  # type: ignore[no-untyped-def]
-    """The scalar ``x`` in every lane of the vector type ``vt``."""
-    x = builder.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(ir.IntType(32), 0))
-    return builder.shuffle_vector(x, ir.Constant(vt, ir.Undefined), ir.Constant(ir.VectorType(ir.IntType(32), W),
-                                                                                  [0] * W))
-
-
-def _loop(builder, name, lo, hi, init):  # type: ignore[no-untyped-def]
-    """Open a counted loop ``for k in range(lo, hi)`` carrying the values ``init``:
-    returns (k, their phis, the function that closes the body with the next values
-    and leaves the builder after the loop, where the phis hold the final values)."""
-    i64 = ir.IntType(64)
-    pre = builder.block
-    head = builder.append_basic_block(f"{name}_head")
-    body = builder.append_basic_block(f"{name}_body")
-    done = builder.append_basic_block(f"{name}_done")
-    builder.branch(head)
-    builder.position_at_end(head)
-    k = builder.phi(i64)
-    k.add_incoming(lo, pre)
-    phis = []
-    for x in init:
-        phis.append(builder.phi(x.type))
-        phis[-1].add_incoming(x, pre)
-    builder.cbranch(builder.icmp_signed("<", k, hi), body, done)
-    builder.position_at_end(body)
-
-    def close(values):  # type: ignore[no-untyped-def]
-        k.add_incoming(builder.add(k, ir.Constant(i64, 1)), builder.block)
-        for ph, x in zip(phis, values):
-            ph.add_incoming(x, builder.block)
-        builder.branch(head)
-        builder.position_at_end(done)
-        return phis
-
-    return k, phis, close
 
 
 def _chain16(sticky: bool, wide: bool, tr: str | None = None):  # type: ignore[no-untyped-def]

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import workbench as wb
 from workbench import formats as _formats
-from workbench.engine import operands
+from workbench.engine import core, operands
 from workbench.threads import PARALLEL_MIN_WORK, threads_for, threads_used
 
 KINDS = [("V100", "fp16", "fp32", None), ("A100", "fp64", "fp64", None), ("MI100", "fp16", "fp32", None),
@@ -61,3 +61,34 @@ def test_results_do_not_depend_on_the_threads(device, fin, fout, variant):
     finally:
         numba.set_num_threads(n)
     np.testing.assert_array_equal(one.view(f"u{one.itemsize}"), many.view(f"u{many.itemsize}"))
+
+
+@settings(max_examples=30, deadline=None)
+@given(outer=st.integers(PARALLEL_MIN_WORK, 1 << 40), inner=st.integers(0, PARALLEL_MIN_WORK - 1))
+def test_small_stages_of_a_large_call_keep_its_threads(outer, inner):
+    n = numba.get_num_threads()
+    with threads_for(outer):
+        with threads_for(inner):
+            assert numba.get_num_threads() == n
+    with threads_for(inner):                      # outside a large call small work runs on one thread
+        assert numba.get_num_threads() == 1
+    assert numba.get_num_threads() == n
+
+
+@pytest.mark.parametrize("device,fin,fout", [("MI100", "fp32", "fp32"), ("H100", "fp16", "fp32")])
+def test_a_large_gemm_never_changes_the_thread_count(device, fin, fout):
+    """Every stage of a product of 2^18 multiply-adds and more (checking C, decomposing,
+    converting) runs on the product's threads: switching the pool's size between stages
+    costs more than the small stages themselves."""
+    model = wb.preset(device, fin, fout)
+    rng = np.random.default_rng(3)
+    A = wb.round(rng.standard_normal((64, 128)), fin)
+    B = wb.round(rng.standard_normal((128, 64)), fin)
+    C = wb.round(rng.standard_normal((64, 64)), fout)
+    assert 64 * 128 * 64 >= PARALLEL_MIN_WORK and A.size + B.size < PARALLEL_MIN_WORK
+    calls = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(numba, "set_num_threads", lambda k: calls.append(k))
+        wb.gemm(A, B, C, model=model)
+        core.run(model, A, B, C)
+    assert calls == []

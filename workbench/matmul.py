@@ -113,6 +113,18 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
         raise ValueError(f"A is {A.shape[0]}x{A.shape[1]} and B is {B.shape[0]}x{B.shape[1]}: inner dimensions differ")
     M, K = A.shape
     N = B.shape[1]
+    with _core.threads_for(M * N * max(K, 1)):     # one thread count for every stage of the product
+        return _checked_gemm(A, B, C, model, alpha, beta, accumulation, promote_every, scale_a, scale_b,
+                             input_rounding, device)
+
+
+def _checked_gemm(A: np.ndarray, B: np.ndarray, C: np.typing.ArrayLike | None, model: Model, alpha: float,
+                  beta: float, accumulation: str, promote_every: int | None,
+                  scale_a: np.typing.ArrayLike | None, scale_b: np.typing.ArrayLike | None,
+                  input_rounding: str | None, device: str) -> np.ndarray:
+    """:func:`gemm` once A and B are float64 matrices of matching inner dimension."""
+    M, K = A.shape
+    N = B.shape[1]
     fout = model.out_fmt
     if input_rounding is not None:
         if input_rounding not in INPUT_ROUNDINGS:

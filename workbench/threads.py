@@ -4,7 +4,12 @@ Numba's parallel loops wake a pool of worker threads on every call; for small wo
 wake-up (tens of microseconds on an idle machine, milliseconds on a busy one) costs far
 more than the work, so work below :data:`PARALLEL_MIN_WORK` elements or multiply-adds
 runs on one thread.  The choice depends on the work alone, never on the machine's load,
-and results never depend on it.  The number of threads for larger work is the user's to
+and results never depend on it.  One call decides once: inside :func:`threads_for` of work
+at or above the threshold (a whole product: :func:`workbench.gemm`, ``engine.core.run``),
+its smaller stages (checking C, decomposing, converting the output) keep every thread,
+because changing numba's thread count between the stages of one call costs more than the
+stages (the OpenMP pool re-forms its team: a 64 x 1024 x 64 fp32 FMA-chain ``gemm`` took
+0.24-0.45 ms switching to one thread for its stages, 0.15-0.17 ms holding two).  The number of threads for larger work is the user's to
 set: ``NUMBA_NUM_THREADS=N`` in the environment before numba starts (default: the CPU
 count), or ``numba.set_num_threads(N)`` at run time (at most the former); a sweep's
 workers get ``cores // workers`` each (:func:`workbench.sweep.run`'s
@@ -13,6 +18,7 @@ workers get ``cores // workers`` each (:func:`workbench.sweep.run`'s
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -20,6 +26,10 @@ import numba
 
 #: Work (elements or multiply-adds) from which compiled passes use all of numba's threads.
 PARALLEL_MIN_WORK = 1 << 18
+
+#: Per Python thread (numba's thread count is per thread too): how many contexts of
+#: large work are open, inside which smaller work keeps the threads it has.
+_held = threading.local()
 
 
 def threads_used(work: int) -> int:
@@ -31,11 +41,19 @@ def threads_used(work: int) -> int:
 @contextmanager
 def threads_for(work: int) -> Iterator[None]:
     """Run the compiled passes inside on :func:`threads_used` ``(work)`` threads.  Large
-    work leaves numba's count as it is, and so does small work where it is 1 already (a
-    nested call): a gemm enters this several times, and each ``numba.set_num_threads``
-    costs microseconds, a tenth of a small product's call."""
-    n = 1 if work >= PARALLEL_MIN_WORK else numba.get_num_threads()
-    if n == 1:
+    work leaves numba's count as it is and holds it for the stages inside (see the
+    module notes); small work leaves it too where it is 1 already (a nested call) or
+    where an enclosing context of large work holds it, and otherwise runs on one thread
+    (each ``numba.set_num_threads`` costs microseconds, a tenth of a small product's call)."""
+    if work >= PARALLEL_MIN_WORK:
+        _held.depth = getattr(_held, "depth", 0) + 1
+        try:
+            yield
+        finally:
+            _held.depth -= 1
+        return
+    n = numba.get_num_threads()
+    if n == 1 or getattr(_held, "depth", 0):
         yield
         return
     numba.set_num_threads(1)

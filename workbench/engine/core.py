@@ -42,9 +42,12 @@ def run(model: Model, A: np.ndarray, B: np.ndarray, C: np.ndarray, *,
     """D = the unit's A @ B + C as float64 (values exactly in the output format):
     :func:`prepare` then :func:`run_prepared`, the operands' buffers then handed back
     for the next product (:func:`~workbench.engine.operands.recycle`)."""
-    ops = prepare(model, A, B)
-    D = run_prepared(model, ops, C, accumulation=accumulation, promote_every=promote_every, scale_a=scale_a,
-                     scale_b=scale_b)
+    A = real_matrix(A, "A")
+    B = real_matrix(B, "B")
+    with threads_for(A.shape[0] * B.shape[1] * max(A.shape[1], 1)):    # one thread count for every stage
+        ops = prepare(model, A, B)
+        D = run_prepared(model, ops, C, accumulation=accumulation, promote_every=promote_every, scale_a=scale_a,
+                         scale_b=scale_b)
     recycle(ops)
     return D
 

@@ -490,13 +490,28 @@ def _gtr_drops_special_c(a, b, c, in_format, F) -> bool:
     return bool(es) and max(es) >= F + 1
 
 
+def _cut(S, E, F2, out_format, ar):
+    """MMA-Sim 2.1.1's last fixed-point step of ``tr_fdpa``/``gtr_fdpa``: the sum
+    S * 2**E normalised (``frexp_and_normalize(..., e_subnormal=-126)``: the exponent
+    clamped at the output's emin) and cut to F2 fractional bits of that significand
+    (``floor(sum * 2**F2)``; RZ for the rz twin).  Returned in units of 2**E."""
+    v = S * Fraction(2) ** E
+    if v == 0:
+        return S
+    lead = max(floor_log2(abs(v)), fmt(out_format).emin)
+    return round_fraction(v * Fraction(2) ** -lead, F2, ar) * Fraction(2) ** (lead - E)
+
+
 def tr_fdpa(a, b, c, *, F=24, F2=31, rounding="rne", in_format, out_format="fp32",
             zero_exponent=None, alignment_rounding="rd"):
-    """Truncated rounded FDPA, Xie et al. Sec. 4.1.3, Algorithm 10 (AMD CDNA3).
+    """Truncated rounded FDPA, Xie et al. Sec. 4.1.3, Algorithm 10 (AMD CDNA3), as
+    MMA-Sim 2.1.1's ``tr_fdpa`` computes it.
 
     T = sum RZ_F(products aligned at e_max); E = max(e_max, e_c);
-    S = RD_F2(T * 2**(e_max - E)) + RD_F(s_c * 2**(e_c - E)); d = rho(S * 2**E).
-    alignment_rounding="rz" makes both RD an RZ (Xie Sec. 6.2.4, Phi'_TR-FDPA).
+    S = RD_{F2+1}(T * 2**(e_max - E)) + RD_F(s_c * 2**(e_c - E)) (the paper's line 14
+    has F2; MMA-Sim keeps one bit more); S cut to F2 + 1 significant bits
+    (:func:`_cut`, not in the paper); d = rho(S * 2**E).
+    alignment_rounding="rz" makes every RD an RZ (Xie Sec. 6.2.4, Phi'_TR-FDPA).
     """
     ar = alignment_rounding
     if ar not in ("rd", "rz"):
@@ -513,10 +528,10 @@ def tr_fdpa(a, b, c, *, F=24, F2=31, rounding="rne", in_format, out_format="fp32
     E = max(e for e in (e_max, e_c) if e is not None)
     S = Fraction(0)
     if e_max is not None:
-        S += round_fraction(T * Fraction(2) ** (e_max - E), F2, ar)
+        S += round_fraction(T * Fraction(2) ** (e_max - E), F2 + 1, ar)
     if e_c is not None:
         S += round_fraction(s_c * Fraction(2) ** (e_c - E), F, ar)
-    return _sum_to_output(S, E, out_format, rounding, _all_neg_zero(a, b, [c]))
+    return _sum_to_output(_cut(S, E, F2, out_format, ar), E, out_format, rounding, _all_neg_zero(a, b, [c]))
 
 
 def gtr_fdpa(a, b, c, *, F=24, F2=31, rounding="rne", in_format, out_format="fp32",
@@ -525,8 +540,9 @@ def gtr_fdpa(a, b, c, *, F=24, F2=31, rounding="rne", in_format, out_format="fp3
 
     Even- and odd-index products: two truncated fused sums (RZ_F); their sum with
     RD_F at the larger exponent; then c as in TR-FDPA, with c dropped when
-    e_c < E - F - 1 (line 24, "special truncation").  alignment_rounding="rz"
-    makes every RD (lines 15-16, 22-23) an RZ.
+    e_c < E - F - 1 (line 24, "special truncation"); T and the sum as in
+    :func:`tr_fdpa` (MMA-Sim 2.1.1's ``gtr_fdpa``: F2 + 1 bits of T, the cut).
+    alignment_rounding="rz" makes every RD (lines 15-16, 22-23) an RZ.
     """
     ar = alignment_rounding
     if ar not in ("rd", "rz"):
@@ -547,10 +563,10 @@ def gtr_fdpa(a, b, c, *, F=24, F2=31, rounding="rne", in_format, out_format="fp3
     E = max(e for e in (e_max, e_c) if e is not None)
     S = Fraction(0)
     if e_max is not None:
-        S += round_fraction(T * Fraction(2) ** (e_max - E), F2, ar)
+        S += round_fraction(T * Fraction(2) ** (e_max - E), F2 + 1, ar)
     if e_c is not None and not e_c < E - F - 1:
         S += round_fraction(s_c * Fraction(2) ** (e_c - E), F, ar)
-    return _sum_to_output(S, E, out_format, rounding, _all_neg_zero(a, b, [c]))
+    return _sum_to_output(_cut(S, E, F2, out_format, ar), E, out_format, rounding, _all_neg_zero(a, b, [c]))
 
 
 # ------------------------------------------------------------------- ST-FDPA

@@ -123,9 +123,9 @@ def test_gtr_c_step_differs():
 
 def test_explain_names_the_rounding():
     a, b = [-(1 + 2.0**-9) * 2.0**-12], [2.0**-13]
-    assert "RD_F2" in str(wb.explain(a, b, 1.0, RD16))
+    assert "RD_(F2+1)" in str(wb.explain(a, b, 1.0, RD16))
     tr = wb.explain(a, b, 1.0, RZ16)
-    assert "RZ_F2" in str(tr) and tr.value == 1.0
+    assert "RZ_(F2+1)" in str(tr) and "RZ to F2 + 1" in str(tr) and tr.value == 1.0
 
 
 # ------------------------------------------------------------------ sign symmetry

@@ -656,11 +656,16 @@ def _amd_block(idx, a, b, d, m, code) -> Block:
                 t.aligned = _val(al if p > 0 else -al, gmax[g], F)
                 t.lost = t.value - t.aligned
         blk.fixed_sum = _val(int(T), int(emax), F)
-    blk.stages.append(f"E = max(e_max, e_c) = {int(E)}; T' = {R}_F2(T) = {_p2(_val(int(Tp), int(E), F2))} "
-                      f"(F2 = {F2}), c' = {R}_F(c) = {_p2(_val(int(scp), int(E), F)) if c_used else '0 (dropped)'}")
+    blk.stages.append(f"E = max(e_max, e_c) = {int(E)}; T' = {R}_(F2+1)(T) = {_p2(_val(int(Tp), int(E), F2 + 1))} "
+                      f"(F2 = {F2}; MMA-Sim 2.1.1 keeps one bit more than Alg. 10 line 14), "
+                      f"c' = {R}_F(c) = {_p2(_val(int(scp), int(E), F)) if c_used else '0 (dropped)'}")
     total = _val(int(S), int(E), int(G))
     blk.stages.append(f"T' + c' = {_p2(total)}")
-    blk.normalised = _norm(total)
+    S_cut, scale_cut = _amd.tr_cut(S, E - G, F2, q[_amd.P_EMINRES], not rd)
+    cut_value = _val(int(S_cut), int(scale_cut), 0)
+    blk.stages.append(f"{R} to F2 + 1 = {F2 + 1} significant bits (MMA-Sim 2.1.1's floor of the normalised sum): "
+                      f"{_p2(cut_value)}")
+    blk.normalised = _norm(cut_value)
     blk.rounding = f"{m.rounding.upper()} to {m.res_fmt.name}"
     blk.result = float(_amd.trfdpa_step(sa, ea, sb.T, eb.T, 0, 0, 0, float(d), q))
     return blk

@@ -17,8 +17,16 @@ Xie et al. 2025 (MMA-Sim), Section 4.1.3:
   RNE-FP32): the L products (not c) are aligned at their largest exponent and
   truncated toward zero to F fractional bits (sign-magnitude ``RZ_F``, line 8) and
   added exactly into T.  Then T and c are aligned at E = max(e_max, e_c) and rounded
-  *down* (toward -inf: floor of the two's-complement value, ``RD``) to F2 and F
-  fractional bits respectively (lines 14-15), added, and converted with rho.
+  *down* (toward -inf: floor of the two's-complement value, ``RD``) to F2 + 1 and F
+  fractional bits respectively (lines 14-15), added, the sum cut down to F2 + 1
+  significant bits (:func:`tr_cut`) and converted with rho.  The paper's line 14
+  rounds T to F2 bits and has no cut; MMA-Sim 2.1.1 (``arithmetic/fdpa.py``,
+  ``tr_fdpa`` and ``gtr_fdpa``: ``floor(s_dot * 2**(F2 + 1))``, then
+  ``frexp_and_normalize`` and ``floor(sum * 2**F2)``), its authors' executable model,
+  keeps one more bit of T and cuts the normalised sum.  The two differ only where
+  that bit decides a tie of rho, about once in 500,000 blocks of normal random fp16
+  data (a 64 x 1024 x 64 product shows one output 1 ulp apart); the kernels follow
+  MMA-Sim.
 * **GTR-FDPA** (Algorithm 11; CDNA3 fp8, Table 7: L = 16): as TR-FDPA, but the
   products of even and of odd index form two truncated fused sums (lines 6-12) that
   are aligned at the larger of their exponents and rounded down to F fractional
@@ -294,9 +302,10 @@ def tr_parts(sa, ea, sb, eb, i, j, k0, c_sig, c_exp, q):
 
     Returns (T, e_max, has_T, E, T', s'_c, c_used, S, G): T the products' fused sum
     (F fractional bits at e_max; for GTR the sum of the two rounded-down group sums),
-    T' = RD_F2(T * 2**(e_max - E)) and s'_c = RD_F(s_c * 2**(e_c - E)) as integers
-    with F2 and F fractional bits at E, and S = T' + s'_c with G = max(F, F2)
-    fractional bits at E (value S * 2**(E - G))."""
+    T' = RD_{F2+1}(T * 2**(e_max - E)) and s'_c = RD_F(s_c * 2**(e_c - E)) as
+    integers with F2 + 1 and F fractional bits at E (MMA-Sim 2.1.1's one bit more than
+    Algorithm 10's F2; see the module notes), and S = T' + s'_c with G = max(F, F2 + 1)
+    fractional bits at E (value S * 2**(E - G)), before :func:`tr_cut`."""
     L = q[P_L]
     F = q[P_F]
     F2 = q[P_F2]
@@ -328,17 +337,39 @@ def tr_parts(sa, ea, sb, eb, i, j, k0, c_sig, c_exp, q):
         E = emax
     if has_c and ec > E:
         E = ec
-    G = F2 if F2 > F else F
+    G = F2 + 1 if F2 + 1 > F else F
     Tp = np.int64(0)
     if has_T:
-        Tp = shift_align(T, F2 - F + emax - E, rz)
+        Tp = shift_align(T, F2 + 1 - F + emax - E, rz)
     scp = np.int64(0)
     c_used = False
     if c_sig != 0 and not (gtr and ec < E - F - 1):
         scp = shift_align(np.int64(c_sig), F - q[P_MC] + ec - E, rz)
         c_used = True
-    S = (Tp << (G - F2)) + (scp << (G - F))
+    S = (Tp << (G - F2 - 1)) + (scp << (G - F))
     return T, emax, has_T, E, Tp, scp, c_used, S, G
+
+
+@numba.njit(cache=True, inline="always")
+def tr_cut(S, scale, F2, emin, rz):
+    """The sum ``S * 2**scale`` of TR-/GTR-FDPA's T' and c' cut to F2 + 1 significant
+    bits - F2 fractional bits of its normalised significand, the exponent clamped at
+    the output's emin - toward -inf (or, with ``rz``, toward zero) before rho: MMA-Sim
+    2.1.1's ``frexp_and_normalize(..., e_subnormal=-126)`` and ``floor(sum * 2**F2)``
+    (fp32 output: emin = -126).  Returns ``(S', scale')``; branch-free."""
+    m = S if S >= 0 else -S
+    lead = bit_length(m) - 1 + scale
+    drop = (lead if lead > emin else emin) - F2 - scale
+    drop = drop if drop > 0 else 0
+    return shift_align(S, -drop, rz), scale + drop
+
+
+@numba.njit(cache=True, inline="always")
+def tr_round(S, scale, q):
+    """rho of a TR-/GTR-FDPA block's sum ``S * 2**scale`` (:func:`tr_cut`, then the
+    result format's rounding), as a float64."""
+    S, scale = tr_cut(S, scale, q[P_F2], q[P_EMINRES], q[P_ARZ] != 0)
+    return round_fixed(S, scale, q[P_PRES], q[P_EMINRES], q[P_EMAXRES], q[P_MODE], q[P_FLUSHOUT] != 0)
 
 
 @numba.njit(cache=True)
@@ -355,13 +386,13 @@ def trfdpa_step(sa, ea, sb, eb, i, j, k0, d, q):
         if not spec_p:
             T, emax, has_T, E, Tp, scp, c_used, S, G = tr_parts(sa, ea, sb, eb, i, j, k0, 0, 0, q)
             if has_T and emax > q[P_F]:
-                return round_fixed(S, E - G, q[P_PRES], q[P_EMINRES], q[P_EMAXRES], q[P_MODE], q[P_FLUSHOUT] != 0)
+                return tr_round(S, E - G, q)
     if spec:
         return special_result(pos, neg, nan)
     T, emax, has_T, E, Tp, scp, c_used, S, G = tr_parts(sa, ea, sb, eb, i, j, k0, c_sig, c_exp, q)
     if E == NEG_BIG:
         return 0.0
-    return round_fixed(S, E - G, q[P_PRES], q[P_EMINRES], q[P_EMAXRES], q[P_MODE], q[P_FLUSHOUT] != 0)
+    return tr_round(S, E - G, q)
 
 
 # ------------------------------------------------------------------ GEMMs
@@ -522,7 +553,7 @@ def _lane_tr_round_loop(T0, E0, T1, E1, nv, q, neg, mag, qq, bad, gtr, rz):
     compiles to its own branch-free loop over the lanes, which LLVM vectorises)."""
     F = q[P_F]
     F2 = q[P_F2]
-    G = F2 if F2 > F else F
+    G = F2 + 1 if F2 + 1 > F else F
     eminc = q[P_EMINC]
     ez = q[P_EZ]
     use_ez = q[P_USE_EZ] != 0
@@ -548,11 +579,12 @@ def _lane_tr_round_loop(T0, E0, T1, E1, nv, q, neg, mag, qq, bad, gtr, rz):
             Tsum = T0[u]
         has_T = emax != NEG_BIG
         E = ec if (has_c & (ec > emax)) else emax
-        Tp = shift_align(Tsum, F2 - F + emax - E, rz)
+        Tp = shift_align(Tsum, F2 + 1 - F + emax - E, rz)
         use_c = (m != 0) & ~(gtr & (ec < E - F - 1))   # GTR drops a c far below E
         scp = shift_align(-m if neg[u] else m, F + qq[u] - E, rz)
-        S = ((Tp if has_T else 0) << (G - F2)) + ((scp if use_c else 0) << (G - F))
-        neg_r, keep, q_r, inf = round_int(S, E - G, pr, eminr, emaxr, mode, flush)
+        S = ((Tp if has_T else 0) << (G - F2 - 1)) + ((scp if use_c else 0) << (G - F))
+        S, scale = tr_cut(S, E - G, F2, eminr, rz)
+        neg_r, keep, q_r, inf = round_int(S, scale, pr, eminr, emaxr, mode, flush)
         neg[u] = neg_r
         mag[u] = keep
         qq[u] = q_r
@@ -682,7 +714,7 @@ def tr_chain_constants(q):
     cp[_vc.C_MODE] = q[P_MODE]
     cp[_vc.C_FLUSH] = 1 if q[P_FLUSHOUT] != 0 else 0
     cp[_vc.C_F2] = F2
-    cp[_vc.C_GT] = F2 if F2 > F else F
+    cp[_vc.C_GT] = F2 + 1 if F2 + 1 > F else F
     cp[_vc.C_OVF1] = ovf1
     cp[_vc.C_EZ] = q[P_EZ]
     cp[_vc.C_USEEZ] = 1 if q[P_USE_EZ] != 0 else 0

@@ -46,7 +46,7 @@ MAX_ROWS = 5
 #: Fields of the constants array the vector chain reads (:func:`chain_constants`).
 C_L, C_F, C_G, C_ROFF, C_EZP, C_EMINC, C_PR, C_EMINR, C_EMAXR, C_MODE, C_FLUSH = range(11)
 #: Fields only TR-FDPA's tail reads (:func:`workbench.engine.fdpa_amd.tr_chain_constants`): F2, the
-#: tail's fractional bits max(F, F2), the product exponent from which a block goes to the scalar
+#: tail's fractional bits max(F, F2 + 1), the product exponent from which a block goes to the scalar
 #: path (ovf - 1), c's exponent when c = 0 and whether that exponent is used (Xie Algorithm 10).
 C_F2, C_GT, C_OVF1, C_EZ, C_USEEZ, C_N = range(11, 17)
 #: "No term": the exponent of a sum without products (:data:`workbench.engine.ops.NEG_BIG`).
@@ -66,11 +66,12 @@ def _chain16(sticky: bool, wide: bool, tr: str | None = None):  # type: ignore[n
     sequence of dependent block tails, are independent work for the core to overlap.
 
     With ``tr`` (``"rd"`` or ``"rz"``, the alignment rounding) the blocks are
-    TR-FDPA's (Xie et al. 2025 Algorithm 10, the arithmetic of
+    TR-FDPA's (Xie et al. 2025 Algorithm 10 as MMA-Sim 2.1.1 computes it, the arithmetic of
     :func:`~workbench.engine.fdpa_amd._lane_group32` and
     :func:`~workbench.engine.fdpa_amd._lane_tr_round`): the products alone are summed
     at their largest exponent (RZ_F), then that sum and c are re-aligned at the
-    larger exponent to F2 and F fractional bits, added and rounded; ``cp`` is then
+    larger exponent to F2 + 1 and F fractional bits, added, cut to F2 + 1 significant
+    bits and rounded; ``cp`` is then
     :func:`~workbench.engine.fdpa_amd.tr_chain_constants`, the tail 64-bit, and a
     lane whose products reach the overflow threshold is flagged for the scalar path.
 
@@ -160,8 +161,9 @@ def _chain16(sticky: bool, wide: bool, tr: str | None = None):  # type: ignore[n
                 F2, GT, ovf1, ez, use_ez = (const(k) for k in (C_F2, C_GT, C_OVF1, C_EZ, C_USEEZ))
                 ovf1_v = splat(builder.trunc(ovf1, i32), v32)
                 ez_v, GT_v, no_term = to_t(ez), to_t(GT), ct(NO_TERM)
-                F2mF_v = to_t(builder.sub(F2, F))
-                T_up, c_up = to_t(builder.sub(GT, F2)), to_t(builder.sub(GT, F))
+                F2_v = to_t(F2)
+                F21mF_v = to_t(builder.sub(builder.add(F2, ir.Constant(i64, 1)), F))
+                T_up, c_up = to_t(builder.sub(builder.sub(GT, F2), ir.Constant(i64, 1))), to_t(builder.sub(GT, F))
                 use_ez_v = splat(builder.icmp_signed("!=", use_ez, ir.Constant(i64, 0)), v1)
 
             def emit(R):  # type: ignore[no-untyped-def]
@@ -249,19 +251,24 @@ def _chain16(sticky: bool, wide: bool, tr: str | None = None):  # type: ignore[n
 
                 def tr_rounded(neg, mag, q, bad, T32, emx):  # type: ignore[no-untyped-def]
                     """TR-FDPA's tail (_lane_tr_round): the products' sum T32 at emx and c
-                    re-aligned at E = max(c's exponent, emx), added, rounded; the next state."""
+                    re-aligned at E = max(c's exponent, emx) to F2 + 1 and F bits, added,
+                    cut to F2 + 1 significant bits (fdpa_amd.tr_cut), rounded; the next state."""
                     bad = builder.or_(bad, builder.icmp_signed(">=", emx, ovf1_v))
                     emax = to_t(emx)
                     nz = builder.icmp_signed("!=", mag, ct(0))
                     ec = builder.select(nz, smax(builder.add(builder.sub(bitlen(mag), ct(1)), q), eminc_v), ez_v)
                     has_c = builder.or_(nz, use_ez_v)
                     E = builder.select(builder.and_(has_c, builder.icmp_signed(">", ec, emax)), ec, emax)
-                    Tp = shift_align(to_t(T32), builder.sub(builder.add(F2mF_v, emax), E))
+                    Tp = shift_align(to_t(T32), builder.sub(builder.add(F21mF_v, emax), E))
                     scp = shift_align(builder.select(neg, builder.neg(mag), mag), builder.sub(builder.add(F_v, q), E))
                     S = builder.add(builder.shl(builder.select(builder.icmp_signed("!=", emax, no_term), Tp, ct(0)),
                                                 T_up),
                                     builder.shl(builder.select(nz, scp, ct(0)), c_up))
-                    return round_int(S, builder.sub(E, GT_v), bad)
+                    scale = builder.sub(E, GT_v)
+                    lead = builder.add(builder.sub(bitlen(builder.select(builder.icmp_signed("<", S, ct(0)),
+                                                                         builder.neg(S), S)), ct(1)), scale)
+                    drop = smax(builder.sub(builder.sub(smax(lead, eminr_v), F2_v), scale), ct(0))
+                    return round_int(shift_align(S, builder.neg(drop)), builder.add(scale, drop), bad)
 
                 def round_int(Stot, scale, bad):  # type: ignore[no-untyped-def]
                     """ops.round_int(Stot, scale) to the result format, lane by lane; the next state."""

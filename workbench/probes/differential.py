@@ -419,8 +419,8 @@ def window_edges(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _for
     rounding there).
     Half the rows with X in c instead cancel it with n equal products P, s binades below
     c, down to a small R whose last bits are the tiny term's (TR-/GTR-FDPA re-align the
-    products' sum to c's exponent with F2 bits: F2 = F + s - 1 and F + s part only after
-    such a cancellation).
+    products' sum to c's exponent with F2 + 1 bits, the window :func:`windows_of` gives:
+    F2 = F + s - 2 and F + s - 1 part only after such a cancellation).
     Units whose F (or F2, or the groups' F) differ by one part there and, rarely,
     anywhere else (fp8 -> fp16, one block of two products, F = 30 against 31: about
     one random input in 20,000).  Rows that the formats' ranges cannot build are left
@@ -520,9 +520,9 @@ def window_edges(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _for
             # P's significands are both 1.5 or more, so P's unnormalised exponent E - s is s
             # below c's, with 2^s <= nP < 2^(s + 1) (n = 1 for s = 1; n <= K - 1 products,
             # so 2^s < 4 (K - 1)).  TR-/GTR-FDPA re-align the products' sum (F bits
-            # below E - s) to c's exponent with F2 bits: a sum s binades below c parts F2 =
-            # F + s - 1 from F + s, so s is often drawn as w - min(windows) + 1 (Xie
-            # Algorithm 10 line 14)
+            # below E - s) to c's exponent with w = F2 + 1 bits: a sum s binades below c parts
+            # w = F + s - 1 from F + s, so s is often drawn as w - min(windows) + 1 (Xie
+            # Algorithm 10 line 14, with MMA-Sim 2.1.1's F2 + 1)
             s_max = (4 * (K - 1) - 1).bit_length() - 1
             s = w - int(min(windows)) + 1
             if not 1 <= s <= s_max or rng.random() < 0.5:
@@ -555,11 +555,13 @@ def window_edges(rng: np.random.Generator, fin: _formats.FloatFormat, fout: _for
 
 
 def windows_of(params: Sequence[dict[str, Any]]) -> list[int]:
-    """The alignment windows (F, F2, the groups' F) of models' parameters, each once
-    (none for the kinds whose operation has no window: FMA chains, E-FDPA, FTZ-AddMul)."""
+    """The alignment windows (F, the groups' F, and F2 + 1: the fractional bits TR-/GTR-FDPA
+    keep of the products' sum at c's exponent, MMA-Sim 2.1.1's ``floor(s_dot * 2**(F2 + 1))``)
+    of models' parameters, each once (none for the kinds whose operation has no window:
+    FMA chains, E-FDPA, FTZ-AddMul)."""
     from ..engine.operation import operation   # the registry, filled when the engine loads
 
-    return sorted({int(p[k]) for p in params if operation(p["kind"]).windowed
+    return sorted({int(p[k]) + (1 if k == "F2" else 0) for p in params if operation(p["kind"]).windowed
                    for k in ("F", "F2", "group_F") if p.get(k) is not None})
 
 

@@ -53,7 +53,8 @@ def threads_for(work: int) -> Iterator[None]:
             _held.depth -= 1
         return
     n = numba.get_num_threads()
-    if n == 1 or getattr(_held, "depth", 0):
+    held: int = getattr(_held, "depth", 0)
+    if n == 1 or held:
         yield
         return
     numba.set_num_threads(1)

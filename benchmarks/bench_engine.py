@@ -8,7 +8,9 @@ GTR-FDPA, ST-FDPA and GST-FDPA with their block scales) at 64x1024x64, 16x4096x1
 10x1,000,000x10 (M x K x N; ``--quick`` leaves out the last), through ``workbench.gemm``
 (inputs checked, decomposed, computed, converted: the whole call).  Each row gives the
 min/median/max wall time over ``--repeat`` calls (at most 3 at 10x1,000,000x10) after
-an untimed one, the simulated MAC/s at the median, the threads the product ran on
+an untimed one - more for calls of under :data:`SHORT_S` seconds, up to
+:data:`SHORT_BUDGET_S` of calls (at most :data:`SHORT_MAX`), so that a sub-millisecond
+call's median is not one scheduler hiccup away from another figure -, the simulated MAC/s at the median, the threads the product ran on
 (:func:`workbench.threads.threads_used`: numba's thread count, which
 ``NUMBA_NUM_THREADS`` or ``numba.set_num_threads`` set, for products of 2^18
 multiply-adds and more; one below) and the one-minute load average when the row ended.
@@ -49,6 +51,9 @@ MMASIM_SHAPE = SHAPES[0]
 #: Products of this many multiply-adds or more are timed at most BIG_REPEAT times (the
 #: slowest kinds take seconds per call there).
 BIG, BIG_REPEAT = 10**8, 3
+#: Calls shorter than SHORT_S seconds are timed SHORT_BUDGET_S / (their untimed time)
+#: times, at most SHORT_MAX and at least ``--repeat``.
+SHORT_S, SHORT_BUDGET_S, SHORT_MAX = 0.01, 0.25, 200
 
 
 class Case(NamedTuple):
@@ -100,13 +105,21 @@ def _operands(model: Any, M: int, K: int, N: int, rng: np.random.Generator) -> d
 
 
 def _times(fn: Any, repeat: int) -> tuple[list[float], Any]:
-    """Wall seconds of ``repeat`` calls of ``fn`` (after one untimed call) and its last result."""
+    """Wall seconds of ``repeat`` calls of ``fn`` (after one untimed call, two for short
+    calls, which are timed more often: see :data:`SHORT_S`) and its last result."""
+    t = time.perf_counter()
     out = fn()
+    first = time.perf_counter() - t
+    if first < SHORT_S:      # a warm second call says how short the call is
+        t = time.perf_counter()
+        out = fn()
+        first = time.perf_counter() - t
+        repeat = max(repeat, min(SHORT_MAX, int(SHORT_BUDGET_S / max(first, 1e-6))))
     times = []
     for _ in range(repeat):
         t = time.perf_counter()
         out = fn()
-        times.append(time.perf_counter() - t)
+        times.append(round(time.perf_counter() - t, 7))   # 0.1 us: the record stays small
     return times, out
 
 
@@ -141,7 +154,7 @@ def run_case(case: Case, shape: tuple[int, int, int], repeat: int, with_mmasim: 
     kwargs = {k: ops[k] for k in ("scale_a", "scale_b") if k in ops}
     times, D = _times(lambda: wb.gemm(ops["A"], ops["B"], ops["C"], model=model, **kwargs), repeat)
     row: dict[str, Any] = {"family": case.family, "preset": model.name, "kind": model.kind, "m": M, "k": K, "n": N,
-                           "repeat": repeat, "seconds": times, **_summary(times),
+                           "repeat": len(times), "seconds": times, **_summary(times),
                            "mac_per_s": M * K * N / statistics.median(times), "threads": threads_used(M * K * N)}
     if with_mmasim and shape == MMASIM_SHAPE:
         m = _mmasim_times(model, ops, D, max(1, min(repeat, 3)))

@@ -65,7 +65,8 @@ def render(engine: dict[str, Any], sweep: dict[str, Any] | None) -> str:
     lines = [
         f"`bench_engine.py` on {_machine(engine['machine'])}, one-minute load average "
         f"{_load_range(loads)} during the run: simulated multiply-adds per second of `workbench.gemm` "
-        f"(median of {engine['repeat']} calls; min-max in `benchmarks/measured/engine.json`), the threads the "
+        f"(median of {engine['repeat']} calls or more: short calls are repeated for about 0.25 s, at most 200 times; "
+        "min-max in `benchmarks/measured/engine.json`), the threads the "
         f"products ran on, and the median time of the `mmasim` package on the same {shapes[0]} GEMM over ours "
         "(same bits: its output equals ours bit for bit):",
         "",

@@ -2,19 +2,19 @@
 
 Numba's parallel loops wake a pool of worker threads on every call; for small work that
 wake-up (tens of microseconds on an idle machine, milliseconds on a busy one) costs far
-more than the work, so work below :data:`PARALLEL_MIN_WORK` elements or multiply-adds
-runs on one thread.  The choice depends on the work alone, never on the machine's load,
-and results never depend on it.  One call decides once: inside :func:`threads_for` of work
-at or above the threshold (a whole product: :func:`workbench.gemm`, ``engine.core.run``),
-its smaller stages (checking C, decomposing, converting the output) keep every thread,
-because changing numba's thread count between the stages of one call costs more than the
-stages (the OpenMP pool re-forms its team: a 64 x 1024 x 64 fp32 FMA-chain ``gemm`` took
-0.24-0.45 ms switching to one thread for its stages, 0.15-0.17 ms holding two).  The number of threads for larger work is the user's to
-set: ``NUMBA_NUM_THREADS=N`` in the environment before numba starts (default: the CPU
-count), or ``numba.set_num_threads(N)`` at run time (at most the former); a sweep's
-workers get ``cores // workers`` each (:func:`workbench.sweep.run`'s
-``threads_per_worker``).  Used by :mod:`workbench.formats`, :mod:`workbench.exact` and the engine
-(:mod:`workbench.engine.operands` re-exports it).
+more than the work, so work below :data:`PARALLEL_MIN_WORK` elements or multiply-adds runs
+on one thread.  The choice depends on the work alone, never on the machine's load, and
+results never depend on it.  One call decides once: inside :func:`threads_for` of work at
+or above the threshold (a whole product: :func:`workbench.gemm`, ``engine.core.run``), its
+smaller stages (checking C, decomposing, converting the output) keep every thread, because
+changing numba's thread count between the stages of one call costs more than the stages
+(the OpenMP pool re-forms its team: a 64 x 1024 x 64 fp32 FMA-chain ``gemm`` took 0.24-0.45
+ms switching to one thread for its stages, 0.15-0.17 ms holding two).  The number of
+threads for larger work is the user's to set: ``NUMBA_NUM_THREADS=N`` in the environment
+before numba starts (default: the CPU count), or ``numba.set_num_threads(N)`` at run time
+(at most the former); a sweep's workers get ``cores // workers`` each
+(:func:`workbench.sweep.run`'s ``threads_per_worker``).  Used by :mod:`workbench.formats`,
+:mod:`workbench.exact` and the engine (:mod:`workbench.engine.operands` re-exports it).
 """
 from __future__ import annotations
 

@@ -11,7 +11,8 @@ min/median/max wall time over ``--repeat`` calls (at most 3 at 10x1,000,000x10) 
 an untimed one - more for calls of under :data:`SHORT_S` seconds, up to
 :data:`SHORT_BUDGET_S` of calls (at most :data:`SHORT_MAX`), so that a sub-millisecond
 call's median is not one scheduler hiccup away from another figure -, the simulated
-MAC/s at the median, the threads the product ran on (:func:`workbench.threads.threads_used`: numba's thread count, which
+MAC/s at the median, the threads the product ran on
+(:func:`workbench.threads.threads_used`: numba's thread count, which
 ``NUMBA_NUM_THREADS`` or ``numba.set_num_threads`` set, for products of 2^18
 multiply-adds and more; one below) and the one-minute load average when the row ended.
 

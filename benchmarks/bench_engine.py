@@ -106,21 +106,23 @@ def _operands(model: Any, M: int, K: int, N: int, rng: np.random.Generator) -> d
 
 
 def _times(fn: Any, repeat: int) -> tuple[list[float], Any]:
-    """Wall seconds of ``repeat`` calls of ``fn`` (after one untimed call, two for short
-    calls, which are timed more often: see :data:`SHORT_S`) and its last result."""
-    t = time.perf_counter()
-    out = fn()
-    first = time.perf_counter() - t
-    if first < SHORT_S:      # a warm second call says how short the call is
+    """Wall seconds of ``repeat`` calls of ``fn`` after one untimed call (which compiles or
+    loads the kernels; more calls for short ones: see :data:`SHORT_S`) and its last result.
+    The first timed call decides whether the call is short."""
+
+    def timed() -> Any:
         t = time.perf_counter()
-        out = fn()
-        first = time.perf_counter() - t
-        repeat = max(repeat, min(SHORT_MAX, int(SHORT_BUDGET_S / max(first, 1e-6))))
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
+        result = fn()
         times.append(round(time.perf_counter() - t, 7))   # 0.1 us: the record stays small
+        return result
+
+    times: list[float] = []
+    fn()
+    out = timed()
+    if times[0] < SHORT_S:
+        repeat = max(repeat, min(SHORT_MAX, int(SHORT_BUDGET_S / max(times[0], 1e-6))))
+    while len(times) < repeat:
+        out = timed()
     return times, out
 
 

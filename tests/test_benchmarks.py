@@ -39,7 +39,7 @@ def test_bench_engine_records_every_kind_and_the_readme_renders_it(tmp_path, cap
     for r in data["rows"]:
         assert r["min_s"] <= r["median_s"] <= r["max_s"] and r["threads"] == 1
         assert len(r["seconds"]) == r["repeat"] >= 2
-    # short calls are timed more than --repeat times (a first call that compiled is not short)
+    # short calls are timed more than --repeat times (a row whose first timed call stalled past SHORT_S is not)
     assert sum(r["repeat"] == 3 for r in data["rows"]) > len(data["rows"]) // 2
     assert data["machine"]["cores"] >= 1 and data["machine"]["versions"]["numba"]
     table = readme_speed.render(data, None)

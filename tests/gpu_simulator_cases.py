@@ -178,6 +178,57 @@ def test_custom_tfdpa_units(model: wb.Model, seed: int, shape: tuple[int, int, i
     check(model, seed, *shape, specials)
 
 
+AMD_KINDS = ("e-fdpa", "tr-fdpa", "gtr-fdpa", "ftz-addmul")
+
+
+@SETTINGS
+@given(st.sampled_from([r for r in PRESETS if r.kind in AMD_KINDS]), st.integers(0, 2**32 - 1), shapes,
+       st.booleans())
+def test_amd_presets(model: wb.Model, seed: int, shape: tuple[int, int, int], specials: bool) -> None:
+    """Every AMD preset (CDNA1 E-FDPA, CDNA2 FTZ-AddMul, CDNA3 TR-/GTR-FDPA), NaN
+    payloads included: E-FDPA's and FTZ-AddMul's come from the operands."""
+    check(model, seed, *shape, specials)
+
+
+@st.composite
+def custom_amd(draw: st.DrawFn) -> wb.Model:
+    """User-defined units of the AMD kinds: TR-/GTR-FDPA over F, F2, L, rho, the
+    alignment direction and zero exponents; E-FDPA over L, rho, formats (fp32 inputs into
+    an fp64 output: the widest exact sum the kernel's limbs hold); FTZ-AddMul over P and
+    flushed inputs."""
+    kind = draw(st.sampled_from(AMD_KINDS))
+    if kind == "ftz-addmul":
+        return wb.custom_model(draw(st.sampled_from(["fp16", "bf16"])), "fp32", kind=kind, P=draw(st.sampled_from([2, 4])),
+                               flush_subnormals=draw(st.booleans()))
+    rounding = draw(st.sampled_from(["rz", "rne", "rd", "ru"]))
+    if kind == "e-fdpa":
+        fin, fout = draw(st.sampled_from([("fp16", "fp32"), ("bf16", "fp32"), ("fp8_e4m3", "fp16"), ("tf32", "fp32"),
+                                          ("fp32", "fp64")]))
+        return wb.custom_model(fin, fout, kind=kind, L=draw(st.sampled_from([1, 2, 3, 4, 8, 16])), rounding=rounding,
+                               flush_output_subnormals=draw(st.booleans()))
+    fin = draw(st.sampled_from(["fp16", "bf16", "tf32", "fp8_e4m3fnuz", "fp8_e5m2"]))
+    F = draw(st.integers(3, 30))
+    return wb.custom_model(fin, "fp32", kind=kind, L=draw(st.sampled_from([2, 4, 8, 16])), F=F,
+                           F2=draw(st.integers(max(3, F - 6), 34)), rounding=rounding,
+                           alignment_rounding=draw(st.sampled_from(["rd", "rz"])),
+                           zero_exponent=draw(st.sampled_from([None, -999, -20])))
+
+
+@SETTINGS
+@given(custom_amd(), st.integers(0, 2**32 - 1), shapes, st.booleans())
+def test_custom_amd_units(model: wb.Model, seed: int, shape: tuple[int, int, int], specials: bool) -> None:
+    check(model, seed, *shape, specials)
+
+
+def test_an_efdpa_sum_wider_than_the_kernels_limbs_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    from workbench.engine import cuda_kernels
+
+    monkeypatch.setattr(cuda_kernels, "MAX_LIMBS", 8)
+    model = wb.custom_model("fp32", "fp64", kind="e-fdpa", L=4, rounding="rne")
+    with pytest.raises(NotImplementedError, match=r"needs \d+ limbs of 30 bits; .* holds 8"):
+        wb.gemm(np.ones((2, 4)), np.ones((4, 2)), model=model, device="cuda")
+
+
 @SETTINGS
 @given(st.sampled_from([r for r in PRESETS if r.kind == "t-fdpa"]), st.integers(0, 2**32 - 1), shapes,
        st.sampled_from(["outside", "promote"]), st.integers(1, 3))

@@ -178,6 +178,13 @@ def test_gemm_runs_the_new_operation_as_its_definition_says(K, data):
         unregister(KIND)
 
 
+def test_device_cuda_names_a_kind_without_cuda_kernels(rto):
+    """A registered operation runs on the CPU; device="cuda" says that its kind has no
+    CUDA kernels (never a silent CPU run), before looking for a GPU."""
+    with pytest.raises(NotImplementedError, match=f"kind={KIND!r}"):
+        wb.gemm(np.zeros((2, 4)), np.zeros((4, 2)), model=rto, device="cuda")
+
+
 def test_the_model_checks_the_operations_parameters(rto):
     with pytest.raises(ValueError, match="F=50"):
         wb.Model(kind=KIND, in_format="fp16", out_format="fp32", F=50)

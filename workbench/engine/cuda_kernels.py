@@ -28,8 +28,10 @@ from numba import cuda
 from numba.cuda import config as cuda_config
 
 from . import kernels as _k
+from .fdpa_amd import amd_chain
 from .gst import gst_chain
-from .layout import P_L
+from .layout import P_L, P_NLIMBS
+from .others import ftz_chain
 
 #: Whether numba.cuda is the CUDA simulator (NUMBA_ENABLE_CUDASIM=1 when it was first imported).
 SIMULATED = bool(getattr(cuda_config, "ENABLE_CUDASIM"))
@@ -105,6 +107,46 @@ def gst_kernel(sa, ea, sb, eb, xsa, xea, xsb, xeb, acc, r):  # type: ignore[no-u
                               i, j, acc[i, j], _arr(r), Xs, Es)
 
 
+#: 30-bit limbs of E-FDPA's exact sum (:func:`workbench.engine.fdpa_amd.efdpa_step`) that
+#: :func:`amd_kernel` holds per thread (a GPU thread cannot allocate): 73 for fp32 inputs summed
+#: into an fp64 output, the widest E-FDPA unit the kernels accept.
+MAX_LIMBS = 80
+
+
+@cuda.jit(cache=True)
+def amd_kernel(A, BT, sa, ea, sb, eb, acc, q):  # type: ignore[no-untyped-def]
+    """One E-FDPA, TR-FDPA or GTR-FDPA output per thread (``q[P_KIND]`` says which):
+    :func:`workbench.engine.fdpa_amd.amd_chain` over all blocks of K, from C in ``acc``,
+    E-FDPA's limbs in the thread's local array.  ``sa, ea`` (M, Kp) and ``sb, eb``
+    (Kp, N) are the decomposed operands (int32); ``A`` (M, K) and ``BT`` (N, K) the
+    float64 ones, which E-FDPA reads for the payload of a NaN result (TR-/GTR-FDPA's
+    NaN is canonical: empty arrays do)."""
+    t = cuda.grid(1)
+    M = acc.shape[0]
+    N = acc.shape[1]
+    if t < M * N:
+        i = t // N
+        j = t - i * N
+        limbs = cuda.local.array(MAX_LIMBS, np.int64)
+        p = _arr(q)
+        acc[i, j] = amd_chain(_arr(A), _arr(BT), _arr(sa), _arr(ea), _arr(sb), _arr(eb), i, j, acc[i, j], p,
+                               limbs[:max(1, p[P_NLIMBS])])
+
+
+@cuda.jit(cache=True)
+def ftz_kernel(A, BT, acc, P, in_min_normal):  # type: ignore[no-untyped-def]
+    """One FTZ-AddMul chain per thread (:func:`workbench.engine.others.ftz_chain`), from
+    C in ``acc``: ``A`` (M, Kp) and ``BT`` (N, Kp) float64, Kp a multiple of P (``BT``
+    stored column-major, so that a warp's threads read adjacent elements)."""
+    t = cuda.grid(1)
+    M = acc.shape[0]
+    N = acc.shape[1]
+    if t < M * N:
+        i = t // N
+        j = t - i * N
+        acc[i, j] = ftz_chain(_arr(A), _arr(BT), i, j, acc[i, j], P, in_min_normal)
+
+
 @cuda.jit(cache=True)
 def add_late_kernel(D, C, p, emin, emax, mode, flush):  # type: ignore[no-untyped-def]
     """``D <- rho(D + C)`` per element (:func:`workbench.engine.kernels.exact_add`):
@@ -123,4 +165,5 @@ def blocks(outputs: int) -> int:
     return max(1, -(-outputs // THREADS))
 
 
-__all__ = ["SIMULATED", "THREADS", "MAX_GROUPS", "tfdpa_kernel", "gst_kernel", "fma_kernel", "add_late_kernel", "blocks"]
+__all__ = ["SIMULATED", "THREADS", "MAX_GROUPS", "MAX_LIMBS", "tfdpa_kernel", "gst_kernel", "fma_kernel", "amd_kernel",
+           "ftz_kernel", "add_late_kernel", "blocks"]

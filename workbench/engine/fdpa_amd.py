@@ -397,7 +397,7 @@ def trfdpa_step(sa, ea, sb, eb, i, j, k0, d, q):
 
 # ------------------------------------------------------------------ GEMMs
 @numba.njit(cache=True)
-def _amd_chain(A, BT, sa, ea, sb, eb, i, j, d, q, limbs):
+def amd_chain(A, BT, sa, ea, sb, eb, i, j, d, q, limbs):
     """Output (i, j): the chain of E-/TR-/GTR-FDPA blocks over K from c = d (Xie
     Algorithm 5)."""
     L = q[P_L]
@@ -411,7 +411,7 @@ def _amd_chain(A, BT, sa, ea, sb, eb, i, j, d, q, limbs):
 
 @numba.njit(cache=True, parallel=True)
 def amd_gemm(A, BT, sa, ea, sb, eb, acc, q):
-    """:func:`_amd_chain` for every output, parallel over outputs; ``sb, eb``
+    """:func:`amd_chain` for every output, parallel over outputs; ``sb, eb``
     indexed ``[k, j]``; ``acc`` holds C on entry and D on exit; ``A`` (M, Kp) and
     ``BT`` (N, Kp) are the float64 operands (NaN payloads)."""
     M = sa.shape[0]
@@ -420,18 +420,18 @@ def amd_gemm(A, BT, sa, ea, sb, eb, acc, q):
         i = t // N
         j = t - i * N
         limbs = np.zeros(max(1, q[P_NLIMBS]), dtype=np.int64)
-        acc[i, j] = _amd_chain(A, BT, sa, ea, sb, eb, i, j, acc[i, j], q, limbs)
+        acc[i, j] = amd_chain(A, BT, sa, ea, sb, eb, i, j, acc[i, j], q, limbs)
 
 
 @numba.njit(cache=True, parallel=True)
 def amd_rows(A, BT, sa, ea, sb, eb, acc, q):
-    """Batched dot products: ``acc[r]`` <- :func:`_amd_chain` over row r of A and
+    """Batched dot products: ``acc[r]`` <- :func:`amd_chain` over row r of A and
     column r of B (``sa, ea`` (n, Kp); ``sb, eb`` (Kp, n) indexed ``[k, r]``; ``A``
     and ``BT`` (n, Kp) float64 for NaN payloads), parallel over rows."""
     for r in numba.prange(sa.shape[0]):
         limbs = np.zeros(max(1, q[P_NLIMBS]), dtype=np.int64)
-        i = np.int64(r)    # prange's index is unsigned: one compiled _amd_chain for every caller
-        acc[r] = _amd_chain(A, BT, sa, ea, sb, eb, i, i, acc[r], q, limbs)
+        i = np.int64(r)    # prange's index is unsigned: one compiled amd_chain for every caller
+        acc[r] = amd_chain(A, BT, sa, ea, sb, eb, i, i, acc[r], q, limbs)
 
 
 @numba.njit(cache=True, inline="always")
@@ -629,7 +629,7 @@ def trfdpa_gemm_lanes(A, BT, sa, ea, sb, eb, row_special, col_special, acc, q, T
     as :func:`amd_gemm`.  ``sb, eb`` C-ordered (Kp, Np), Np >= N a multiple of 8
     (zero padding, computed and never written).  Outputs whose row of A or column of
     B holds Inf/NaN, whose C is Inf/NaN, whose products may reach the overflow
-    threshold or whose chain overflows are recomputed by :func:`_amd_chain` (``A``,
+    threshold or whose chain overflows are recomputed by :func:`amd_chain` (``A``,
     ``BT`` unused by TR/GTR there).  The result format must fit in the output format
     (a block's result is exactly the next c)."""
     M, Kp = sa.shape
@@ -683,7 +683,7 @@ def trfdpa_gemm_lanes(A, BT, sa, ea, sb, eb, row_special, col_special, acc, q, T
                 j = j0 + u
                 if bad[ii, u]:
                     limbs = np.zeros(1, dtype=np.int64)
-                    acc[i, j] = _amd_chain(A, BT, sa, ea, sb, eb, i, j, acc[i, j], q, limbs)
+                    acc[i, j] = amd_chain(A, BT, sa, ea, sb, eb, i, j, acc[i, j], q, limbs)
                 else:
                     acc[i, j] = lane_value(neg[ii, u], mag[ii, u], qq[ii, u])
 
@@ -727,7 +727,7 @@ def trfdpa_gemm_simd(sa, ea, sb, eb, row_special, col_special, acc, q, TI, BC):
     vector chain (:func:`~workbench.engine.vector_chain.chain_tile`: tiles of TI rows x
     16 columns, the lane state in registers, B's lanes read once for up to five rows):
     the same bits.  ``sb, eb`` (Kp, NB >= N) C-ordered, no padding needed; outputs
-    meeting Inf/NaN or overflow are recomputed by :func:`_amd_chain`."""
+    meeting Inf/NaN or overflow are recomputed by :func:`amd_chain`."""
     M, Kp = sa.shape
     N = acc.shape[1]
     nblocks = Kp // q[P_L]
@@ -747,7 +747,7 @@ def trfdpa_gemm_simd(sa, ea, sb, eb, row_special, col_special, acc, q, TI, BC):
                 j = j0 + u
                 if st[ii, 3, u] != 0 or row_special[i] != 0:
                     limbs = np.zeros(1, dtype=np.int64)
-                    acc[i, j] = _amd_chain(none, none, sa, ea, sb, eb, i, j, acc[i, j], q, limbs)
+                    acc[i, j] = amd_chain(none, none, sa, ea, sb, eb, i, j, acc[i, j], q, limbs)
                 else:
                     acc[i, j] = lane_value(st[ii, 0, u] != 0, st[ii, 1, u], st[ii, 2, u])
 
@@ -766,7 +766,7 @@ def trfdpa_rows_lanes(sa, ea, sb, eb, sal, eal, sbl, ebl, special, acc, q):
     of the lanes, zero padding computed and never written); ``sa, ea`` (rows, Kp),
     ``sb, eb`` (Kp, rows) the same (transposed views allowed) for rows whose operands
     or c are Inf/NaN (flagged in ``special``), whose products may overflow or whose
-    chain overflows (:func:`_amd_chain`)."""
+    chain overflows (:func:`amd_chain`)."""
     Kp, Np = sal.shape
     n = acc.shape[0]
     L = q[P_L]
@@ -798,7 +798,7 @@ def trfdpa_rows_lanes(sa, ea, sb, eb, sal, eal, sbl, ebl, special, acc, q):
             r = r0 + u
             if bad[u]:
                 limbs = np.zeros(1, dtype=np.int64)
-                acc[r] = _amd_chain(none, none, sa, ea, sb, eb, r, r, acc[r], q, limbs)
+                acc[r] = amd_chain(none, none, sa, ea, sb, eb, r, r, acc[r], q, limbs)
             else:
                 acc[r] = lane_value(neg[u], mag[u], qq[u])
 
@@ -905,7 +905,7 @@ def efdpa_gemm_lanes(A, BT, sa, ea, sb, eb, row_special, col_special, acc, q, TI
     the int64 window (wide exponent spread between c and the products) has that
     block computed by :func:`efdpa_step` with the limbs and goes on in its lane.
     Outputs whose row of A or column of B holds Inf/NaN, whose C is Inf/NaN, or
-    whose chain reaches an infinity are recomputed by :func:`_amd_chain` (which
+    whose chain reaches an infinity are recomputed by :func:`amd_chain` (which
     also chooses NaN payloads from ``A`` (M, K) and ``BT`` (N, K), any layout).
     ``sb, eb`` C-ordered (Kp, Np), Np >= N a multiple of 8 (zero padding, computed
     and never written); K is walked in chunks of BC blocks.  The result format must
@@ -960,7 +960,7 @@ def efdpa_gemm_lanes(A, BT, sa, ea, sb, eb, row_special, col_special, acc, q, TI
             for u in range(nl):
                 j = j0 + u
                 if bad[ii, u]:
-                    acc[i, j] = _amd_chain(A, BT, sa, ea, sb, eb, i, j, acc[i, j], q, limbs)
+                    acc[i, j] = amd_chain(A, BT, sa, ea, sb, eb, i, j, acc[i, j], q, limbs)
                 else:
                     acc[i, j] = lane_value(neg[ii, u], mag[ii, u], qq[ii, u])
 
@@ -1006,7 +1006,7 @@ def efdpa_rows_lanes(A, BT, sa, ea, sb, eb, sal, eal, sbl, ebl, special, acc, q)
     (np >= n a multiple of the lanes, zero padding computed and never written);
     ``sa, ea`` (rows, Kp), ``sb, eb`` (Kp, rows) (the same, transposed views allowed)
     and the float64 ``A``, ``BT`` (n, K) for the limbs of wide blocks and for rows whose operands or c are Inf/NaN (flagged
-    in ``special``) or whose chain overflows (:func:`_amd_chain`)."""
+    in ``special``) or whose chain overflows (:func:`amd_chain`)."""
     Kp, Np = sal.shape
     n = acc.shape[0]
     L = q[P_L]
@@ -1042,7 +1042,7 @@ def efdpa_rows_lanes(A, BT, sa, ea, sb, eb, sal, eal, sbl, ebl, special, acc, q)
         for u in range(nl):
             r = r0 + u
             if bad[u]:
-                acc[r] = _amd_chain(A, BT, sa, ea, sb, eb, r, r, acc[r], q, limbs)
+                acc[r] = amd_chain(A, BT, sa, ea, sb, eb, r, r, acc[r], q, limbs)
             else:
                 acc[r] = lane_value(neg[u], mag[u], qq[u])
 
@@ -1395,7 +1395,7 @@ def run_amd(model, code: int, A, BT, acc):
     return trfdpa_lanes(model, code, sa, ea, sb.T, eb.T, acc)
 
 
-__all__ = ["run_amd", "amd_params", "efdpa_float_fits", "efdpa_float", "efdpa_gemm_simd", "efdpa_rows_float",
+__all__ = ["run_amd", "amd_params", "amd_chain", "efdpa_float_fits", "efdpa_float", "efdpa_gemm_simd", "efdpa_rows_float",
            "amd_gemm", "amd_rows", "amd_dots", "efdpa_rows_lanes", "trfdpa_gemm_lanes", "trfdpa_rows_lanes",
            "trfdpa_lanes", "trfdpa_gemm_simd", "tr_simd_eligible", "tr_simd", "tr_chain_constants", "efdpa_gemm_lanes", "efdpa_lanes", "lanes_fit", "efdpa_step", "trfdpa_step", "tr_parts",
            "group_sum",

@@ -30,12 +30,15 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from .ops import MODE_CODES
+from . import fdpa_amd as _amd
 from . import kernels as _k
 from .core import ACCUMULATIONS
 from .gst import gst_params, scale_operands
+from .layout import P_K, P_NLIMBS
+from .operations.ftz_addmul import FTZAddMul
 from .operations.scaled import STFDPA
 from .operations.tfdpa import accumulation_params
-from .operands import Operands
+from .operands import Operands, pad_k, padded_decomposed
 from .operation import operation
 
 if TYPE_CHECKING:
@@ -208,12 +211,66 @@ def _run_fma(model: "Model", ops: Operands, acc: np.ndarray, accumulation: str, 
     return np.asarray(d.copy_to_host())
 
 
+def _run_amd(model: "Model", ops: Operands, acc: np.ndarray, accumulation: str, promote_every: int | None,
+             scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
+    """E-FDPA, TR-FDPA and GTR-FDPA (Xie et al. 2025 Algorithms 6, 10 and 11: the AMD
+    CDNA1 and CDNA3 presets, and custom units of those kinds): one
+    :func:`~workbench.engine.fdpa_amd.amd_chain` per thread on the operands the CPU's
+    ``prepare`` decomposed (or decomposed here, where E-FDPA's ``prepare`` kept float64
+    operands only for its binary64 lane kernel)."""
+    op = operation(model.kind)
+    op.check_run(accumulation, promote_every, scale_a, scale_b)
+    ck = _kernels()
+    cuda = cuda_module()
+    code = getattr(op, "code", _amd.KIND_E)
+    q = _amd.amd_params(model, code)
+    q[P_K] = ops.K
+    if q[P_NLIMBS] > ck.MAX_LIMBS:
+        raise NotImplementedError(f"device='cuda': this E-FDPA unit's exact sum needs {q[P_NLIMBS]} limbs of 30 bits; "
+                                  f"the kernel's per-thread accumulator holds {ck.MAX_LIMBS} (use device='cpu')")
+    A, BT = cast(np.ndarray, ops.A), cast(np.ndarray, ops.BT)
+    if ops.sa is None or ops.ea is None or ops.sb is None or ops.eb is None:
+        _, _, sa, ea, sbt, ebt = padded_decomposed(model, A, BT, model.L)
+        sb, eb = sbt.T, ebt.T
+    else:
+        sa, ea, sb, eb = ops.sa, ops.ea, ops.sb, ops.eb
+    if code != _amd.KIND_E:      # TR-/GTR-FDPA's NaN is canonical: no payload to choose from A and B
+        A = BT = np.empty((0, 0))
+
+    def dev(x: np.ndarray) -> Any:
+        return cuda.to_device(np.ascontiguousarray(x))
+
+    d_acc = cuda.to_device(acc)
+    ck.amd_kernel[ck.blocks(acc.size), ck.THREADS](dev(A), dev(BT), dev(sa), dev(ea), dev(sb[:, :ops.N]),
+                                                   dev(eb[:, :ops.N]), d_acc, dev(q))
+    return np.asarray(d_acc.copy_to_host())
+
+
+def _run_ftz_addmul(model: "Model", ops: Operands, acc: np.ndarray, accumulation: str, promote_every: int | None,
+                    scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
+    """FTZ-AddMul (Xie et al. 2025 Algorithms 1-2: the AMD CDNA2 presets): one
+    :func:`~workbench.engine.others.ftz_chain` per thread on float64 A and B^T, K
+    zero-padded to whole blocks of P."""
+    op = cast(FTZAddMul, operation(model.kind))
+    op.check_run(accumulation, promote_every, scale_a, scale_b)
+    ck = _kernels()
+    cuda = cuda_module()
+    P = op.block_size(model)
+    A, BT = pad_k(np.asarray(ops.A, dtype=np.float64), np.asarray(ops.BT, dtype=np.float64), P)
+    min_normal = model.in_fmt.min_normal if model.flush_subnormals else 0.0
+    d_acc = cuda.to_device(acc)
+    ck.ftz_kernel[ck.blocks(acc.size), ck.THREADS](cuda.to_device(np.ascontiguousarray(A)),
+                                                   cuda.to_device(np.asfortranarray(BT)), d_acc, P, min_normal)
+    return np.asarray(d_acc.copy_to_host())
+
+
 Runner = Callable[["Model", Operands, np.ndarray, str, "int | None", "np.ndarray | None", "np.ndarray | None"],
                   np.ndarray]
 #: The kinds the CUDA kernels compute, and how (the same arguments as
 #: :meth:`Operation.run <workbench.engine.operation.Operation.run>`).
 GPU_KINDS: dict[str, Runner] = {"t-fdpa": _run_tfdpa, "st-fdpa": _run_stfdpa, "gst-fdpa": _run_gstfdpa,
-                                 "fma": _run_fma}
+                                 "fma": _run_fma, "e-fdpa": _run_amd, "tr-fdpa": _run_amd, "gtr-fdpa": _run_amd,
+                                 "ftz-addmul": _run_ftz_addmul}
 
 
 def check_supported(model: "Model") -> None:

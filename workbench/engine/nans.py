@@ -71,6 +71,19 @@ def default_nan():
     return _f64_from_bits(DEFAULT_NAN_BITS)
 
 
+#: The float64 fraction bits below binary32's 23.
+_BELOW_FP32 = np.int64((1 << 29) - 1)
+
+
+@numba.njit(cache=True, inline="always")
+def narrow_nan32(x):
+    """NaN ``x`` rounded to binary32 and widened back, as x86-64's ``cvtsd2ss`` does it:
+    sign, quiet bit and the leading 23 fraction bits kept, the rest dropped.  Written with
+    bit operations because the CUDA kernels run this same function and PTX does not
+    promise that its conversion keeps a NaN's payload."""
+    return _f64_from_bits(_bits_from_f64(x) & ~_BELOW_FP32)
+
+
 @numba.njit(cache=True, inline="always")
 def quiet(x):
     """NaN ``x`` with its quiet bit set (sign and payload kept)."""

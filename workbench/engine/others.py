@@ -22,7 +22,7 @@ import numpy as np
 from ..formats import FloatFormat, not_representable_error
 from ..gate import real_array
 from .kernels import lane_tile
-from .nans import nan_add, nan_mul
+from .nans import nan_add, nan_mul, narrow_nan32
 from .ops import check_decompose_bits
 
 _MIN_NORMAL32 = 2.0 ** -126
@@ -47,7 +47,7 @@ def ftz_mul(x, y):
     a NaN product is :func:`~workbench.engine.nans.nan_mul`'s (y's NaN wins)."""
     p = x * y
     if p != p:
-        p = nan_mul(x, y, True)
+        return narrow_nan32(nan_mul(x, y, True))
     return _ftz(float(np.float32(p)), True)
 
 
@@ -58,7 +58,7 @@ def ftz_add(x, y):
     a NaN sum is :func:`~workbench.engine.nans.nan_add`'s (y's NaN wins)."""
     s = x + y
     if s != s:
-        s = nan_add(x, y, True)
+        return narrow_nan32(nan_add(x, y, True))
     return _ftz(float(np.float32(s)), True)
 
 

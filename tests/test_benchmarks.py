@@ -44,3 +44,22 @@ def test_bench_engine_records_every_kind_and_the_readme_renders_it(tmp_path, cap
     assert data["machine"]["cores"] >= 1 and data["machine"]["versions"]["numba"]
     table = readme_speed.render(data, None)
     assert table.count("\n| ") == 1 + len(bench_engine.CASES) and "4x64x8 | 2x96x2 |" in table
+
+
+def test_bench_ab_times_every_fp16_bf16_preset_by_name():
+    """bench_ab --fp16-bf16 (the 10 x 10^6 x 10 target's command) on a tiny shape: one
+    row per preset with fp16 or bf16 inputs, fp16-output ones included, each with
+    min <= median <= max and its MAC/s."""
+    import subprocess
+
+    from workbench import catalogue
+
+    names = [r.name for r in catalogue.records() if r.in_format in ("fp16", "bf16")]
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_ab.py"), "--fp16-bf16", "--shape",
+                          "2x40x3", "--rounds", "1", "--repeat", "2"], capture_output=True, text=True, check=True,
+                         timeout=900).stdout
+    rows = {line.split()[0]: line.split()[2:] for line in out.splitlines() if line.split()[:2][1:] == ["this"]}
+    assert set(rows) == set(names) and any(n.endswith("->fp16") for n in names)
+    for cells in rows.values():
+        lo, med, hi, rate, at_median = (float(x) for x in cells[:5])
+        assert 0 < lo <= med <= hi and rate > 0 and at_median > 0

@@ -220,6 +220,17 @@ def test_custom_amd_units(model: wb.Model, seed: int, shape: tuple[int, int, int
     check(model, seed, *shape, specials)
 
 
+@pytest.mark.parametrize("shape", [(0, 5, 3), (3, 5, 0), (0, 0, 0), (2, 0, 3)])
+def test_empty_products(shape: tuple[int, int, int]) -> None:
+    """No rows, no columns or K = 0, one preset of every kind: the CPU's result (C, or
+    an empty D), with no kernel launched on an empty output."""
+    kinds: dict[str, wb.Model] = {}
+    for r in PRESETS:
+        kinds.setdefault(r.kind, r)
+    for model in kinds.values():
+        check(model, 1, *shape, False, "near")
+
+
 def test_an_efdpa_sum_wider_than_the_kernels_limbs_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     from workbench.engine import cuda_kernels
 

@@ -107,7 +107,7 @@ def _simulator(examples: int) -> None:
                            str(ROOT / "tests" / "gpu_simulator_cases.py")],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
-    assert re.search(r"\b18 passed\b", proc.stdout), proc.stdout[-2000:]
+    assert re.search(r"\b22 passed\b", proc.stdout), proc.stdout[-2000:]
 
 
 @needs_numba_cuda

@@ -234,8 +234,8 @@ def _run_amd(model: "Model", ops: Operands, acc: np.ndarray, accumulation: str, 
         sb, eb = sbt.T, ebt.T
     else:
         sa, ea, sb, eb = ops.sa, ops.ea, ops.sb, ops.eb
-    if code != _amd.KIND_E:      # TR-/GTR-FDPA's NaN is canonical: no payload to choose from A and B
-        A = BT = np.empty((0, 0))
+    if code != _amd.KIND_E or ops.K == 0:    # no NaN payload to choose from A and B: a 1 x 1 stand-in
+        A = BT = np.zeros((1, 1))            # (TR-/GTR-FDPA's NaN is canonical; K = 0 has no products)
 
     def dev(x: np.ndarray) -> Any:
         return cuda.to_device(np.ascontiguousarray(x))
@@ -289,6 +289,9 @@ def run_prepared(model: "Model", ops: Operands, C: np.ndarray, *, accumulation: 
         raise ValueError(f"accumulation={accumulation!r}: expected one of {ACCUMULATIONS}")
     check_supported(model)
     acc = np.array(C, dtype=np.float64, copy=True, order="C")
+    if acc.size == 0:        # no output: the CPU's checks of the arguments, and no kernel to launch
+        operation(model.kind).check_run(accumulation, promote_every, scale_a, scale_b)
+        return acc
     with warnings.catch_warnings():
         # one thread per output: a product with few outputs (Figure 7's 10 x k x 10) launches a
         # grid of one block on purpose, and numba-cuda would warn of low occupancy on every call

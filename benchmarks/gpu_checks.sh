@@ -7,9 +7,11 @@
 # 2. the real tensor core through PyTorch (tests/data/gpu_witness/measure.py) -> witness.tar;
 # 3. `workbench probe torch-cuda-IN-OUT` for fp16/bf16 -> fp32, tf32 -> fp32, fp16 -> fp16 (background);
 # 4. the real-GPU differential tests of tests/test_gpu.py (device="cuda" against the CPU, bit for bit);
-# 5. benchmarks/bench_gpu.py: presets at 2048^3, H100 fp16 at 4096^3, the full Figure 7 grid (under a
-#    private MPS daemon, --mps, so that the sweep workers' kernels run side by side).
-# Every stage has its own time limit (the whole run stays under 9 minutes); the logs go to
+# 5. benchmarks/bench_gpu.py: presets at 2048^3 (the AMD kinds' kernels among them), H100 fp16 at 4096^3,
+#    the full Figure 7 grid (under a private MPS daemon, --mps, so that the sweep workers' kernels run
+#    side by side).
+# Every stage has its own time limit (the whole run stays under 10 minutes; STAGES="tests bench" and
+# the like split it over calls); the logs go to
 # $OUT/logs.tgz and a summary to stdout.  Needs PyTorch with CUDA, numba and numba-cuda (0.30
 # cannot compile with numpy 2.5: a numpy 2.4 wheel under .whl/ goes first on the path then).
 set -u
@@ -68,9 +70,10 @@ fi
 
 if want bench; then
 stamp "bench_gpu at 2048^3"
-timeout 70 $PY benchmarks/bench_gpu.py --size 2048 --repeats 3 --skip-grid --presets hopper/wgmma/fp16-\>fp32 \
+timeout 120 $PY benchmarks/bench_gpu.py --size 2048 --repeats 3 --skip-grid --presets hopper/wgmma/fp16-\>fp32 \
     hopper/wgmma/tf32-\>fp32 hopper/wgmma/fp8_e4m3-\>fp32 blackwell/tcgen05.mma/fp4_e2m1-\>fp32 \
-    hopper/dmma/fp64-\>fp64 > "$LOG/bench_2048.txt" 2>&1
+    hopper/dmma/fp64-\>fp64 cdna1/mfma/fp16-\>fp32 cdna2/mfma/fp16-\>fp32 cdna3/mfma/fp16-\>fp32 \
+    > "$LOG/bench_2048.txt" 2>&1
 cat "$LOG/bench_2048.txt"
 stamp "bench_gpu at 4096^3"
 timeout 60 $PY benchmarks/bench_gpu.py --size 4096 --repeats 3 --skip-grid --presets hopper/wgmma/fp16-\>fp32 \

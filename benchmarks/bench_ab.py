@@ -59,7 +59,7 @@ def _child(root: str, shape: str, presets: list[str], repeat: int) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("presets", nargs="*", default=DEFAULT)
+    ap.add_argument("presets", nargs="*", default=None)
     ap.add_argument("--fp16-bf16", action="store_true",
                     help="every preset with fp16 or bf16 inputs (issue 21's 10 x 1,000,000 x 10 target), by name")
     ap.add_argument("--against", default=None, help="another checkout to time in the same rounds")
@@ -70,9 +70,13 @@ def main() -> int:
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.fp16_bf16:
+        if args.presets:
+            ap.error(f"--fp16-bf16 chooses the presets itself; drop {' '.join(args.presets)}")
         from workbench import catalogue
 
         args.presets = [r.name for r in catalogue.records() if r.in_format in ("fp16", "bf16")]
+    elif not args.presets:
+        args.presets = DEFAULT
     if args.child:
         _child(args.child, args.shape, args.presets, args.repeat)
         return 0

@@ -10,8 +10,8 @@
 # 5. benchmarks/bench_gpu.py: presets at 2048^3 (the AMD kinds' kernels among them), H100 fp16 at 4096^3,
 #    the full Figure 7 grid (under a private MPS daemon, --mps, so that the sweep workers' kernels run
 #    side by side).
-# Every stage has its own time limit (the whole run stays under 10 minutes; STAGES="tests bench" and
-# the like split it over calls); the logs go to
+# Every stage has its own time limit (they add up to 11.5 minutes, past a 10-minute command limit:
+# STAGES="witness probes tests" then STAGES="bench grid" split them over two calls); the logs go to
 # $OUT/logs.tgz and a summary to stdout.  Needs PyTorch with CUDA, numba and numba-cuda (0.30
 # cannot compile with numpy 2.5: a numpy 2.4 wheel under .whl/ goes first on the path then).
 set -u

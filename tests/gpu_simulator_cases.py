@@ -57,11 +57,27 @@ def values(rng: np.random.Generator, shape: tuple[int, int], fmt: str, specials:
     x = wb.round(x, fmt)
     if specials:
         if f.has_nan:
-            x[kind == 99] = np.nan
+            x[kind == 99] = nans(rng, int((kind == 99).sum()), f)
         if f.has_inf:
             x[kind == 98] = np.inf
             x[kind == 97] = -np.inf
     return x.reshape(shape)
+
+
+#: Formats whose NaNs carry a payload (an IEEE-style all-ones exponent with any nonzero fraction).
+PAYLOAD_NANS = ("fp16", "bf16", "tf32", "fp32", "fp64", "fp8_e5m2")
+
+
+def nans(rng: np.random.Generator, n: int, f: F.FloatFormat) -> np.ndarray:
+    """n quiet NaNs of format ``f`` as float64: random signs and, where the format has
+    them, random payloads in its fraction bits (so that which operand's NaN comes out -
+    E-FDPA's fold, FTZ-AddMul's second operand - shows in the bits)."""
+    bits = np.full(n, 0x7FF8_0000_0000_0000, dtype=np.uint64)
+    bits |= rng.integers(0, 2, n).astype(np.uint64) << np.uint64(63)
+    if f.name in PAYLOAD_NANS and f.man_bits > 1:
+        payload = rng.integers(0, 1 << (f.man_bits - 1), n).astype(np.uint64)
+        bits |= payload << np.uint64(52 - f.man_bits)
+    return bits.view(np.float64)
 
 
 def same_bits(x: np.ndarray, y: np.ndarray) -> bool:
@@ -185,8 +201,9 @@ AMD_KINDS = ("e-fdpa", "tr-fdpa", "gtr-fdpa", "ftz-addmul")
 @given(st.sampled_from([r for r in PRESETS if r.kind in AMD_KINDS]), st.integers(0, 2**32 - 1), shapes,
        st.booleans())
 def test_amd_presets(model: wb.Model, seed: int, shape: tuple[int, int, int], specials: bool) -> None:
-    """Every AMD preset (CDNA1 E-FDPA, CDNA2 FTZ-AddMul, CDNA3 TR-/GTR-FDPA), NaN
-    payloads included: E-FDPA's and FTZ-AddMul's come from the operands."""
+    """Every AMD preset (CDNA1 E-FDPA, CDNA2 FTZ-AddMul, CDNA3 TR-/GTR-FDPA), with NaN
+    operands of random payloads (:func:`nans`): E-FDPA's and FTZ-AddMul's NaN results
+    carry an operand's."""
     check(model, seed, *shape, specials)
 
 
@@ -197,21 +214,24 @@ def custom_amd(draw: st.DrawFn) -> wb.Model:
     an fp64 output: the widest exact sum the kernel's limbs hold); FTZ-AddMul over P and
     flushed inputs."""
     kind = draw(st.sampled_from(AMD_KINDS))
+    flush = {"flush_subnormals": draw(st.booleans())}
     if kind == "ftz-addmul":
-        return wb.custom_model(draw(st.sampled_from(["fp16", "bf16"])), "fp32", kind=kind, P=draw(st.sampled_from([2, 4])),
-                               flush_subnormals=draw(st.booleans()))
+        return wb.custom_model(draw(st.sampled_from(["fp16", "bf16"])), "fp32", kind=kind,
+                               P=draw(st.sampled_from([2, 4])), **flush)
+    flush["flush_output_subnormals"] = draw(st.booleans())
     rounding = draw(st.sampled_from(["rz", "rne", "rd", "ru"]))
+    result_format = draw(st.sampled_from([None, None, "fp16", "bf16"]))
     if kind == "e-fdpa":
         fin, fout = draw(st.sampled_from([("fp16", "fp32"), ("bf16", "fp32"), ("fp8_e4m3", "fp16"), ("tf32", "fp32"),
                                           ("fp32", "fp64")]))
         return wb.custom_model(fin, fout, kind=kind, L=draw(st.sampled_from([1, 2, 3, 4, 8, 16])), rounding=rounding,
-                               flush_output_subnormals=draw(st.booleans()))
+                               result_format=result_format if fout == "fp32" else None, **flush)
     fin = draw(st.sampled_from(["fp16", "bf16", "tf32", "fp8_e4m3fnuz", "fp8_e5m2"]))
     F = draw(st.integers(3, 30))
     return wb.custom_model(fin, "fp32", kind=kind, L=draw(st.sampled_from([2, 4, 8, 16])), F=F,
-                           F2=draw(st.integers(max(3, F - 6), 34)), rounding=rounding,
+                           F2=draw(st.integers(max(3, F - 6), 34)), rounding=rounding, result_format=result_format,
                            alignment_rounding=draw(st.sampled_from(["rd", "rz"])),
-                           zero_exponent=draw(st.sampled_from([None, -999, -20])))
+                           zero_exponent=draw(st.sampled_from([None, -999, -20])), **flush)
 
 
 @SETTINGS
@@ -229,6 +249,14 @@ def test_empty_products(shape: tuple[int, int, int]) -> None:
         kinds.setdefault(r.kind, r)
     for model in kinds.values():
         check(model, 1, *shape, False, "near")
+    A, B = np.zeros(shape[:2]), np.zeros(shape[1:])
+    h100 = wb.preset("H100", "fp16", "fp32")
+    wide_tr = wb.custom_model("fp16", "fp32", kind="tr-fdpa", L=8, F=40, F2=45)
+    for model, kw, message in ((h100, {"accumulation": "promote", "promote_every": 3}, "promote_every=3"),
+                               (wide_tr, {}, "62")):
+        for device in ("cpu", "cuda"):   # the same error on both, though there is nothing to compute
+            with pytest.raises(ValueError, match=message):
+                wb.gemm(A, B, model=model, device=device, **kw)
 
 
 def test_an_efdpa_sum_wider_than_the_kernels_limbs_is_named(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -48,18 +48,21 @@ def test_bench_engine_records_every_kind_and_the_readme_renders_it(tmp_path, cap
 
 def test_bench_ab_times_every_fp16_bf16_preset_by_name():
     """bench_ab --fp16-bf16 (the 10 x 10^6 x 10 target's command) on a tiny shape: one
-    row per preset with fp16 or bf16 inputs, fp16-output ones included, each with
-    min <= median <= max and its MAC/s."""
+    row per preset with fp16 or bf16 inputs (read from each name), fp16-output ones and
+    variants included, none of another input format; each with min <= median <= max
+    and its MAC/s.  Naming presets beside the option is an error."""
     import subprocess
 
-    from workbench import catalogue
-
-    names = [r.name for r in catalogue.records() if r.in_format in ("fp16", "bf16")]
-    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_ab.py"), "--fp16-bf16", "--shape",
-                          "2x40x3", "--rounds", "1", "--repeat", "2"], capture_output=True, text=True, check=True,
-                         timeout=900).stdout
-    rows = {line.split()[0]: line.split()[2:] for line in out.splitlines() if line.split()[:2][1:] == ["this"]}
-    assert set(rows) == set(names) and any(n.endswith("->fp16") for n in names)
+    script = [sys.executable, str(ROOT / "benchmarks" / "bench_ab.py")]
+    out = subprocess.run(script + ["--fp16-bf16", "--shape", "2x40x3", "--rounds", "1", "--repeat", "2"],
+                         capture_output=True, text=True, check=True, timeout=900).stdout
+    rows = {line.split()[0]: line.split()[2:] for line in out.splitlines() if line.split()[1:2] == ["this"]}
+    assert {"volta/mma.m8n8k4/fp16->fp16", "cdna3/mfma_rz/fp16->fp32/rz", "cdna2/mfma_1k/bf16->fp32/1k",
+            "blackwell/tcgen05.mma/bf16->fp32/rn", "cdna1/mfma/bf16->fp32"} <= set(rows)
+    assert all(name.split("/")[2].split("->")[0] in ("fp16", "bf16") for name in rows), sorted(rows)
+    assert len(rows) >= 31
     for cells in rows.values():
         lo, med, hi, rate, at_median = (float(x) for x in cells[:5])
         assert 0 < lo <= med <= hi and rate > 0 and at_median > 0
+    bad = subprocess.run(script + ["--fp16-bf16", "volta:fp16"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "drop volta:fp16" in bad.stderr

@@ -1,7 +1,7 @@
 """The GPU back end (issue 21, item 3): ``device=`` of ``workbench.gemm``.
 
-* the keyword: bad values, kinds the kernels do not cover, no GPU - clear errors, never
-  a silent CPU run;
+* the keyword: bad values, no GPU - clear errors, never a silent CPU run; every kind of
+  the catalogue has kernels (a user's kind without them: tests/test_extensibility.py);
 * the kernels' logic in numba's CUDA simulator (``tests/gpu_simulator_cases.py`` in a
   subprocess with ``NUMBA_ENABLE_CUDASIM=1``): device="cuda" against device="cpu", bit
   for bit, over presets, custom units, shapes and values drawn by hypothesis;

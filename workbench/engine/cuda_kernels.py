@@ -119,8 +119,8 @@ def amd_kernel(A, BT, sa, ea, sb, eb, acc, q):  # type: ignore[no-untyped-def]
     :func:`workbench.engine.fdpa_amd.amd_chain` over all blocks of K, from C in ``acc``,
     E-FDPA's limbs in the thread's local array.  ``sa, ea`` (M, Kp) and ``sb, eb``
     (Kp, N) are the decomposed operands (int32); ``A`` (M, K) and ``BT`` (N, K) the
-    float64 ones, which E-FDPA reads for the payload of a NaN result (TR-/GTR-FDPA's
-    NaN is canonical: empty arrays do)."""
+    float64 ones, which E-FDPA reads for the payload of a NaN result (a 1 x 1 stand-in
+    where no payload is to be chosen: TR-/GTR-FDPA's NaN is canonical)."""
     t = cuda.grid(1)
     M = acc.shape[0]
     N = acc.shape[1]

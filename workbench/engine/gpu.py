@@ -32,12 +32,15 @@ import numpy as np
 from .ops import MODE_CODES
 from . import fdpa_amd as _amd
 from . import kernels as _k
+from . import core as _core
 from .core import ACCUMULATIONS
 from .gst import gst_params, scale_operands
 from .layout import P_K, P_NLIMBS
+from .operations.efdpa import EFDPA
 from .operations.ftz_addmul import FTZAddMul
 from .operations.scaled import STFDPA
 from .operations.tfdpa import accumulation_params
+from .operations.trfdpa import TRFDPA
 from .operands import Operands, pad_k, padded_decomposed
 from .operation import operation
 
@@ -218,11 +221,11 @@ def _run_amd(model: "Model", ops: Operands, acc: np.ndarray, accumulation: str, 
     :func:`~workbench.engine.fdpa_amd.amd_chain` per thread on the operands the CPU's
     ``prepare`` decomposed (or decomposed here, where E-FDPA's ``prepare`` kept float64
     operands only for its binary64 lane kernel)."""
-    op = operation(model.kind)
+    op = cast("EFDPA | TRFDPA", operation(model.kind))
     op.check_run(accumulation, promote_every, scale_a, scale_b)
     ck = _kernels()
     cuda = cuda_module()
-    code = getattr(op, "code", _amd.KIND_E)
+    code = op.code
     q = _amd.amd_params(model, code)
     q[P_K] = ops.K
     if q[P_NLIMBS] > ck.MAX_LIMBS:
@@ -234,8 +237,10 @@ def _run_amd(model: "Model", ops: Operands, acc: np.ndarray, accumulation: str, 
         sb, eb = sbt.T, ebt.T
     else:
         sa, ea, sb, eb = ops.sa, ops.ea, ops.sb, ops.eb
-    if code != _amd.KIND_E or ops.K == 0:    # no NaN payload to choose from A and B: a 1 x 1 stand-in
-        A = BT = np.zeros((1, 1))            # (TR-/GTR-FDPA's NaN is canonical; K = 0 has no products)
+    if code != _amd.KIND_E or ops.K == 0 or not (ops.special or np.isnan(acc).any()):
+        # no NaN payload to choose from A and B (TR-/GTR-FDPA's NaN is canonical; no products; or no NaN
+        # can arise: finite products never meet an infinity of the other sign), so they stay on the host
+        A = BT = np.zeros((1, 1))
 
     def dev(x: np.ndarray) -> Any:
         return cuda.to_device(np.ascontiguousarray(x))
@@ -289,9 +294,9 @@ def run_prepared(model: "Model", ops: Operands, C: np.ndarray, *, accumulation: 
         raise ValueError(f"accumulation={accumulation!r}: expected one of {ACCUMULATIONS}")
     check_supported(model)
     acc = np.array(C, dtype=np.float64, copy=True, order="C")
-    if acc.size == 0:        # no output: the CPU's checks of the arguments, and no kernel to launch
-        operation(model.kind).check_run(accumulation, promote_every, scale_a, scale_b)
-        return acc
+    if acc.size == 0:        # no output, no kernel: the CPU path checks the arguments and returns it
+        return _core.run_prepared(model, ops, acc, accumulation=accumulation, promote_every=promote_every,
+                                  scale_a=scale_a, scale_b=scale_b)
     with warnings.catch_warnings():
         # one thread per output: a product with few outputs (Figure 7's 10 x k x 10) launches a
         # grid of one block on purpose, and numba-cuda would warn of low occupancy on every call

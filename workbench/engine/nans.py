@@ -78,10 +78,11 @@ _BELOW_FP32 = np.int64((1 << 29) - 1)
 @numba.njit(cache=True, inline="always")
 def narrow_nan32(x):
     """NaN ``x`` rounded to binary32 and widened back, as x86-64's ``cvtsd2ss`` does it:
-    sign, quiet bit and the leading 23 fraction bits kept, the rest dropped.  Written with
-    bit operations because the CUDA kernels run this same function and PTX does not
-    promise that its conversion keeps a NaN's payload."""
-    return _f64_from_bits(_bits_from_f64(x) & ~_BELOW_FP32)
+    sign and the leading 23 fraction bits kept, the rest dropped, the quiet bit set (a
+    signaling NaN comes out quiet).  Written with bit operations because the CUDA
+    kernels run this same function and PTX does not promise that its conversion keeps
+    a NaN's payload."""
+    return _f64_from_bits((_bits_from_f64(x) | _QUIET64) & ~_BELOW_FP32)
 
 
 @numba.njit(cache=True, inline="always")

@@ -58,6 +58,8 @@ class EFDPA(Operation):
     propagates_nan = True
     kernel_family = "amd"
     has_row_kernel = True
+    #: Kernel code of :mod:`workbench.engine.fdpa_amd`.
+    code = _amd.KIND_E
 
     def prepare(self, model: "Model", A: np.ndarray, B: np.ndarray) -> Operands:
         """A and B checked and decomposed in one compiled pass (K zero-padded to whole

@@ -1396,7 +1396,7 @@ def run_amd(model, code: int, A, BT, acc):
 
 
 __all__ = ["run_amd", "amd_params", "amd_chain", "efdpa_float_fits", "efdpa_float", "efdpa_gemm_simd",
-           "efdpa_rows_float", "amd_gemm", "amd_rows", "amd_dots", "efdpa_rows_lanes", "trfdpa_gemm_lanes", "trfdpa_rows_lanes",
-           "trfdpa_lanes", "trfdpa_gemm_simd", "tr_simd_eligible", "tr_simd", "tr_chain_constants", "efdpa_gemm_lanes", "efdpa_lanes", "lanes_fit", "efdpa_step", "trfdpa_step", "tr_parts",
-           "group_sum",
-           "limb_round", "scan_specials", "shift_floor", "shift_align"]
+           "efdpa_rows_float", "amd_gemm", "amd_rows", "amd_dots", "efdpa_rows_lanes", "trfdpa_gemm_lanes",
+           "trfdpa_rows_lanes", "trfdpa_lanes", "trfdpa_gemm_simd", "tr_simd_eligible", "tr_simd",
+           "tr_chain_constants", "efdpa_gemm_lanes", "efdpa_lanes", "lanes_fit", "efdpa_step", "trfdpa_step",
+           "tr_parts", "group_sum", "limb_round", "scan_specials", "shift_floor", "shift_align"]

@@ -1,7 +1,7 @@
 """The CUDA kernels of :mod:`workbench.engine.gpu` (imported by it on first use: this
 module imports ``numba.cuda``, which the ``gpu`` extra installs).
 
-Every kernel is one thread per output ``(i, j)`` (``j`` fastest, so that the threads
+Every kernel is one thread per output ``(i, j)`` (:func:`_output`: ``j`` fastest, so that the threads
 of a warp read consecutive elements of B's row ``k``) and its body is a call of the
 CPU engine's own compiled per-output function: numba-cuda compiles a CPU
 ``@numba.njit`` function called from a kernel as a CUDA device function from the
@@ -47,6 +47,17 @@ else:
         return x
 
 
+@numba.njit(inline="always")
+def _output(t, M, N):  # type: ignore[no-untyped-def]
+    """Thread t's output of an (M, N) result: (whether there is one, i, j), ``j``
+    fastest (every kernel's mapping: a warp's threads read consecutive elements of B's
+    row ``k``)."""
+    if t >= M * N:
+        return False, 0, 0
+    i = t // N
+    return True, i, t - i * N
+
+
 #: Threads per block of every kernel (one output per thread); one warp in the simulator,
 #: which runs each thread as a Python thread (so small test shapes span several blocks).
 THREADS = 32 if SIMULATED else 128
@@ -57,12 +68,8 @@ def tfdpa_kernel(sa, ea, sb, eb, acc, prm, fast):  # type: ignore[no-untyped-def
     """One T-FDPA output per thread: :func:`workbench.engine.kernels._accumulate` over
     all blocks of K (chain, outside or promote as ``prm`` says), from C in ``acc``.
     ``sa, ea`` (M, Kp) and ``sb, eb`` (Kp, N) are the decomposed operands (int32)."""
-    t = cuda.grid(1)
-    M = acc.shape[0]
-    N = acc.shape[1]
-    if t < M * N:
-        i = t // N
-        j = t - i * N
+    inside, i, j = _output(cuda.grid(1), acc.shape[0], acc.shape[1])
+    if inside:
         a_s = _arr(sa)
         nblocks = a_s.shape[1] // prm[P_L]
         acc[i, j] = _k._accumulate(a_s, _arr(ea), _arr(sb), _arr(eb), i, j, np.int64(0), nblocks, acc[i, j], 0.0,
@@ -74,12 +81,8 @@ def fma_kernel(A, B, acc, how, p, emin, emax):  # type: ignore[no-untyped-def]
     """One FMA chain per thread (:func:`workbench.engine.kernels.fma_chain`, steps as
     ``how, p, emin, emax`` say: :func:`workbench.engine.kernels.fma_code`), from C in
     ``acc``; A (M, K), B (K, N') with N' >= N."""
-    t = cuda.grid(1)
-    M = acc.shape[0]
-    N = acc.shape[1]
-    if t < M * N:
-        i = t // N
-        j = t - i * N
+    inside, i, j = _output(cuda.grid(1), acc.shape[0], acc.shape[1])
+    if inside:
         acc[i, j] = _k.fma_chain(_arr(A), _arr(B), i, j, acc[i, j], how, p, emin, emax)
 
 
@@ -95,12 +98,8 @@ def gst_kernel(sa, ea, sb, eb, xsa, xea, xsb, xeb, acc, r):  # type: ignore[no-u
     ``sa, ea`` (M, Kp) and ``sb, eb`` (N, Kp) indexed ``[j, k]``: decomposed A and B
     (int32); ``xsa, xea`` (M, Kp / k_block) and ``xsb, xeb`` (N, Kp / k_block): the
     decomposed scales; ``r`` from :func:`workbench.engine.gst.gst_params`."""
-    t = cuda.grid(1)
-    M = acc.shape[0]
-    N = acc.shape[1]
-    if t < M * N:
-        i = t // N
-        j = t - i * N
+    inside, i, j = _output(cuda.grid(1), acc.shape[0], acc.shape[1])
+    if inside:
         Xs = cuda.local.array(MAX_GROUPS, np.int64)
         Es = cuda.local.array(MAX_GROUPS, np.int64)
         acc[i, j] = gst_chain(_arr(sa), _arr(ea), _arr(sb), _arr(eb), _arr(xsa), _arr(xea), _arr(xsb), _arr(xeb),
@@ -121,12 +120,8 @@ def amd_kernel(A, BT, sa, ea, sb, eb, acc, q):  # type: ignore[no-untyped-def]
     (Kp, N) are the decomposed operands (int32); ``A`` (M, K) and ``BT`` (N, K) the
     float64 ones, which E-FDPA reads for the payload of a NaN result (a 1 x 1 stand-in
     where no payload is to be chosen: TR-/GTR-FDPA's NaN is canonical)."""
-    t = cuda.grid(1)
-    M = acc.shape[0]
-    N = acc.shape[1]
-    if t < M * N:
-        i = t // N
-        j = t - i * N
+    inside, i, j = _output(cuda.grid(1), acc.shape[0], acc.shape[1])
+    if inside:
         limbs = cuda.local.array(MAX_LIMBS, np.int64)
         p = _arr(q)
         acc[i, j] = amd_chain(_arr(A), _arr(BT), _arr(sa), _arr(ea), _arr(sb), _arr(eb), i, j, acc[i, j], p,
@@ -138,12 +133,8 @@ def ftz_kernel(A, BT, acc, P, in_min_normal):  # type: ignore[no-untyped-def]
     """One FTZ-AddMul chain per thread (:func:`workbench.engine.others.ftz_chain`), from
     C in ``acc``: ``A`` (M, Kp) and ``BT`` (N, Kp) float64, Kp a multiple of P (``BT``
     stored column-major, so that a warp's threads read adjacent elements)."""
-    t = cuda.grid(1)
-    M = acc.shape[0]
-    N = acc.shape[1]
-    if t < M * N:
-        i = t // N
-        j = t - i * N
+    inside, i, j = _output(cuda.grid(1), acc.shape[0], acc.shape[1])
+    if inside:
         acc[i, j] = ftz_chain(_arr(A), _arr(BT), i, j, acc[i, j], P, in_min_normal)
 
 
@@ -151,12 +142,8 @@ def ftz_kernel(A, BT, acc, P, in_min_normal):  # type: ignore[no-untyped-def]
 def add_late_kernel(D, C, p, emin, emax, mode, flush):  # type: ignore[no-untyped-def]
     """``D <- rho(D + C)`` per element (:func:`workbench.engine.kernels.exact_add`):
     c added after the products."""
-    t = cuda.grid(1)
-    M = D.shape[0]
-    N = D.shape[1]
-    if t < M * N:
-        i = t // N
-        j = t - i * N
+    inside, i, j = _output(cuda.grid(1), D.shape[0], D.shape[1])
+    if inside:
         D[i, j] = _k.exact_add(D[i, j], C[i, j], p, emin, emax, mode, flush)
 
 

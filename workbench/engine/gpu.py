@@ -118,20 +118,21 @@ def _kernels() -> ModuleType:
     return cuda_kernels
 
 
+def _device(x: np.ndarray) -> Any:
+    """A C-ordered copy of ``x`` on the GPU."""
+    return cuda_module().to_device(np.ascontiguousarray(x))
+
+
 def _launch_tfdpa(ops: Operands, acc: np.ndarray, prm: np.ndarray) -> np.ndarray:
     """The T-FDPA kernel on decomposed operands (``sa, ea`` (M, Kp), ``sb, eb`` (Kp, N')
     indexed ``[k, j]``, any layout) from C in ``acc``; D."""
     ck = _kernels()
-    cuda = cuda_module()
     sa, ea = cast(np.ndarray, ops.sa), cast(np.ndarray, ops.ea)
-    sb = np.ascontiguousarray(cast(np.ndarray, ops.sb)[:, :ops.N])    # (Kp, N): a warp reads one row of B
-    eb = np.ascontiguousarray(cast(np.ndarray, ops.eb)[:, :ops.N])
+    sb, eb = cast(np.ndarray, ops.sb), cast(np.ndarray, ops.eb)
     fast = bool(_k.fast_eligible(prm))
-    d_acc = cuda.to_device(acc)
-    ck.tfdpa_kernel[ck.blocks(acc.size), ck.THREADS](cuda.to_device(np.ascontiguousarray(sa)),
-                                                     cuda.to_device(np.ascontiguousarray(ea)),
-                                                     cuda.to_device(sb), cuda.to_device(eb), d_acc,
-                                                     cuda.to_device(prm), fast)
+    d_acc = _device(acc)
+    ck.tfdpa_kernel[ck.blocks(acc.size), ck.THREADS](_device(sa), _device(ea), _device(sb[:, :ops.N]),
+                                                     _device(eb[:, :ops.N]), d_acc, _device(prm), fast)
     return np.asarray(d_acc.copy_to_host())
 
 
@@ -183,7 +184,7 @@ def _run_gstfdpa(model: "Model", ops: Operands, acc: np.ndarray, accumulation: s
 
     d_acc = cuda.to_device(acc)
     ck.gst_kernel[ck.blocks(acc.size), ck.THREADS](
-        cuda.to_device(np.ascontiguousarray(sa)), cuda.to_device(np.ascontiguousarray(ea)), by_column(sb),
+        _device(sa), _device(ea), by_column(sb),
         by_column(eb), cuda.to_device(xsa), cuda.to_device(xea), by_column(xsb), by_column(xeb), d_acc,
         cuda.to_device(r))
     return np.asarray(d_acc.copy_to_host())
@@ -198,8 +199,8 @@ def _run_fma(model: "Model", ops: Operands, acc: np.ndarray, accumulation: str, 
     ck = _kernels()
     cuda = cuda_module()
     out = model.out_fmt
-    A = cuda.to_device(np.ascontiguousarray(ops.A))
-    B = cuda.to_device(np.ascontiguousarray(cast(np.ndarray, ops.BT).T))
+    A = _device(cast(np.ndarray, ops.A))
+    B = _device(cast(np.ndarray, ops.BT).T)
     grid = ck.blocks(acc.size)
     how, p, emin, emax = _k.fma_code(out)
     if model.c_position == "early":
@@ -224,7 +225,6 @@ def _run_amd(model: "Model", ops: Operands, acc: np.ndarray, accumulation: str, 
     op = cast("EFDPA | TRFDPA", operation(model.kind))
     op.check_run(accumulation, promote_every, scale_a, scale_b)
     ck = _kernels()
-    cuda = cuda_module()
     code = op.code
     q = _amd.amd_params(model, code)
     q[P_K] = ops.K
@@ -242,12 +242,9 @@ def _run_amd(model: "Model", ops: Operands, acc: np.ndarray, accumulation: str, 
         # can arise: finite products never meet an infinity of the other sign), so they stay on the host
         A = BT = np.zeros((1, 1))
 
-    def dev(x: np.ndarray) -> Any:
-        return cuda.to_device(np.ascontiguousarray(x))
-
-    d_acc = cuda.to_device(acc)
-    ck.amd_kernel[ck.blocks(acc.size), ck.THREADS](dev(A), dev(BT), dev(sa), dev(ea), dev(sb[:, :ops.N]),
-                                                   dev(eb[:, :ops.N]), d_acc, dev(q))
+    d_acc = _device(acc)
+    ck.amd_kernel[ck.blocks(acc.size), ck.THREADS](_device(A), _device(BT), _device(sa), _device(ea),
+                                                   _device(sb[:, :ops.N]), _device(eb[:, :ops.N]), d_acc, _device(q))
     return np.asarray(d_acc.copy_to_host())
 
 
@@ -264,8 +261,8 @@ def _run_ftz_addmul(model: "Model", ops: Operands, acc: np.ndarray, accumulation
     A, BT = pad_k(np.asarray(ops.A, dtype=np.float64), np.asarray(ops.BT, dtype=np.float64), P)
     min_normal = model.in_fmt.min_normal if model.flush_subnormals else 0.0
     d_acc = cuda.to_device(acc)
-    ck.ftz_kernel[ck.blocks(acc.size), ck.THREADS](cuda.to_device(np.ascontiguousarray(A)),
-                                                   cuda.to_device(np.asfortranarray(BT)), d_acc, P, min_normal)
+    ck.ftz_kernel[ck.blocks(acc.size), ck.THREADS](_device(A), cuda.to_device(np.asfortranarray(BT)), d_acc, P,
+                                                   min_normal)
     return np.asarray(d_acc.copy_to_host())
 
 

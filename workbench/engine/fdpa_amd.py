@@ -296,6 +296,13 @@ def group_sum(sa, ea, sb, eb, i, j, k0, L, start, step, fp, F, ez, use_ez):
     return T, emax, True
 
 
+@numba.njit(cache=True, inline="always")
+def tr_sum_bits(F, F2):
+    """G = max(F, F2 + 1): the fractional bits at E of TR-/GTR-FDPA's sum of T' (F2 + 1
+    bits, MMA-Sim 2.1.1) and c' (F bits)."""
+    return F2 + 1 if F2 + 1 > F else F
+
+
 @numba.njit(cache=True)
 def tr_parts(sa, ea, sb, eb, i, j, k0, c_sig, c_exp, q):
     """The fixed-point stages of TR-/GTR-FDPA for one block with c = (c_sig, c_exp).
@@ -337,7 +344,7 @@ def tr_parts(sa, ea, sb, eb, i, j, k0, c_sig, c_exp, q):
         E = emax
     if has_c and ec > E:
         E = ec
-    G = F2 + 1 if F2 + 1 > F else F
+    G = tr_sum_bits(F, F2)
     Tp = np.int64(0)
     if has_T:
         Tp = shift_align(T, F2 + 1 - F + emax - E, rz)
@@ -553,7 +560,7 @@ def _lane_tr_round_loop(T0, E0, T1, E1, nv, q, neg, mag, qq, bad, gtr, rz):
     compiles to its own branch-free loop over the lanes, which LLVM vectorises)."""
     F = q[P_F]
     F2 = q[P_F2]
-    G = F2 + 1 if F2 + 1 > F else F
+    G = tr_sum_bits(F, F2)
     eminc = q[P_EMINC]
     ez = q[P_EZ]
     use_ez = q[P_USE_EZ] != 0
@@ -714,7 +721,7 @@ def tr_chain_constants(q):
     cp[_vc.C_MODE] = q[P_MODE]
     cp[_vc.C_FLUSH] = 1 if q[P_FLUSHOUT] != 0 else 0
     cp[_vc.C_F2] = F2
-    cp[_vc.C_GT] = F2 + 1 if F2 + 1 > F else F
+    cp[_vc.C_GT] = tr_sum_bits(F, F2)
     cp[_vc.C_OVF1] = ovf1
     cp[_vc.C_EZ] = q[P_EZ]
     cp[_vc.C_USEEZ] = 1 if q[P_USE_EZ] != 0 else 0
@@ -1399,4 +1406,4 @@ __all__ = ["run_amd", "amd_params", "amd_chain", "efdpa_float_fits", "efdpa_floa
            "efdpa_rows_float", "amd_gemm", "amd_rows", "amd_dots", "efdpa_rows_lanes", "trfdpa_gemm_lanes",
            "trfdpa_rows_lanes", "trfdpa_lanes", "trfdpa_gemm_simd", "tr_simd_eligible", "tr_simd",
            "tr_chain_constants", "efdpa_gemm_lanes", "efdpa_lanes", "lanes_fit", "efdpa_step", "trfdpa_step",
-           "tr_parts", "group_sum", "limb_round", "scan_specials", "shift_floor", "shift_align"]
+           "tr_parts", "tr_sum_bits", "group_sum", "limb_round", "scan_specials", "shift_floor", "shift_align"]

@@ -52,8 +52,8 @@ MMASIM_SHAPE = SHAPES[0]
 #: Products of this many multiply-adds or more are timed at most BIG_REPEAT times (the
 #: slowest kinds take seconds per call there).
 BIG, BIG_REPEAT = 10**8, 3
-#: Calls shorter than SHORT_S seconds are timed SHORT_BUDGET_S / (their untimed time)
-#: times, at most SHORT_MAX and at least ``--repeat``.
+#: Calls whose first timed call is shorter than SHORT_S seconds are timed SHORT_BUDGET_S /
+#: (that time) times, at most SHORT_MAX and at least ``--repeat``.
 SHORT_S, SHORT_BUDGET_S, SHORT_MAX = 0.01, 0.25, 200
 
 

@@ -26,7 +26,7 @@ generators of Ootomo & Yokota's exponent ranges are
 from ._registry import ALGORITHMS, SOLVERS, available, get
 from .bf16xn import bf16xn
 from .cutlass import cutlass_xtf32
-from .lu import Factorization, cholesky, lu
+from .lu import Factorization, FactorizationError, cholesky, lu
 from .markidis import markidis
 from .multiword import multiword
 from .ootomo_yokota import ootomo_yokota
@@ -35,4 +35,4 @@ from .refinement import RefinementResult, gmres_ir, lu_ir
 
 __all__ = ["ALGORITHMS", "INT8_UNIT", "Int8Unit", "available", "bf16xn", "cutlass_xtf32", "get", "markidis",
            "multiword", "ootomo_yokota", "ozaki",
-           "SOLVERS", "Factorization", "RefinementResult", "cholesky", "gmres_ir", "lu", "lu_ir"]
+           "SOLVERS", "Factorization", "FactorizationError", "RefinementResult", "cholesky", "gmres_ir", "lu", "lu_ir"]

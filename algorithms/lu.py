@@ -48,7 +48,7 @@ import scipy.linalg
 from workbench import formats, matmul
 from workbench.engine.model import Model
 
-__all__ = ["PRECISIONS", "UPDATE_C", "Factorization", "cholesky", "lu"]
+__all__ = ["PRECISIONS", "UPDATE_C", "Factorization", "FactorizationError", "cholesky", "lu"]
 
 #: Formats the stored matrix, panel and TRSM may use (IEEE arithmetic, RNE).
 PRECISIONS = ("fp16", "bf16", "fp32", "fp64")
@@ -57,6 +57,32 @@ UPDATE_C = ("epilogue", "accumulator")
 _UNIT_FORMATS = ("fp16", "bf16")
 
 Rounder = Callable[[np.ndarray], np.ndarray]
+
+#: What stops a factorisation (:attr:`FactorizationError.reason`).
+BREAKDOWNS = ("zero pivot", "non-finite pivot", "not positive definite")
+
+
+class FactorizationError(ValueError):
+    """A factorisation that cannot go on: a zero pivot (LU: no non-zero entry left in
+    the pivot column, i.e. A is singular in the arithmetic used), a non-finite pivot
+    (NaN or Inf: the elimination overflowed the storage format) or, for Cholesky, a
+    non-positive pivot (A is not positive definite in that arithmetic).
+
+    ``algorithm``: who met it (``"lu"``, ``"cholesky"``, ``"reference"`` for the fp64
+    LAPACK LU of :func:`algorithms.refinement.reference_solution`, ``"solve"`` for the
+    factors cast to the triangular solves' precision); ``reason``: one of
+    :data:`BREAKDOWNS`; ``step``: the elimination step (0-based; step j eliminates
+    column j); ``column``: the column of A whose pivot it is; ``pivot``: its value;
+    ``precision``: the arithmetic.  A ValueError, so callers that catch bad input
+    catch it too.
+    """
+
+    def __init__(self, algorithm: str, reason: str, step: int, column: int, pivot: float, precision: str,
+                 advice: str = "") -> None:
+        self.algorithm, self.reason, self.precision = algorithm, reason, precision
+        self.step, self.column, self.pivot = int(step), int(column), float(pivot)
+        super().__init__(f"{algorithm}: {reason} at step {self.step} (column {self.column}): the pivot is "
+                         f"{self.pivot!r} in {precision}{'; ' + advice if advice else ''}")
 
 
 def rounder(precision: str) -> Rounder:
@@ -105,9 +131,19 @@ class Factorization:
         if dt is None:
             raise ValueError(f"precision={precision!r}: the triangular solves run in 'fp32' or 'fp64'")
         rp = np.asarray(r, dtype=np.float64)[self.perm].astype(dt)
-        y = scipy.linalg.solve_triangular(self.L.astype(dt), rp, lower=True, unit_diagonal=self.kind != "cholesky",
+        with np.errstate(over="ignore", under="ignore"):
+            Ld, Ud = self.L.astype(dt), self.U.astype(dt)
+        for T, stored in ((Ud, self.U), (Ld, self.L)):
+            d = np.diag(T)
+            bad = np.flatnonzero(~np.isfinite(d) | (d == 0))
+            if bad.size:  # a stored pivot that under- or overflows the solve's precision
+                j = int(bad[0])
+                raise FactorizationError("solve", "zero pivot" if d[j] == 0 else "non-finite pivot", j, j, d[j],
+                                         precision, f"the stored pivot {float(stored[j, j])!r} is out of the "
+                                         f"range of {precision}; solve in 'fp64'")
+        y = scipy.linalg.solve_triangular(Ld, rp, lower=True, unit_diagonal=self.kind != "cholesky",
                                           check_finite=False)
-        z = scipy.linalg.solve_triangular(self.U.astype(dt), y, lower=False, check_finite=False)
+        z = scipy.linalg.solve_triangular(Ud, y, lower=False, check_finite=False)
         return z.astype(np.float64)
 
 
@@ -119,9 +155,16 @@ def _square(A: np.typing.ArrayLike) -> np.ndarray:
     arr = arr.astype(np.float64)
     if arr.ndim != 2 or arr.shape[0] != arr.shape[1] or arr.shape[0] == 0:
         raise ValueError(f"A must be a non-empty square matrix; got shape {arr.shape}")
-    if not np.isfinite(arr).all():
-        raise ValueError("A contains NaN or Inf")
-    return arr
+    return finite(arr, "A")
+
+
+def finite(X: np.ndarray, name: str) -> np.ndarray:
+    """``X`` if it holds no NaN or Inf, else a ValueError naming the first such entry."""
+    if not np.isfinite(X).all():
+        index = ", ".join(str(int(i)) for i in np.argwhere(~np.isfinite(X))[0])
+        raise ValueError(f"{name}[{index}] = {float(X[tuple(np.argwhere(~np.isfinite(X))[0])])!r}; expected "
+                         "finite values (no NaN or Inf)")
+    return X
 
 
 def _settings(model: Model | None, unit_format: str | None, precision: str, update_c: str,
@@ -165,11 +208,13 @@ def _store(A: np.ndarray, precision: str) -> np.ndarray:
 
 
 def _to_unit(X: np.ndarray, fmt: str, what: str) -> np.ndarray:
-    """An update operand rounded (RNE) to the unit's input format; overflow is an error."""
+    """An update operand rounded (RNE) to the unit's input format; overflow is an error.
+    (An entry that is already NaN or Inf - the elimination overflowed ``precision`` -
+    goes through: it reaches a later pivot, which reports it.)"""
     Xh = formats.round(X, fmt)
-    if not np.isfinite(Xh).all():
-        i, j = np.argwhere(~np.isfinite(Xh))[0]
-        raise ValueError(f"{what} entry {X[i, j]!r} overflows {fmt} when rounded for the unit; scale A first "
+    if not np.isfinite(Xh).all() and (bad := ~np.isfinite(Xh) & np.isfinite(X)).any():
+        i, j = np.argwhere(bad)[0]
+        raise ValueError(f"{what} entry {float(X[i, j])!r} overflows {fmt} when rounded for the unit; scale A first "
                          "(Higham, Pranesh & Zounon, SIAM J. Sci. Comput. 41(4), 2019)")
     return Xh
 
@@ -219,14 +264,22 @@ def trailing_update(C: np.ndarray, L21: np.ndarray, U12: np.ndarray, *, model: M
 
 
 # ----------------------------------------------------------------- LU
-def _lu_panel(W: np.ndarray, perm: np.ndarray, k: int, e: int, rnd: Rounder) -> None:
+def _lu_panel(W: np.ndarray, perm: np.ndarray, k: int, e: int, rnd: Rounder, precision: str) -> None:
     """Unblocked right-looking LU with partial pivoting of columns k..e-1 (rows k..n-1),
-    in place; pivot rows are swapped across the whole matrix (LAPACK getf2 + laswp)."""
+    in place; pivot rows are swapped across the whole matrix (LAPACK getf2 + laswp).
+    A zero or non-finite pivot raises :class:`FactorizationError` (argmax picks a NaN
+    or an Inf first, so any non-finite entry left in the column is its pivot)."""
     for j in range(k, e):
         col = np.abs(W[j:, j])
         p = j + int(np.argmax(col))
+        if not np.isfinite(W[p, j]):
+            raise FactorizationError("lu", "non-finite pivot", j, j, W[p, j], precision,
+                                     f"the elimination overflowed {precision} (row {int(perm[p])} of A); "
+                                     "scale A by a power of two or store it in a wider precision")
         if W[p, j] == 0:
-            raise ValueError(f"A is singular in the stored precision: no non-zero pivot in column {j}")
+            raise FactorizationError("lu", "zero pivot", j, j, 0.0, precision,
+                                     f"A is singular in {precision} arithmetic: nothing non-zero is left in "
+                                     f"column {j} once the columns before it are eliminated")
         if p != j:
             W[[j, p]] = W[[p, j]]
             perm[[j, p]] = perm[[p, j]]
@@ -261,13 +314,14 @@ def lu(A: np.typing.ArrayLike, *, model: Model | None, block: int = 128, precisi
     n = W.shape[0]
     rnd = rounder(precision)
     perm = np.arange(n)
-    for k in range(0, n, block):
-        e = min(k + block, n)
-        _lu_panel(W, perm, k, e, rnd)
-        if e < n:
-            _unit_lower_trsm(W, k, e, rnd)
-            W[e:, e:] = trailing_update(W[e:, e:], W[e:, k:e], W[k:e, e:], model=model, unit_format=fin,
-                                        precision=precision, update_c=update_c, device=device)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported by the pivot it reaches
+        for k in range(0, n, block):
+            e = min(k + block, n)
+            _lu_panel(W, perm, k, e, rnd, precision)
+            if e < n:
+                _unit_lower_trsm(W, k, e, rnd)
+                W[e:, e:] = trailing_update(W[e:, e:], W[e:, k:e], W[k:e, e:], model=model, unit_format=fin,
+                                            precision=precision, update_c=update_c, device=device)
     L = np.tril(W, -1)
     np.fill_diagonal(L, 1.0)
     return Factorization(L=L, U=np.triu(W), perm=perm, unit_format=fin, precision=precision, block=int(block),
@@ -275,13 +329,20 @@ def lu(A: np.typing.ArrayLike, *, model: Model | None, block: int = 128, precisi
 
 
 # ----------------------------------------------------------------- Cholesky
-def _cholesky_panel(W: np.ndarray, k: int, e: int, rnd: Rounder) -> None:
+def _cholesky_panel(W: np.ndarray, k: int, e: int, rnd: Rounder, precision: str) -> None:
     """Unblocked right-looking Cholesky of the diagonal block k..e-1 and L21 = A21 L11^-T
     (column by column: l_jj = sqrt(a_jj), l_ij = a_ij / l_jj, rank-1 update), in place
-    on the lower triangle."""
+    on the lower triangle.  A non-finite or non-positive pivot a_jj raises
+    :class:`FactorizationError`."""
     for j in range(k, e):
+        if not np.isfinite(W[j, j]):
+            raise FactorizationError("cholesky", "non-finite pivot", j, j, W[j, j], precision,
+                                     f"the elimination overflowed {precision}; scale A by a power of two or "
+                                     "store it in a wider precision")
         if not W[j, j] > 0:
-            raise ValueError(f"A is not positive definite in the stored precision: pivot {j} is {W[j, j]!r}")
+            raise FactorizationError("cholesky", "not positive definite", j, j, W[j, j], precision,
+                                     f"A is not positive definite in {precision} arithmetic (the leading "
+                                     f"{j + 1}x{j + 1} block is not); factor it with lu")
         W[j, j] = rnd(np.sqrt(W[j, j:j + 1]))[0]
         W[j + 1:, j] = rnd(W[j + 1:, j] / W[j, j])
         if j + 1 < e:
@@ -304,13 +365,14 @@ def cholesky(A: np.typing.ArrayLike, *, model: Model | None, block: int = 128, p
     W = _store(np.tril(A64) + np.tril(A64, -1).T, precision)
     n = W.shape[0]
     rnd = rounder(precision)
-    for k in range(0, n, block):
-        e = min(k + block, n)
-        _cholesky_panel(W, k, e, rnd)
-        if e < n:
-            L21 = W[e:, k:e]
-            W[e:, e:] = trailing_update(W[e:, e:], L21, L21.T, model=model, unit_format=fin, precision=precision,
-                                        update_c=update_c, device=device)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported by the pivot it reaches
+        for k in range(0, n, block):
+            e = min(k + block, n)
+            _cholesky_panel(W, k, e, rnd, precision)
+            if e < n:
+                L21 = W[e:, k:e]
+                W[e:, e:] = trailing_update(W[e:, e:], L21, L21.T, model=model, unit_format=fin,
+                                            precision=precision, update_c=update_c, device=device)
     L = np.tril(W)
     return Factorization(L=L, U=L.T.copy(), perm=np.arange(n), unit_format=fin, precision=precision,
                          block=int(block), update_c=update_c, model=model, kind="cholesky")

@@ -44,7 +44,7 @@ import scipy.linalg
 from workbench import formats
 from workbench.engine.model import Model
 
-from .lu import Factorization, lu, rounder
+from .lu import Factorization, FactorizationError, finite, lu, rounder
 
 __all__ = ["RESIDUALS", "WORKING", "RefinementResult", "gmres_ir", "lu_ir", "reference_solution", "solve_system"]
 
@@ -99,10 +99,22 @@ def reference_solution(A: np.typing.ArrayLike, b: np.typing.ArrayLike, *, max_it
     residuals are computed exactly (:func:`workbench.exact.gemm`), stopped when the
     correction no longer changes x (Wilkinson's refinement with u_r << u; its limit
     is x* rounded to fp64 for kappa(A) u << 1, Higham 2002, Theorem 12.1)."""
-    A = np.asarray(A, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64).reshape(-1)
-    lu_piv = scipy.linalg.lu_factor(A, check_finite=False)
-    x = scipy.linalg.lu_solve(lu_piv, b, check_finite=False)
+    A = finite(np.asarray(A, dtype=np.float64), "A")
+    b = finite(np.asarray(b, dtype=np.float64).reshape(-1), "b")
+    getrf, = scipy.linalg.get_lapack_funcs(("getrf",), (A,))
+    lu_, piv, info = getrf(A)   # (scipy.linalg.lu_factor would warn and go on at a zero pivot)
+    if info > 0:
+        raise FactorizationError("reference", "zero pivot", info - 1, info - 1, 0.0, "fp64",
+                                 "A is singular in fp64 (LAPACK dgetrf), so the reference solution x* of the "
+                                 "forward errors does not exist; pass x_exact= if A x = b has a solution")
+    lu_piv = (lu_, piv)
+    with np.errstate(over="ignore", invalid="ignore"):
+        x = scipy.linalg.lu_solve(lu_piv, b, check_finite=False)
+    if not np.isfinite(x).all():
+        j = int(np.argmin(np.abs(np.diag(lu_))))
+        raise ValueError(f"reference: A is numerically singular in fp64: the LAPACK LU's solution overflows "
+                         f"(smallest pivot {float(lu_[j, j])!r} at step {j}), so the reference solution x* of "
+                         "the forward errors cannot be computed; pass x_exact=")
     for _ in range(max_iterations):
         d = scipy.linalg.lu_solve(lu_piv, _exact_residual(A, x, b), check_finite=False)
         x_new = x + d
@@ -128,8 +140,8 @@ def _problem(A: np.typing.ArrayLike, b: np.typing.ArrayLike, working: str, resid
         raise ValueError(f"A must be a square matrix; got shape {A.shape}")
     if b_in.shape not in ((A.shape[0],), (A.shape[0], 1)):
         raise ValueError(f"b must have shape ({A.shape[0]},) or ({A.shape[0]}, 1); got {b_in.shape}")
-    A = formats.check_representable(A, working, "A")
-    b_vec = formats.check_representable(b_in.reshape(-1), working, "b")
+    A = formats.check_representable(finite(A, "A"), working, "A")
+    b_vec = formats.check_representable(finite(b_in, "b").reshape(-1), working, "b")
     return A, b_vec, b_in.shape
 
 
@@ -150,13 +162,29 @@ def _refine(A: np.typing.ArrayLike, b: np.typing.ArrayLike, factorize: Callable[
             x_exact: np.typing.ArrayLike | None) -> RefinementResult:
     A, b, shape = _problem(A, b, working, residual, max_iterations, rho_max)
     n = A.shape[0]
+    if x_exact is not None:
+        xs = finite(np.asarray(x_exact, dtype=np.float64).reshape(-1), "x_exact")
+        if xs.shape != (n,):
+            raise ValueError(f"x_exact must have {n} entries; got shape {np.shape(np.asarray(x_exact))}")
+    F = factorize(A)    # first: a singular A is reported by the factorisation that meets it
+    if x_exact is None:
+        xs = reference_solution(A, b)
+    norm_A, norm_b, norm_xs = float(np.max(np.abs(A).sum(axis=1))), _norm(b), _norm(xs)
+    with np.errstate(over="ignore", invalid="ignore"):   # a non-finite iterate is the status "diverged"
+        return _iterate(A, b, shape, F, xs, correction, working=working, residual=residual,
+                        solve_precision=solve_precision, max_iterations=max_iterations, rho_max=rho_max,
+                        norms=(norm_A, norm_b, norm_xs))
+
+
+def _iterate(A: np.ndarray, b: np.ndarray, shape: tuple[int, ...], F: Factorization, xs: np.ndarray,
+             correction: Callable[[np.ndarray, Factorization, np.ndarray], tuple[np.ndarray, int | None]], *,
+             working: str, residual: str, solve_precision: str, max_iterations: int, rho_max: float,
+             norms: tuple[float, float, float]) -> RefinementResult:
+    """The refinement loop of :func:`_refine` (its stopping tests: the module docstring)."""
+    n = A.shape[0]
     u = 2.0 ** -formats.format(working).p
     wr = rounder(working)
-    xs = reference_solution(A, b) if x_exact is None else np.asarray(x_exact, dtype=np.float64).reshape(-1)
-    if xs.shape != (n,):
-        raise ValueError(f"x_exact must have {n} entries; got shape {np.shape(np.asarray(x_exact))}")
-    norm_A, norm_b, norm_xs = float(np.max(np.abs(A).sum(axis=1))), _norm(b), _norm(xs)
-    F = factorize(A)
+    norm_A, norm_b, norm_xs = norms
 
     def errors(x: np.ndarray) -> tuple[float, float]:
         if not np.isfinite(x).all():

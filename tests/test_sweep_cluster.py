@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import shutil
 import signal
 import socket
@@ -52,6 +54,25 @@ input = {generator = "uniform", round_to = "fp8_e4m3"}
 params = {shift = [0.0, 0.0009765625, 0.25], delay = 0.3}
 """
 TASKS = 12
+
+
+def _readme_commands() -> list[list[str]]:
+    """The README's cluster how-to: the ``sh`` block that starts ``dask scheduler``."""
+    block = next(b for b in re.findall(r"```sh\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
+                 if b.startswith("dask scheduler"))
+    lines = [shlex.split(line, comments=True) for line in block.splitlines() if line.strip()]
+    return [words[:-1] if words[-1] == "&" else words for words in lines]    # "&": run in the background
+
+
+README_ADDRESS = "tcp://127.0.0.1:8786"
+
+
+def test_readme_cluster_how_to_is_what_the_test_runs():
+    scheduler, worker, worker2, sweep_line, stop = _readme_commands()
+    assert scheduler[:2] == ["dask", "scheduler"] and worker[:3] == ["dask", "worker", README_ADDRESS]
+    assert worker2 == worker and sweep_line[:2] == ["workbench", "sweep"] and stop[0] == "kill"
+    assert sweep_line[sweep_line.index("--scheduler") + 1] == README_ADDRESS
+    assert scheduler[scheduler.index("--port") + 1] == "8786"
 
 
 def _env(log: Path) -> dict[str, str]:
@@ -106,17 +127,18 @@ def test_sweep_on_a_real_cluster_survives_a_killed_worker(tmp_path):
 
     try:
         info = tmp_path / "scheduler.json"
-        start("scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file", str(info))
+        scheduler, worker, _, sweep_line, _ = _readme_commands()     # the README's how-to, with a free port
+        port = scheduler.index("--port") + 1
+        start(*scheduler[1:port], "0", *scheduler[port + 1:], "--scheduler-file", str(info))
         address = _wait(lambda: info.exists() and json.loads(info.read_text() or "{}").get("address"), 60,
                         "the scheduler's address")
         assert address.startswith("tcp://127.0.0.1:")
-        workers = [start("worker", address, "--nthreads", "1", "--no-nanny", "--no-dashboard", "--host",
-                         "127.0.0.1", "--death-timeout", "60", "--local-directory", str(tmp_path / f"w{i}"))
-                   for i in range(2)]
+        workers = [start(*[address if a == README_ADDRESS else a for a in worker[1:]]) for _ in range(2)]
         _wait(lambda: _count_workers(address) == 2, 90, "two workers to register")
         remember_children()
-        cli = subprocess.Popen([sys.executable, "-m", "workbench", "sweep", str(exp), "--scheduler", address,
-                                "--out", str(out), "--no-progress"], env=env, cwd=tmp_path,
+        args = [str(exp) if a.endswith(".toml") else address if a == README_ADDRESS else a for a in sweep_line[2:]]
+        cli = subprocess.Popen([sys.executable, "-m", "workbench", "sweep", *args, "--out", str(out),
+                                "--no-progress"], env=env, cwd=tmp_path,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         started.append(cli)
         victim = workers[0].pid

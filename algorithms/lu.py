@@ -161,9 +161,9 @@ def _square(A: np.typing.ArrayLike) -> np.ndarray:
 def finite(X: np.ndarray, name: str) -> np.ndarray:
     """``X`` if it holds no NaN or Inf, else a ValueError naming the first such entry."""
     if not np.isfinite(X).all():
-        index = ", ".join(str(int(i)) for i in np.argwhere(~np.isfinite(X))[0])
-        raise ValueError(f"{name}[{index}] = {float(X[tuple(np.argwhere(~np.isfinite(X))[0])])!r}; expected "
-                         "finite values (no NaN or Inf)")
+        where = tuple(int(i) for i in np.argwhere(~np.isfinite(X))[0])
+        raise ValueError(f"{name}[{', '.join(map(str, where))}] = {float(X[where])!r}; expected finite values "
+                         "(no NaN or Inf)")
     return X
 
 

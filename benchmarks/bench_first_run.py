@@ -1,6 +1,6 @@
-"""The first ten minutes of a new user: cold-cache times of the first compile and of README (a).
+"""The first ten minutes of a new user: cold-cache times of the first compile and of README (a) and (b).
 
-    python benchmarks/bench_first_run.py [--repeat N] [--workers 2] [--compile-only]
+    python benchmarks/bench_first_run.py [--repeat N] [--workers 2] [--compile-only] [--tests]
 
 Each repetition points ``NUMBA_CACHE_DIR`` at a new empty folder (as on a fresh clone,
 where no kernel is compiled yet) and times, in fresh processes:
@@ -12,6 +12,17 @@ where no kernel is compiled yet) and times, in fresh processes:
 * (a) warm: the same again with the now filled cache but empty results and figure
   folders (every sweep recomputed, nothing compiled).
 
+``--tests`` times README command (b) instead, ``python -m pytest -q`` in a fresh clone of
+this checkout's HEAD (``git clone``: no ``__pycache__``, no pytest cache) with an empty
+numba cache, and where its time goes:
+
+* (b) warm-up: ``tests/warm_kernels.py nvidia`` and ``amd`` in two processes at once, as
+  ``tests/conftest.py`` starts them, on an empty cache (the cold compile of the kernel tour);
+* (b) collect: ``pytest --collect-only -n 0`` with the warm-up off, once the cache is warm
+  (what each xdist worker spends importing and collecting before its first test);
+* (b) cold: the whole command on an empty cache; pytest's own "in N s" (from its session
+  start, after the warm-up) is printed beside it.
+
 Results and figures go to temporary folders, so the working tree is not touched.  Prints
 min/median/max over the repetitions and the load average before and after: the targets
 (first compile < 60 s, (a) < 5 min) are for an idle 2-core machine.
@@ -21,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -35,9 +47,9 @@ COMPILE = ("from workbench.sweep.warmup import KERNEL_TOUR, compile_experiments;
            "KERNEL_TOUR], quick=True, progress=False); print(n, 'compilations')")
 
 
-def _timed(cmd: list[str], env: dict[str, str]) -> float:
+def _timed(cmd: list[str], env: dict[str, str], cwd: Path = ROOT) -> float:
     t0 = time.perf_counter()
-    done = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    done = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     seconds = time.perf_counter() - t0
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stdout[-3000:]}")
@@ -49,7 +61,10 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, help="repetitions (each takes minutes; default 1)")
     ap.add_argument("--workers", type=int, default=2, help="sweep worker processes of (a) (default 2, as README)")
     ap.add_argument("--compile-only", action="store_true", help="time only the first compile")
+    ap.add_argument("--tests", action="store_true", help="time README (b), the test suite, instead of (a)")
     args = ap.parse_args()
+    if args.tests:
+        return tests_cold(args.repeat)
     workbench = str(Path(sys.executable).parent / "workbench")
     times: dict[str, list[float]] = {"first compile": []} if args.compile_only else {
         "first compile": [], "(a) cold": [], "(a) warm": []}
@@ -75,6 +90,42 @@ def main() -> None:
     targets = {"first compile": "< 60 s", "(a) cold": "< 300 s", "(a) warm": ""}
     for label, values in times.items():
         print(f"{label:<16}{min(values):9.1f}{statistics.median(values):10.1f}{max(values):9.1f}  {targets[label]}")
+
+
+def tests_cold(repeat: int) -> None:
+    """README (b) on a fresh clone with an empty numba cache, and its parts (module docstring)."""
+    times: dict[str, list[float]] = {"(b) warm-up": [], "(b) collect": [], "(b) cold": [], "(b) pytest says": []}
+    load_before = os.getloadavg()
+    for _ in range(repeat):
+        with tempfile.TemporaryDirectory(prefix="bench-first-run-b-") as tmp:
+            clone = Path(tmp) / "clone"
+            subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
+            env = dict(os.environ, NUMBA_CACHE_DIR=str(Path(tmp) / "numba-cache-parts"))
+            warm = [sys.executable, "-c", "import subprocess, sys; ps = [subprocess.Popen([sys.executable, "
+                    "'tests/warm_kernels.py', g]) for g in ('nvidia', 'amd')]; sys.exit(max(p.wait() for p in ps))"]
+            times["(b) warm-up"].append(_timed(warm, env, cwd=clone))
+            times["(b) collect"].append(_timed([sys.executable, "-m", "pytest", "-q", "--collect-only", "-n", "0",
+                                                "-p", "no:cacheprovider"], dict(env, WORKBENCH_TEST_WARMUP="0"),
+                                               cwd=clone))
+            env["NUMBA_CACHE_DIR"] = str(Path(tmp) / "numba-cache-b")
+            t0 = time.perf_counter()
+            done = subprocess.run([sys.executable, "-m", "pytest", "-q"], cwd=clone, env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            times["(b) cold"].append(time.perf_counter() - t0)
+            summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+            said = re.search(r" in ([0-9.]+)s", summary)
+            times["(b) pytest says"].append(float(said[1]) if said else float("nan"))
+            print(f"(b): {summary}", flush=True)
+            if done.returncode != 0:
+                print(done.stdout[-3000:])
+    load_after = os.getloadavg()
+    print(f"README (b) cold on {os.cpu_count()} CPUs, {repeat} repetition(s); load average (1, 5, 15 min) before "
+          f"{load_before[0]:.1f} {load_before[1]:.1f} {load_before[2]:.1f}, after {load_after[0]:.1f} "
+          f"{load_after[1]:.1f} {load_after[2]:.1f}")
+    print(f"{'step':<16}{'min s':>9}{'median s':>10}{'max s':>9}  target (idle 2-core machine)")
+    for label, values in times.items():
+        target = "< 360 s" if label == "(b) cold" else ""
+        print(f"{label:<16}{min(values):9.1f}{statistics.median(values):10.1f}{max(values):9.1f}  {target}")
 
 
 if __name__ == "__main__":

@@ -23,6 +23,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         return
     if os.environ.get("WORKBENCH_TEST_WARMUP", "1") == "0" or not _whole_suite(session.config):
         return
+    if session.config.option.collectonly:        # nothing runs: nothing to compile (it cost a cold compile)
+        return
     procs = [subprocess.Popen([sys.executable, str(_HERE / "warm_kernels.py"), group], cwd=_HERE.parent,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
              for group in ("nvidia", "amd")]

@@ -26,7 +26,8 @@ MX (OCP Microscaling Formats v1.0, Section 6.3)
     The exponent is clamped to E8M0's range [-127, 127].  Choices the specification
     leaves open, and what this module does (the tests pin where torchao and pychop
     differ): an all-zero block gets the smallest scale 2**-127 (torchao, pychop); a
-    block holding a NaN gets the NaN scale (torchao; pychop ignores the NaN); a block
+    block holding a NaN gets the NaN scale (torchao; pychop ignores the NaN) and elements
+    ``x / Inf`` (torchao's; formats without NaN get 0 where x is NaN); a block
     whose amax is Inf gets the largest scale 2**127 and its elements saturate (pychop
     and torchao's RCEIL; torchao's FLOOR/CEIL/EVEN take 2**(128 - emax_elem) from the
     Inf's exponent field); the scale is the exact value of log2 for float32-subnormal
@@ -46,7 +47,9 @@ NVFP4 (NVIDIA, "Pretraining Large Language Models with NVFP4", 2025; torchao ``n
     The product of the two tensor scales is the GEMM's alpha (applied in fp32 after the
     unit).  Choices: the tensor amax is taken over finite elements and a block holding
     a NaN or Inf gets the NaN scale (torchao lets them into the tensor amax, which
-    makes every scale NaN); an all-zero tensor gets tensor scale 1 (torchao divides by 0).
+    makes every scale NaN); an all-zero tensor gets tensor scale 1 (torchao divides by 0);
+    zeros stay zeros where ``1 / s_t`` overflows float32 (amax below 2688 * 2**-128; torchao
+    multiplies them by Inf).
 
 Stochastic rounding (``mode="sr"`` with a numpy Generator) replaces round-to-nearest-even
 of the elements only; the scales are computed as above.
@@ -184,8 +187,10 @@ def quantize_mx(x: np.typing.ArrayLike, element: str = "fp8_e4m3", rule: str = "
     e = mx_scale_exponents(_block_reduce_amax(arr, rows, cols), fmt, rule)
     scales = np.where(np.isnan(e), np.nan, np.ldexp(1.0, np.nan_to_num(e).astype(np.int64)))
     e_full = _expand(e, rows, cols, arr.shape)
-    # exact: a power of two within float64's range; a NaN scale's block is NaN
-    scaled = np.where(np.isnan(e_full), np.nan, np.ldexp(arr, -np.nan_to_num(e_full).astype(np.int64)))
+    # exact: a power of two within float64's range; a NaN scale's block is x / Inf (NaN where x is NaN
+    # or Inf, signed zeros elsewhere: torchao's elements there)
+    with np.errstate(invalid="ignore"):
+        scaled = np.where(np.isnan(e_full), arr / np.inf, np.ldexp(arr, -np.nan_to_num(e_full).astype(np.int64)))
     return Quantised(_round_elements(scaled, fmt, mode, rng), scales, 1.0, scaled)
 
 
@@ -206,7 +211,8 @@ def quantize_nvfp4(x: np.typing.ArrayLike, block: tuple[int, int] = (1, 16), *, 
     block_scale = _fl32(np.where(special, 0.0, bamax) / 6.0)
     s = _formats.round(np.clip(_fl32(block_scale / ts), _E4M3_TINY, 448.0), "fp8_e4m3")
     rcp = _fl32(_fl32(1.0 / ts) / s)
-    scaled = _fl32(arr * _expand(rcp, rows, cols, arr.shape))
+    with np.errstate(invalid="ignore"):   # 0 * Inf where 1 / s_t overflows float32: zeros stay zeros
+        scaled = np.where(arr == 0, arr, _fl32(arr * _expand(rcp, rows, cols, arr.shape)))
     elements = _round_elements(np.clip(scaled, -6.0, 6.0), _formats.format("fp4_e2m1"), mode, rng)
     return Quantised(elements, np.where(special, np.nan, s), ts, scaled)
 

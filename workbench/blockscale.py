@@ -123,7 +123,7 @@ def _check_block(block: tuple[int, int]) -> tuple[int, int]:
     return int(block[0]), int(block[1])
 
 
-def _check_2d(x: np.ndarray) -> np.ndarray:
+def _check_2d(x: np.typing.ArrayLike) -> np.ndarray:
     arr = np.asarray(x, dtype=np.float64)
     if arr.ndim != 2:
         raise ValueError(f"expected a 2-D array, got shape {arr.shape}")

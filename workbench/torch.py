@@ -206,6 +206,7 @@ class Policy:
                                  f"block size L={unit.L}")
 
     def _check_recipe(self) -> None:
+        recipes: dict[str, Recipe | None]
         if isinstance(self.recipe, Recipe):
             recipes = dict.fromkeys(ROLES, self.recipe)
         elif isinstance(self.recipe, Mapping):
@@ -370,7 +371,7 @@ def _recipe_mismatch(unit: Model, recipe: Recipe) -> str:
     return ""
 
 
-def _fl32(x: np.ndarray) -> np.ndarray:
+def _fl32(x: np.typing.ArrayLike) -> np.ndarray:
     return _formats.round(x, "fp32")
 
 

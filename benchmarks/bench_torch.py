@@ -16,7 +16,8 @@ step (which compiles or loads the engine's cached kernels) of:
 full size: a 2-layer character transformer of width 32, 2 heads, batch 4 x 32 characters,
 Adam) under bf16 and the block-scaled recipes on the simulated B200 (MXFP8, NVFP4, NVFP4
 with stochastic rounding and the random Hadamard transform): step wall time min / median
-/ max over ``--repeat`` steps after one warm-up step.
+/ max over ``--repeat`` steps after one warm-up step, and the process's CPU time per step
+(all threads; less sensitive to other load on a shared machine).
 
 Needs the ``torch`` extra.
 """
@@ -64,23 +65,24 @@ def transformer(repeat: int) -> None:
         "NVFP4": wt.Policy.for_recipe(wt.nvfp4()),
         "NVFP4 + SR + RHT": wt.Policy.for_recipe(wt.nvfp4(stochastic_rounding=True, hadamard=16)),
     }
-    print(f"{'recipe':18} {'step s (min/med/max)':>22} {'GEMMs':>6} {'MACs':>9}")
+    print(f"{'recipe':18} {'step s (min/med/max)':>22} {'CPU s (min/med/max)':>22} {'GEMMs':>6} {'MACs':>9}")
     for name, policy in pols.items():
         torch.manual_seed(0)
         net = CharTransformer(len(vocab), 32, 2, 2, 32)
         opt = torch.optim.Adam(net.parameters(), lr=1e-2)
-        steps, gemms, macs = [], 0, 0
+        steps, cpu, gemms, macs = [], [], 0, 0
         for i, (x, y) in enumerate(data):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             with (wt.simulate(policy, model=net) if policy is not None else contextlib.nullcontext()) as rec:
                 opt.zero_grad()
                 torch.nn.functional.cross_entropy(net(x).reshape(-1, len(vocab)), y.reshape(-1)).backward()
             opt.step()
             if i:
                 steps.append(time.perf_counter() - t0)
+                cpu.append(time.process_time() - c0)
             if rec is not None:
                 gemms, macs = len(rec.records), rec.macs
-        print(f"{name:18} {_mmm(steps, '.3f'):>22} {gemms:>6} {macs:>9}")
+        print(f"{name:18} {_mmm(steps, '.3f'):>22} {_mmm(cpu, '.3f'):>22} {gemms:>6} {macs:>9}")
 
 
 def main() -> None:

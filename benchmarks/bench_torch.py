@@ -12,12 +12,20 @@ step (which compiles or loads the engine's cached kernels) of:
   work: activations, loss, autograd, SGD), in ms; the same step in plain fp32 PyTorch
   is printed for comparison.
 
+``--transformer``: instead, case study C's training step (notebooks/charlm_recipes.py at
+full size: a 2-layer character transformer of width 32, 2 heads, batch 4 x 32 characters,
+Adam) under bf16 and the block-scaled recipes on the simulated B200 (MXFP8, NVFP4, NVFP4
+with stochastic rounding and the random Hadamard transform): step wall time min / median
+/ max over ``--repeat`` steps after one warm-up step, and the process's CPU time per step
+(all threads; less sensitive to other load on a shared machine).
+
 Needs the ``torch`` extra.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import time
 
@@ -40,11 +48,53 @@ def policies() -> dict[str, wt.Policy]:
     }
 
 
+def _mmm(v: list[float], f: str) -> str:
+    return "/".join(format(x, f) for x in (min(v), statistics.median(v), max(v)))
+
+
+def transformer(repeat: int) -> None:
+    """Case study C's training step on the simulated B200, per recipe."""
+    from workbench.torch_charlm import CharTransformer, batches, corpus, encode
+
+    ids, vocab = encode(corpus())
+    data = batches(ids, 4, 32, repeat + 1)
+    pols: dict[str, wt.Policy | None] = {
+        "fp32 PyTorch": None,
+        "bf16": wt.Policy(forward=workbench.preset("B200", "bf16"), quantize="rne"),
+        "MXFP8 (floor)": wt.Policy.for_recipe(wt.mxfp8()),
+        "NVFP4": wt.Policy.for_recipe(wt.nvfp4()),
+        "NVFP4 + SR + RHT": wt.Policy.for_recipe(wt.nvfp4(stochastic_rounding=True, hadamard=16)),
+    }
+    print(f"{'recipe':18} {'step s (min/med/max)':>22} {'CPU s (min/med/max)':>22} {'GEMMs':>6} {'MACs':>9}")
+    for name, policy in pols.items():
+        torch.manual_seed(0)
+        net = CharTransformer(len(vocab), 32, 2, 2, 32)
+        opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+        steps, cpu, gemms, macs = [], [], 0, 0
+        for i, (x, y) in enumerate(data):
+            t0, c0 = time.perf_counter(), time.process_time()
+            with (wt.simulate(policy, model=net) if policy is not None else contextlib.nullcontext()) as rec:
+                opt.zero_grad()
+                torch.nn.functional.cross_entropy(net(x).reshape(-1, len(vocab)), y.reshape(-1)).backward()
+            opt.step()
+            if i:
+                steps.append(time.perf_counter() - t0)
+                cpu.append(time.process_time() - c0)
+            if rec is not None:
+                gemms, macs = len(rec.records), rec.macs
+        print(f"{name:18} {_mmm(steps, '.3f'):>22} {_mmm(cpu, '.3f'):>22} {gemms:>6} {macs:>9}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--batch", type=int, default=128)
+    ap.add_argument("--transformer", action="store_true", help="case study C's step per recipe instead")
     args = ap.parse_args()
+    torch.set_num_threads(1)
+    if args.transformer:
+        transformer(args.repeat)
+        return
     engine = [0.0]
     gemm = wt._gemm
 

@@ -39,11 +39,13 @@ NOTEBOOKS: dict[str, str] = {
     "solvers_ir": "LU-IR and GMRES-IR with the LU on matrix-unit models, kappa 1e0..1e12 (issue 18)",
     "deepseek_fp8_gemm": "DeepSeek-V3's fp8 GEMM error vs K on Hopper wgmma, chained and promoted, and Blackwell",
     "torch_training": "an MLP trained on digits with every GEMM on MI250X/A100/H100 units (workbench.torch)",
+    "charlm_recipes": "case study C: a char transformer in bf16, MXFP8, NVFP4 (+SR, +RHT) on a simulated B200",
 }
 
 #: notebook -> modules it needs beyond the base install (skipped with a message when absent)
 NEEDS: dict[str, tuple[str, ...]] = {
     "torch_training": ("torch", "sklearn"),
+    "charlm_recipes": ("torch",),
 }
 
 #: name -> the experiment files of ``experiments/`` its sweeps start from

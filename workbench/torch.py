@@ -45,6 +45,21 @@ not); with it, operands are rounded in that mode and the rounding is recorded
     saturation; the scales go to a block-scaled preset (``variant="mx"``), which
     applies them inside the unit (Xie et al. Algorithm 8).
 
+Block-scaled training recipes (``Policy.recipe``; :mod:`workbench.blockscale`): NVFP4
+(two-level scales: a float32 per tensor and a UE4M3 per 16 elements, 1x16 blocks for
+activations and gradients, 16x16 for weights) and MXFP8/MXFP6/MXFP4 (OCP MX v1.0, an
+E8M0 scale per 32 elements under a named scale rule), chosen per role (a
+:class:`~workbench.blockscale.Recipe` for all three, or a mapping role -> recipe or None)
+and per layer (``keep_first``/``keep_last`` linear/conv2d layers, or the modules named in
+``keep``, run on ``high``, a bf16 unit, as do products outside such layers: attention's
+matmuls).  Each quantised GEMM runs on a block-scaled preset (``tcgen05.mma.block_scale``:
+ST-FDPA for MX, GST-FDPA for NVFP4, Xie et al. 2025 Algorithms 8-9) with the scales the
+recipe computed; NVFP4's two tensor scales multiply the unit's result as the GEMM's fp32
+alpha.  Gradients (dgrad's A, wgrad's B) may be rounded stochastically with the
+session's seeded generator, and both wgrad operands transformed along K by a random
+Hadamard matrix first (NVIDIA, "Pretraining LLMs with NVFP4", 2025, Section 4).  Layers
+are known by name when :func:`simulate` is given the model.
+
 Accumulation (``Policy.accumulation``) is :func:`workbench.gemm`'s: ``"chain"``,
 ``"outside"`` or ``"promote"`` with ``promote_every`` (a multiple of the unit's L).
 
@@ -59,7 +74,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -74,12 +89,15 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
                       "or pip install -e '.[torch]' after it") from exc
 
 from . import formats as _formats
+from .blockscale import MX_SCALE_RULES, Recipe, mxfp4, mxfp6, mxfp8, nvfp4, random_hadamard
+from .catalogue import preset as _preset
 from .engine import core as _core
 from .engine import gpu as _gpu
 from .engine.model import Model
 from .matmul import gemm as _gemm
 
-__all__ = ["Policy", "GemmRecord", "Recorder", "simulate", "SCALINGS", "ROLES", "scale_exponents"]
+__all__ = ["Policy", "GemmRecord", "Recorder", "simulate", "SCALINGS", "ROLES", "scale_exponents", "Recipe",
+           "nvfp4", "mxfp8", "mxfp6", "mxfp4", "MX_SCALE_RULES", "recipe_unit"]
 
 #: The three GEMMs of a product's training step.
 ROLES = ("forward", "dgrad", "wgrad")
@@ -112,6 +130,23 @@ class Policy:
         Where the units' arithmetic runs, as in :func:`workbench.gemm`: ``"cpu"``
         (default) or ``"cuda"`` (the same bits on an NVIDIA GPU).  Not the simulated
         unit, which is ``forward``/``dgrad``/``wgrad``.
+    recipe:
+        A block-scaled :class:`~workbench.blockscale.Recipe` (:func:`nvfp4`,
+        :func:`mxfp8`, ...) for the three GEMMs of every linear/conv2d layer, or a
+        mapping role -> recipe or None (None: that role runs on ``high``).  Each
+        quantised role's unit must be a block-scaled preset of the recipe's element
+        and scale formats and block (:func:`recipe_unit`; :meth:`for_recipe` builds the
+        policy).  Needs ``scaling="none"``, ``quantize=None``.
+    high:
+        The unit of what the recipe leaves out (kept layers, roles mapped to None,
+        products outside linear/conv2d layers), operands rounded to its input format
+        to nearest even: bf16 in the recipes' papers.  Required with a recipe.
+    keep_first, keep_last, keep:
+        Linear/conv2d layers run on ``high``: the first and last N of the model's (in
+        ``named_modules`` order) and those named in ``keep`` (a module's name keeps
+        every layer under it).  Need ``simulate(policy, model=...)``.
+    seed:
+        Seed of the generator of stochastic rounding (:func:`simulate` takes another).
     """
 
     forward: Model
@@ -122,9 +157,21 @@ class Policy:
     promote_every: int | None = None
     quantize: str | None = None
     device: str = "cpu"
+    recipe: Recipe | Mapping[str, Recipe | None] | None = None
+    high: Model | None = None
+    keep_first: int = 0
+    keep_last: int = 0
+    keep: tuple[str, ...] = ()
+    seed: int = 0
 
     def __post_init__(self) -> None:
         _gpu.check_device(self.device)
+        if self.recipe is not None:
+            self._check_recipe()
+            return
+        if self.high is not None or self.keep_first or self.keep_last or self.keep:
+            raise ValueError("high, keep_first, keep_last and keep choose what a recipe leaves out: they need "
+                             "Policy(recipe=...)")
         for role in ROLES:
             unit = getattr(self, role)
             if unit is not None and not isinstance(unit, Model):
@@ -158,6 +205,77 @@ class Policy:
                 raise ValueError(f"promote_every={self.promote_every} is not a multiple of the {role} unit's "
                                  f"block size L={unit.L}")
 
+    def _check_recipe(self) -> None:
+        recipes: dict[str, Recipe | None]
+        if isinstance(self.recipe, Recipe):
+            recipes = dict.fromkeys(ROLES, self.recipe)
+        elif isinstance(self.recipe, Mapping):
+            bad = [k for k in self.recipe if k not in ROLES]
+            if bad:
+                raise ValueError(f"recipe: roles {bad} are not roles of {ROLES}")
+            recipes = {role: self.recipe.get(role) for role in ROLES}
+            for role, r in recipes.items():
+                if r is not None and not isinstance(r, Recipe):
+                    raise TypeError(f"recipe[{role!r}]={r!r}: expected a workbench.torch.Recipe or None")
+        else:
+            raise TypeError(f"recipe={self.recipe!r}: expected a Recipe or a mapping role -> Recipe or None")
+        object.__setattr__(self, "recipe", recipes)
+        if self.scaling != "none" or self.quantize is not None:
+            raise ValueError(f"recipe: the recipe scales and rounds the operands itself; leave scaling='none' "
+                             f"and quantize=None (got scaling={self.scaling!r}, quantize={self.quantize!r})")
+        if self.accumulation not in _core.ACCUMULATIONS:
+            raise ValueError(f"accumulation={self.accumulation!r}: expected one of {_core.ACCUMULATIONS}")
+        if (self.accumulation == "promote") != (self.promote_every is not None):
+            raise ValueError(f"promote_every={self.promote_every!r} goes with accumulation='promote' and only "
+                             f"with it (accumulation={self.accumulation!r})")
+        if not isinstance(self.high, Model):
+            raise TypeError(f"high={self.high!r}: a recipe needs the unit of what it leaves out (layers kept, "
+                            f"attention's products), e.g. high=workbench.preset('B200', 'bf16')")
+        if self.high.scale_format is not None:
+            raise ValueError(f"high unit {_unit_name(self.high)} takes block scale factors; expected an unscaled "
+                             "unit such as workbench.preset('B200', 'bf16')")
+        for name in ("keep_first", "keep_last"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"{name}={v!r}: expected a count of layers >= 0")
+        if isinstance(self.keep, str) or not all(isinstance(k, str) for k in self.keep):
+            raise TypeError(f"keep={self.keep!r}: expected a tuple of module names")
+        object.__setattr__(self, "keep", tuple(self.keep))
+        for role in ROLES:
+            unit = getattr(self, role)
+            if unit is not None and not isinstance(unit, Model):
+                raise TypeError(f"{role}={unit!r}: expected a workbench preset or Model (workbench.preset(...))")
+            r = recipes[role]
+            if r is not None:
+                why = _recipe_mismatch(self.unit(role), r)
+                if why:
+                    raise ValueError(f"{role} GEMMs (every layer the recipe quantises): unit "
+                                     f"{_unit_name(self.unit(role))} cannot run recipe {r.name}: {why}; expected "
+                                     f"a block-scaled unit with {r.scale_format} scales per {r.block} {r.element} "
+                                     f"elements, e.g. workbench.torch.recipe_unit({r.name.split('+')[0]!r}...): "
+                                     f"{_unit_name(recipe_unit(r))}")
+                if self.promote_every is not None and self.promote_every % self.unit(role).L:
+                    raise ValueError(f"promote_every={self.promote_every} is not a multiple of the {role} unit's "
+                                     f"block size L={self.unit(role).L}")
+
+    @classmethod
+    def for_recipe(cls, recipe: Recipe | Mapping[str, Recipe | None], device: str = "B200", high: str = "bf16",
+                   **options: object) -> Policy:
+        """The policy running ``recipe`` (one for all roles, or role -> recipe or None) on
+        ``device``'s block-scaled presets (:func:`recipe_unit`), the rest on its
+        ``high``-format preset; ``options`` are the other :class:`Policy` fields."""
+        per_role = dict.fromkeys(ROLES, recipe) if isinstance(recipe, Recipe) else dict(recipe)
+        high_unit = _preset(device, high)
+        units = {role: recipe_unit(r, device) if r is not None else high_unit for role, r in per_role.items()}
+        return cls(forward=units.get("forward", high_unit), dgrad=units.get("dgrad"), wgrad=units.get("wgrad"),
+                   recipe=recipe, high=high_unit, **options)  # type: ignore[arg-type]
+
+    def recipe_for(self, role: str) -> Recipe | None:
+        """The recipe of a role's GEMMs in the layers it quantises (None: ``high``)."""
+        if self.recipe is None:
+            return None
+        return cast("Mapping[str, Recipe | None]", self.recipe)[role]
+
     def unit(self, role: str) -> Model:
         """The unit of a role (``"forward"``, ``"dgrad"``, ``"wgrad"``)."""
         if role not in ROLES:
@@ -179,6 +297,12 @@ class GemmRecord:
     ``flush_subnormals`` reads them as zero: MI250X fp16, Xie et al. Algorithm 2);
     ``overflowed``: finite elements quantised to Inf/NaN.  ``seconds``: time in
     :func:`workbench.gemm` (and the fp32 accumulation of ``"deepseek"``).
+    Under a recipe: ``layer`` (the module's name when :func:`simulate` has the model),
+    ``recipe`` (:attr:`Recipe.name <workbench.blockscale.Recipe.name>`, ``""`` on the
+    ``high`` unit) and ``scale_rule``; ``saturated``: finite elements whose scaled
+    value exceeded the element format's largest finite value (clamped to it);
+    ``scale_min``/``scale_max``: the smallest and largest finite effective scale (block
+    scale times NVFP4's tensor scale) of the two operands.
     """
 
     op: str
@@ -194,6 +318,12 @@ class GemmRecord:
     subnormal: int
     overflowed: int
     seconds: float
+    layer: str = ""
+    recipe: str = ""
+    scale_rule: str = ""
+    saturated: int = 0
+    scale_min: float = math.nan
+    scale_max: float = math.nan
 
     @property
     def macs(self) -> int:
@@ -221,6 +351,63 @@ class Recorder:
 
 def _unit_name(unit: Model) -> str:
     return getattr(unit, "name", "") or unit.describe()
+
+
+def recipe_unit(recipe: Recipe, device: str = "B200") -> Model:
+    """The block-scaled preset of ``device`` that runs ``recipe``'s GEMMs: NVFP4 on the
+    ``.block_scale.k64`` GST-FDPA instruction (UE4M3 scales per 16), MX on
+    ``.block_scale`` ST-FDPA (E8M0 per 32; Xie et al. 2025 Table 5)."""
+    return _preset(device, recipe.element, variant="nvfp4" if recipe.scheme == "nvfp4" else "mx")
+
+
+def _recipe_mismatch(unit: Model, recipe: Recipe) -> str:
+    """Why ``unit`` cannot run ``recipe``'s GEMMs ('' if it can)."""
+    if unit.scale_format is None:
+        return "it takes no block scale factors"
+    if unit.scale_format != recipe.scale_format or unit.k_block != recipe.block:
+        return f"its scales are {unit.scale_format} per {unit.k_block} elements"
+    if unit.in_fmt.name != recipe.element:
+        return f"its elements are {unit.in_fmt.name}"
+    return ""
+
+
+def _fl32(x: np.typing.ArrayLike) -> np.ndarray:
+    return _formats.round(x, "fp32")
+
+
+@dataclass
+class _Tally:
+    """What quantisation did to one product's operands (see :class:`GemmRecord`)."""
+
+    changed: int = 0
+    underflowed: int = 0
+    subnormal: int = 0
+    overflowed: int = 0
+    saturated: int = 0
+    scale_min: float = math.inf
+    scale_max: float = -math.inf
+
+    def count(self, scaled: np.ndarray, q: np.ndarray, fmt: _formats.FloatFormat) -> None:
+        finite = np.isfinite(scaled)
+        self.changed += int(np.count_nonzero(q != scaled) - np.count_nonzero(np.isnan(scaled)))
+        self.underflowed += int(np.count_nonzero((q == 0) & (scaled != 0) & ~np.isnan(scaled)))
+        self.subnormal += int(np.count_nonzero((q != 0) & (np.abs(q) < fmt.min_normal)))
+        self.overflowed += int(np.count_nonzero(finite & ~np.isfinite(q)))
+        self.saturated += int(np.count_nonzero(finite & (np.abs(scaled) > fmt.max)))
+
+    def scales(self, s: np.ndarray) -> None:
+        s = s[np.isfinite(s) & (s > 0)]
+        if s.size:
+            self.scale_min = min(self.scale_min, float(s.min()))
+            self.scale_max = max(self.scale_max, float(s.max()))
+
+
+@dataclass(frozen=True)
+class _Layer:
+    """A linear/conv2d layer as :func:`simulate` found it in the model."""
+
+    name: str
+    kept: bool
 
 
 # ----------------------------------------------------------------- scaling
@@ -260,15 +447,74 @@ def _expand(e: np.ndarray, rows: int, cols: int, shape: tuple[int, int]) -> np.n
 class _Session:
     """A policy with its recorder: runs one role's GEMM on numpy operands."""
 
-    def __init__(self, policy: Policy, recorder: Recorder) -> None:
+    def __init__(self, policy: Policy, recorder: Recorder, layers: dict[int, _Layer] | None = None,
+                 rng: np.random.Generator | None = None) -> None:
         self.policy = policy
         self.recorder = recorder
+        self.layers = layers or {}
+        self.rng = rng if rng is not None else np.random.default_rng(policy.seed)
+
+    def layer(self, weight: torch.Tensor) -> _Layer:
+        """The layer whose weight this is (unnamed and quantised when unknown)."""
+        return self.layers.get(id(weight), _Layer("", False))
+
+    def recipe(self, role: str, op: str, layer: _Layer | None) -> Recipe | None:
+        """The recipe of this GEMM: None on the high unit (no recipe, a kept layer or a
+        product outside linear/conv2d layers)."""
+        if layer is None or layer.kept:
+            return None
+        return self.policy.recipe_for(role)
+
+    def _high_gemm(self, A: np.ndarray, B: np.ndarray, role: str, op: str, counts: _Tally) -> np.ndarray:
+        pol = self.policy
+        unit = cast(Model, pol.high)
+        fmt = unit.in_fmt
+        return _gemm(self._to_unit(A, None, fmt, f"{op} {role} A", counts, "rne"),
+                     self._to_unit(B, None, fmt, f"{op} {role} B", counts, "rne"), model=unit,
+                     accumulation=pol.accumulation, promote_every=pol.promote_every, device=pol.device)
+
+    def _recipe_gemm(self, A: np.ndarray, B: np.ndarray, role: str, op: str, counts: _Tally, recipe: Recipe,
+                     layer: _Layer) -> np.ndarray:
+        """A @ B under ``recipe`` on the role's block-scaled unit (module docstring)."""
+        pol = self.policy
+        unit = pol.unit(role)
+        M, K = A.shape
+        N = B.shape[1]
+        kb = recipe.block
+        if role == "wgrad" and recipe.hadamard:
+            n = recipe.hadamard
+            if K % n:
+                raise ValueError(f"layer {layer.name or '(unnamed)'!r} ({op}) wgrad: K = {K} (the tokens of the "
+                                 f"batch) is not a multiple of the Hadamard size {n} of recipe {recipe.name}: the "
+                                 f"transform mixes whole groups of {n} along K; use a multiple of {n} tokens")
+            H = random_hadamard(n, recipe.hadamard_seed)
+            A = _fl32((A.reshape(M, K // n, n) @ H).reshape(M, K))
+            B = _fl32(np.einsum("ij,gic->gjc", H, B.reshape(K // n, n, N)).reshape(K, N))
+        sr = recipe.stochastic_rounding
+        mode_a = "sr" if sr and role == "dgrad" else "rne"
+        mode_b = "sr" if sr and role == "wgrad" else "rne"
+        wb = recipe.weight_block if role != "wgrad" else None
+        b_block = (wb, wb) if wb else (kb, 1)
+        with _core.threads_for(A.size + B.size):
+            qa = recipe.quantize(A, (1, kb), mode=mode_a, rng=self.rng if mode_a == "sr" else None)
+            qb = recipe.quantize(B, b_block, mode=mode_b, rng=self.rng if mode_b == "sr" else None)
+        fmt = unit.in_fmt
+        counts.count(qa.scaled, qa.elements, fmt)
+        counts.count(qb.scaled, qb.elements, fmt)
+        counts.scales(qa.scales * qa.tensor_scale)
+        counts.scales(qb.scales * qb.tensor_scale)
+        nk = -(-K // kb)
+        scale_b = np.repeat(np.repeat(qb.scales, b_block[0] // kb, axis=0)[:nk], b_block[1], axis=1)[:, :N]
+        alpha = float(_fl32(np.float64(qa.tensor_scale * qb.tensor_scale)))
+        return _gemm(qa.elements, qb.elements, model=unit, alpha=alpha, beta=0.0, scale_a=qa.scales,
+                     scale_b=scale_b, accumulation=pol.accumulation, promote_every=pol.promote_every,
+                     device=pol.device)
 
     def _to_unit(self, x: np.ndarray, e: np.ndarray | None, fmt: _formats.FloatFormat, what: str,
-                 counts: list[int]) -> np.ndarray:
+                 counts: _Tally, mode: str | None = None) -> np.ndarray:
         """x / 2**e quantised to (or checked in) ``fmt``; counts the quantisation's effects."""
         scaled = x if e is None else np.ldexp(x, -e)
-        mode = self.policy.quantize
+        mode = mode or self.policy.quantize
         with _core.threads_for(x.size):
             if mode is None:
                 try:
@@ -278,16 +524,18 @@ class _Session:
                                      f"workbench.torch.Policy(..., quantize='rne')") from None
             else:
                 q = _formats.round(scaled, fmt, mode, saturate=self.policy.scaling == "mx")
-        finite = np.isfinite(scaled)
-        counts[0] += int(np.count_nonzero(q != scaled) - np.count_nonzero(np.isnan(scaled)))
-        counts[1] += int(np.count_nonzero((q == 0) & (scaled != 0)))
-        counts[2] += int(np.count_nonzero((q != 0) & (np.abs(q) < fmt.min_normal)))
-        counts[3] += int(np.count_nonzero(finite & ~np.isfinite(q)))
+        counts.count(scaled, q, fmt)
         return q
 
-    def gemm(self, A: np.ndarray, B: np.ndarray, role: str, op: str, counts: list[int]) -> np.ndarray:
+    def gemm(self, A: np.ndarray, B: np.ndarray, role: str, op: str, counts: _Tally,
+             layer: _Layer | None = None) -> np.ndarray:
         """The role's unit computing A @ B (float64 (M, K), (K, N)) under the policy."""
         pol = self.policy
+        if pol.recipe is not None:
+            recipe = self.recipe(role, op, layer)
+            if recipe is None:
+                return self._high_gemm(A, B, role, op, counts)
+            return self._recipe_gemm(A, B, role, op, counts, recipe, cast(_Layer, layer))
         unit = pol.unit(role)
         fmt = unit.in_fmt
         M, K = A.shape
@@ -326,22 +574,30 @@ class _Session:
             acc = _formats.round(acc + term, "fp32")
         return acc
 
-    def product(self, a: torch.Tensor, b: torch.Tensor, role: str, op: str) -> torch.Tensor:
-        """Batched ``a @ b`` ((Bt, M, K) @ (Bt, K, N)) on the role's unit, recorded."""
+    def product(self, a: torch.Tensor, b: torch.Tensor, role: str, op: str,
+                layer: _Layer | None = None) -> torch.Tensor:
+        """Batched ``a @ b`` ((Bt, M, K) @ (Bt, K, N)) on the role's unit, recorded;
+        ``layer``: the linear/conv2d layer it belongs to (None: outside layers)."""
         An = a.detach().numpy().astype(np.float64)
         Bn = b.detach().numpy().astype(np.float64)
         batch, M, K = An.shape
         N = Bn.shape[2]
-        counts = [0, 0, 0, 0]
+        counts = _Tally()
         t0 = time.perf_counter()
         out = np.empty((batch, M, N))
         for i in range(batch):
-            out[i] = self.gemm(An[i], Bn[i], role, op, counts)
+            out[i] = self.gemm(An[i], Bn[i], role, op, counts, layer)
         seconds = time.perf_counter() - t0
+        recipe = self.recipe(role, op, layer) if self.policy.recipe is not None else None
+        unit = self.policy.unit(role) if recipe is not None or self.policy.recipe is None else self.policy.high
         self.recorder.records.append(GemmRecord(
-            op=op, role=role, unit=_unit_name(self.policy.unit(role)), batch=batch, m=M, k=K, n=N,
-            elements=An.size + Bn.size, changed=counts[0], underflowed=counts[1], subnormal=counts[2],
-            overflowed=counts[3], seconds=seconds))
+            op=op, role=role, unit=_unit_name(cast(Model, unit)), batch=batch, m=M, k=K, n=N,
+            elements=An.size + Bn.size, changed=counts.changed, underflowed=counts.underflowed,
+            subnormal=counts.subnormal, overflowed=counts.overflowed, seconds=seconds,
+            layer=layer.name if layer is not None else "", recipe=recipe.name if recipe else "",
+            scale_rule=recipe.scale_rule if recipe else "", saturated=counts.saturated,
+            scale_min=counts.scale_min if counts.scale_min <= counts.scale_max else math.nan,
+            scale_max=counts.scale_max if counts.scale_min <= counts.scale_max else math.nan))
         return torch.from_numpy(out.astype(np.float32 if a.dtype == torch.float32 else np.float64))
 
 
@@ -349,22 +605,24 @@ class _SimulatedProduct(torch.autograd.Function):
     """(Bt, M, K) @ (Bt, K, N) with all three GEMMs on simulated units."""
 
     @staticmethod
-    def forward(ctx, a: torch.Tensor, b: torch.Tensor, session: _Session, op: str) -> torch.Tensor:  # noqa: D102
+    def forward(ctx, a: torch.Tensor, b: torch.Tensor, session: _Session, op: str,  # noqa: D102
+                layer: _Layer | None = None) -> torch.Tensor:
         ctx.save_for_backward(a, b)
         ctx.session = session
         ctx.op = op
-        return session.product(a, b, "forward", op)
+        ctx.layer = layer
+        return session.product(a, b, "forward", op, layer)
 
     @staticmethod
-    def backward(ctx, g: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None, None, None]:  # noqa: D102
+    def backward(ctx, g: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None, None, None, None]:  # noqa: D102
         a, b = ctx.saved_tensors
         grad_a = grad_b = None
         with torch._C.DisableTorchFunction():
             if ctx.needs_input_grad[0]:
-                grad_a = ctx.session.product(g, b.transpose(1, 2), "dgrad", ctx.op)
+                grad_a = ctx.session.product(g, b.transpose(1, 2), "dgrad", ctx.op, ctx.layer)
             if ctx.needs_input_grad[1]:
-                grad_b = ctx.session.product(a.transpose(1, 2), g, "wgrad", ctx.op)
-        return grad_a, grad_b, None, None
+                grad_b = ctx.session.product(a.transpose(1, 2), g, "wgrad", ctx.op, ctx.layer)
+        return grad_a, grad_b, None, None, None
 
 
 # --------------------------------------------------- torch functions routed
@@ -379,7 +637,7 @@ def _check_dtypes(op: str, *tensors: torch.Tensor) -> None:
         raise ValueError(f"{op}: operands of different dtypes {[t.dtype for t in tensors]}")
 
 
-def _matmul(session: _Session, a: torch.Tensor, b: torch.Tensor, op: str) -> torch.Tensor:
+def _matmul(session: _Session, a: torch.Tensor, b: torch.Tensor, op: str, layer: _Layer | None = None) -> torch.Tensor:
     """torch.matmul semantics (1-D operands, broadcast batch dimensions) on the unit."""
     _check_dtypes(op, a, b)
     if a.dim() == 0 or b.dim() == 0:
@@ -393,12 +651,12 @@ def _matmul(session: _Session, a: torch.Tensor, b: torch.Tensor, op: str) -> tor
     M, K, N = a2.shape[-2], a2.shape[-1], b2.shape[-1]
     if b2.dim() == 2:  # rows of every batch of a share b: one GEMM (row results do not depend on M)
         lead = a2.shape[:-2]
-        out = _SimulatedProduct.apply(a2.reshape(1, -1, K), b2.unsqueeze(0), session, op).reshape(*lead, M, N)
+        out = _SimulatedProduct.apply(a2.reshape(1, -1, K), b2.unsqueeze(0), session, op, layer).reshape(*lead, M, N)
     else:
         batch = torch.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
         a3 = a2.expand(*batch, M, K).reshape(-1, M, K)
         b3 = b2.expand(*batch, K, N).reshape(-1, K, N)
-        out = _SimulatedProduct.apply(a3, b3, session, op).reshape(*batch, M, N)
+        out = _SimulatedProduct.apply(a3, b3, session, op, layer).reshape(*batch, M, N)
     if squeeze_b:
         out = out.squeeze(-1)
     if squeeze_a:
@@ -407,8 +665,8 @@ def _matmul(session: _Session, a: torch.Tensor, b: torch.Tensor, op: str) -> tor
 
 
 def _linear(session: _Session, input: torch.Tensor, weight: torch.Tensor,  # noqa: A002
-            bias: torch.Tensor | None = None, op: str = "linear") -> torch.Tensor:
-    y = _matmul(session, input, weight.t(), op)
+            bias: torch.Tensor | None = None, op: str = "linear", layer: _Layer | None = None) -> torch.Tensor:
+    y = _matmul(session, input, weight.t(), op, layer or session.layer(weight))
     return y if bias is None else y + bias
 
 
@@ -439,7 +697,7 @@ def _conv2d(session: _Session, input: torch.Tensor, weight: torch.Tensor, bias: 
     h_out = (h + 2 * p[0] - d[0] * (kh - 1) - 1) // s[0] + 1
     w_out = (w + 2 * p[1] - d[1] * (kw - 1) - 1) // s[1] + 1
     cols = F.unfold(x, (kh, kw), dilation=d, padding=p, stride=s)            # (N, C*kh*kw, L)
-    y = _linear(session, cols.transpose(1, 2), weight.reshape(out_c, -1), None, "conv2d")
+    y = _linear(session, cols.transpose(1, 2), weight.reshape(out_c, -1), None, "conv2d", session.layer(weight))
     y = y.transpose(1, 2).reshape(n, out_c, h_out, w_out)
     return y if bias is None else y + bias.view(1, -1, 1, 1)
 
@@ -536,16 +794,48 @@ def _as_policy(policy: Policy | Model) -> Policy:
     raise TypeError(f"policy={policy!r}: expected a workbench.torch.Policy or a preset (workbench.preset(...))")
 
 
+def _layers(policy: Policy, model: torch.nn.Module | None) -> dict[int, _Layer]:
+    """id(weight) -> layer for the model's linear/conv2d modules, kept ones marked."""
+    wants = policy.keep_first or policy.keep_last or policy.keep
+    if model is None:
+        if wants:
+            raise ValueError(f"keep_first={policy.keep_first}, keep_last={policy.keep_last}, keep={policy.keep}: "
+                             "choosing layers needs the model: workbench.torch.simulate(policy, model=net)")
+        return {}
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model={model!r}: expected a torch.nn.Module")
+    found = [(name, m) for name, m in model.named_modules()
+             if isinstance(m, (torch.nn.Linear, torch.nn.Conv2d)) and isinstance(m.weight, torch.Tensor)]
+    names = [n for n, _ in found]
+    for k in policy.keep:
+        if not any(n == k or n.startswith(k + ".") for n in names):
+            raise ValueError(f"keep: no linear/conv2d layer is or lies under a module named {k!r}; the model's "
+                             f"layers are {names}")
+    count = len(found)
+    out = {}
+    for i, (name, m) in enumerate(found):
+        kept = (i < policy.keep_first or i >= count - policy.keep_last
+                or any(name == k or name.startswith(k + ".") for k in policy.keep))
+        out[id(m.weight)] = _Layer(name, kept)
+    return out
+
+
 @contextlib.contextmanager
-def simulate(policy: Policy | Model) -> Iterator[Recorder]:
+def simulate(policy: Policy | Model, model: torch.nn.Module | None = None,
+             rng: np.random.Generator | int | None = None) -> Iterator[Recorder]:
     """Route the matrix products inside the block through simulated units.
 
     ``policy`` is a :class:`Policy` or a preset (the same unit for the forward, dgrad
     and wgrad GEMMs, no quantisation, no scaling, chained accumulation).  Yields the
     :class:`Recorder` that collects one :class:`GemmRecord` per GEMM, including the
-    backward GEMMs of products made inside the block.
+    backward GEMMs of products made inside the block.  ``model``: the module whose
+    linear/conv2d layers the policy's recipe names (``keep_first``/``keep_last``/
+    ``keep``; records carry their names).  ``rng``: the generator (or seed) of
+    stochastic rounding; default ``numpy.random.default_rng(policy.seed)``, the same
+    draws in every block - pass one generator to every step for fresh ones.
     """
     pol = _as_policy(policy)
     recorder = Recorder(pol)
-    with _SimulateMode(_Session(pol, recorder)):
+    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(pol.seed if rng is None else rng)
+    with _SimulateMode(_Session(pol, recorder, _layers(pol, model), gen)):
         yield recorder

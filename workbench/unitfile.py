@@ -273,6 +273,8 @@ def _read_format(path: Path, name: str, table: Any) -> _formats.FloatFormat:
         known = _formats.format(name)
     except ValueError:
         return fmt
+    if known.name != name:
+        raise _fail(path, key, f"{name!r} is another name of {known.name!r}; describe it as [formats.{known.name}]")
     if (known.name, known.exp_bits, known.man_bits, known.bias, known.special, known.subnormals,
             known.signed) != (fmt.name, fmt.exp_bits, fmt.man_bits, fmt.bias, fmt.special, fmt.subnormals,
                               fmt.signed):

@@ -58,28 +58,31 @@ def test_every_table8_architecture_is_covered():
 _TRUNC = {"Trunc": "rz", "RNE": "rne"}
 
 
-@pytest.mark.parametrize("row", KM_TABLE2, ids=[f"{r.input}->{r.output}@{r.gpus[0]}" for r in KM_TABLE2])
-def test_khattak_mikaitis_table2_features(row):
-    """Table II: block size (NFMA), alignment fraction bits, final rounding, c order,
-    interleaving of the presets of the listed GPUs."""
+def table2_presets(row) -> list:
+    """The presets a row of Khattak-Mikaitis Table II describes: its GPUs' presets for
+    its input and output formats (the fp8 mma.sync ones where the row interleaves)."""
     ins = {"fp8": ["fp8_e4m3", "fp8_e5m2"], "fp8*": ["fp8_e4m3", "fp8_e5m2"], "fp16, bf16": ["fp16", "bf16"],
            "tf19": ["tf32"]}[row.input]
     outs = row.output.split("/")
     devs = [d for d in row.gpus if d.lower() in catalogue.DEVICES]
     assert devs
-    for dev in devs:
-        for fin in ins:
-            if dev == "V100" and fin == "bf16":
-                continue  # Volta tensor cores have no bf16 (Xie Table 4; KM groups the rows)
-            for out in outs:
-                m = wb.preset(dev, fin, out, instruction="mma.sync" if row.interleaving else None)
-                assert m.F == row.align[1]
-                if row.interleaving:
-                    assert m.interleave == 2 and m.L == 2 * row.n_fma and m.c_position == "late"
-                    assert m.late_rounding == "rne"
-                else:
-                    assert m.L == row.n_fma and m.interleave == 1 and m.c_position == row.c_order
-                    assert m.rounding == _TRUNC[row.final_rounding]
+    return [wb.preset(dev, fin, out, instruction="mma.sync" if row.interleaving else None)
+            for dev in devs for fin in ins for out in outs
+            if not (dev == "V100" and fin == "bf16")]  # Volta has no bf16 (Xie Table 4; KM groups the rows)
+
+
+@pytest.mark.parametrize("row", KM_TABLE2, ids=[f"{r.input}->{r.output}@{r.gpus[0]}" for r in KM_TABLE2])
+def test_khattak_mikaitis_table2_features(row):
+    """Table II: block size (NFMA), alignment fraction bits, final rounding, c order,
+    interleaving of the presets of the listed GPUs."""
+    for m in table2_presets(row):
+        assert m.F == row.align[1]
+        if row.interleaving:
+            assert m.interleave == 2 and m.L == 2 * row.n_fma and m.c_position == "late"
+            assert m.late_rounding == "rne"
+        else:
+            assert m.L == row.n_fma and m.interleave == 1 and m.c_position == row.c_order
+            assert m.rounding == _TRUNC[row.final_rounding]
 
 
 SYMMETRIC = [r for r in catalogue.records() if r.rounding in ("rz", "rne") and r.kind not in ("tr-fdpa", "gtr-fdpa")]

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     )
     from .engine.explain import explain
     from .matmul import gemm
+    from .unitfile import load_unit, save_unit
 
 __version__ = "0.1.0"
 
@@ -77,6 +78,8 @@ _ON_FIRST_USE: dict[str, str] = {
     "gemm": "workbench.matmul",
     "discriminate": "workbench.discrimination",
     "find_worse": "workbench.discrimination",
+    "save_unit": "workbench.unitfile",
+    "load_unit": "workbench.unitfile",
 }
 _SUBMODULES = ("bounds", "cli", "engine", "exact", "inputs", "metrics", "probes", "sweep", "torch")
 
@@ -90,6 +93,8 @@ __all__ = [
     "STFDPA", "STFDPAParams", "GSTFDPA", "GSTFDPAParams",
     # presets, products, discrimination
     "Preset", "preset", "presets", "custom_model", "gemm", "discriminate", "find_worse",
+    # units saved as files
+    "save_unit", "load_unit",
     # submodules
     "bounds", "cli", "engine", "exact", "inputs", "metrics", "probes", "sweep", "torch",
 ]

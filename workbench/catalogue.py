@@ -41,9 +41,11 @@ from typing import Any
 
 from . import formats as _formats
 from .engine.model import PARAM_NAMES, Model
+from .evidence import Evidence, stored as _stored_evidence
 from .gate import unknown_name
 
-__all__ = ["Preset", "preset", "presets", "custom_model", "architecture_of", "PresetTable", "ARCHITECTURES", "DEVICES"]
+__all__ = ["Preset", "preset", "presets", "custom_model", "architecture_of", "PresetTable", "ARCHITECTURES", "DEVICES",
+           "Evidence", "evidence_table"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,10 +67,25 @@ class Preset(Model):
     #: ``in_format``, with its source; :func:`workbench.gemm`'s ``input_rounding``
     #: applies the conversion named here
     wider_inputs: str = ""
+    #: for a preset that nothing checks (no GPU vectors, witness, MMA-Sim pairing or
+    #: stated paper result): what it is assumed from, shown as its ``"unchecked"``
+    #: evidence; empty for every checked preset (``tests/test_evidence.py`` keeps both true)
+    assumed_from: str = ""
 
     def model(self) -> Model:
         """The bare arithmetic (a plain :class:`Model`)."""
         return Model(**self.params)
+
+    @property
+    def evidence(self) -> tuple[Evidence, ...]:
+        """What this preset was checked against and how much (:mod:`workbench.evidence`):
+        the GPU vectors (per device and set), the real-GPU witness, the MMA-Sim
+        differential and the papers' stated results, with counts derived from the test
+        data; or one ``"unchecked"`` record saying what the preset is assumed from."""
+        checks = _stored_evidence().get(self.name, ())
+        if self.assumed_from:
+            return checks + (Evidence(kind="unchecked", what=self.assumed_from),)
+        return checks
 
 
 ARCHITECTURES: dict[str, tuple[str, ...]] = {
@@ -219,6 +236,8 @@ def _build() -> None:
     for fin, L in (("tf32", 8), ("bf16", 16), ("fp16", 16), ("fp8_e4m3", 32), ("fp8_e5m2", 32)):
         _add("blackwell", "tcgen05.mma", fin, "fp32", kind="t-fdpa", L=L, F=25, rounding="rne",
              zero_exponent=-133, variant="rn", default=False,
+             assumed_from=f"blackwell/tcgen05.mma/{fin}->fp32 with the final rounding RNE instead of RZ "
+                          "(Khattak & Mikaitis' hypothetical B200-RN); no device performs it",
              source="Khattak & Mikaitis 2025 Section IV-C and Fig. 7 ('B200-RN': B200 features, final "
                     "rounding RNE; a hypothetical unit)")
     _add("blackwell", "dmma", "fp64", "fp64", kind="fma", L=1,
@@ -245,6 +264,9 @@ def _build() -> None:
              source=f"{amd} (CDNA3: TR-FDPA, F 24, F2 31, RNE-FP32)")
     _add("cdna3", "mfma_rz", "fp16", "fp32", kind="tr-fdpa", L=8, F=24, F2=31, rounding="rne",
          alignment_rounding="rz", variant="rz", default=False,
+         assumed_from="cdna3/mfma/fp16->fp32 with alignment_rounding 'rz' instead of 'rd' (MMA-Sim Figure 3's "
+                      "hypothetical twin); no device performs it (tests/test_cdna3_rz_twin.py checks the engine's "
+                      "arithmetic on hand-worked cases, not the unit)",
          source="Xie et al. 2025 Section 6.2.4 and Figure 3: the hypothetical v_mfma_f32_32x32x8_f16_rz, "
                 "CDNA3's TR-FDPA (Table 7: F 24, F2 31, RNE-FP32) with the round-down of its internal "
                 "fused summation (Algorithm 10 lines 14-15) replaced by round-toward-zero; the symmetric "
@@ -254,21 +276,27 @@ def _build() -> None:
              source=f"{amd} (CDNA3 FP8: GTR-FDPA, F 24, F2 31, RNE-FP32)")
 
 
+_GST_ASSUMED = ("Xie et al. 2025 Table 5's parameters (GST-FDPA: L 64, G 16, F 35) and MMA-Sim's zero exponent "
+                "-139; not checked against a device, MMA-Sim or a stated result")
+
+
 def _scaled_records() -> None:
     for arch, instr in (("blackwell", "tcgen05.mma"), ("rtx-blackwell", "mma")):
         for fin in ("fp8_e4m3", "fp8_e5m2", "fp6_e2m3", "fp6_e3m2", "fp4_e2m1"):
             _add(arch, instr + ".block_scale", fin, "fp32", kind="st-fdpa", L=32, F=25, rounding="rz",
                  zero_exponent=-133, k_block=32, scale_format="e8m0", variant="mx", default=False,
+                 assumed_from=f"{arch}/{instr}/{fin}->fp32 (the unscaled unit, checked against MMA-Sim) with "
+                              "Xie et al. Algorithm 8's E8M0 scales per 32 elements; not checked",
                  source="Xie et al. 2025 Algorithm 8 and Table 4 (MXFP8/6/4: ST-FDPA, L 32, F 25, E8M0 "
                         "scales per 32 elements)")
         _add(arch, instr + ".block_scale.k64", "fp4_e2m1", "fp32", kind="gst-fdpa", L=64, F=35, G=16,
              rounding="rz", zero_exponent=-139, k_block=16, scale_format="ue4m3", variant="nvfp4",
-             default=False,
+             default=False, assumed_from=_GST_ASSUMED,
              source="Xie et al. 2025 Algorithm 9 and Table 5 (NVFP4: GST-FDPA, L 64, G 16, F 35, UE4M3 "
                     "scales per 16 elements; MMA-Sim zero exponent -139)")
         _add(arch, instr + ".block_scale.k64", "fp4_e2m1", "fp32", kind="gst-fdpa", L=64, F=35, G=16,
              rounding="rz", zero_exponent=-139, k_block=32, scale_format="e8m0", variant="mxfp4",
-             default=False,
+             default=False, assumed_from=_GST_ASSUMED,
              source="Xie et al. 2025 Algorithm 9 and Table 5 (MXFP4 k64: GST-FDPA, E8M0 scales per 32)")
 
 
@@ -392,6 +420,12 @@ def presets() -> PresetTable:
         row["wider_inputs"] = r.wider_inputs
         rows.append(row)
     return rows
+
+
+def evidence_table() -> list[dict[str, Any]]:
+    """One row per (preset, evidence record): ``preset`` (its name), the fields of
+    :class:`~workbench.evidence.Evidence` and its ``summary``, in catalogue order."""
+    return [{"preset": r.name, **e.as_dict(), "summary": e.summary()} for r in _RECORDS for e in r.evidence]
 
 
 def records() -> tuple[Preset, ...]:

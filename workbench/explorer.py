@@ -29,12 +29,13 @@ import io
 import time
 from collections.abc import Sequence
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from . import bounds, catalogue, exact, inputs, metrics
+from . import bounds, catalogue, exact, inputs, metrics, unitfile
 from .engine import ROUNDINGS, Model
 from .formats import round as round_to
 from .report import feature_row
@@ -121,14 +122,17 @@ class Explorer:
 
     The keyword arguments are the initial control values (the ``parameters`` cell of
     ``explore.ipynb``); ``preset`` (a device or a preset name) starts on that preset
-    instead of the custom unit.  Raises ValueError for values the controls do not offer.
+    instead of the custom unit; ``unit`` (the path of a unit file, :func:`workbench.load_unit`)
+    adds that unit to the preset list as ``"file: <name>"`` and starts on it.  Raises
+    ValueError for values the controls do not offer.
     """
 
     def __init__(self, *, in_format: str = "fp16", out_format: str = "fp32", kind: str = "t-fdpa", L: int = 16,
                  F: int = 26, rounding: str = "rne", c_position: str = "early", preset: str | None = None,
                  generator: str = "normal", k_range: Sequence[int] = (16, 1024), m: int = 8, n: int = 8,
                  seed: int = 0, compare_with: Sequence[str] = ("V100", "A100", "H100"),
-                 discriminate_with: str = "H100", discriminate_budget: int = 20000) -> None:
+                 discriminate_with: str = "H100", discriminate_budget: int = 20000,
+                 unit: str | Path | None = None) -> None:
         import ipywidgets as w
 
         def choice(name: str, value: Any, options: Sequence[Any]) -> Any:
@@ -146,8 +150,13 @@ class Explorer:
                 raise ValueError(f"{name}={v!r}: expected a positive integer")
         self._m, self._n = m, n
         records = [r for r in catalogue.records() if not r.operation.scaled]
-        self._records = {r.name: r for r in records}
+        self._records: dict[str, Model] = {r.name: r for r in records}
+        if unit is not None and preset is not None:
+            raise ValueError(f"give preset={preset!r} or unit={str(unit)!r}, not both")
         start = None if preset is None else self._resolve_preset(preset, in_format, out_format)
+        if unit is not None:
+            start = f"file: {Path(unit).name}"
+            self._records[start] = unitfile.load_unit(unit)
         style = {"description_width": "90px"}
         lay = w.Layout(width="260px")
 

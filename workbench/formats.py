@@ -46,6 +46,7 @@ __all__ = [
     "ROUNDING_CODES",
     "format",
     "list_formats",
+    "register_format",
     "format_table",
     "round",
     "to_bits",
@@ -356,6 +357,29 @@ def format(name: str | FloatFormat) -> FloatFormat:  # noqa: A001 - public API n
         return _REGISTRY[key]
     except KeyError:
         raise unknown_name("format", name, [*_REGISTRY, *sorted(_ALIASES)]) from None
+
+
+def register_format(fmt: FloatFormat) -> FloatFormat:
+    """Make a custom format known by its name, so that models can name it (unit files
+    register the formats they describe: :mod:`workbench.unitfile`).
+
+    Registering a name again with the same encoding changes nothing; a name (or alias)
+    already taken by another encoding raises a ValueError naming both encodings.
+    Returns the registered format."""
+    if not isinstance(fmt, FloatFormat):
+        raise TypeError(f"register_format takes a FloatFormat, got {type(fmt).__name__}: {fmt!r}")
+    key = _normalise(fmt.name)
+    if key != fmt.name or not key:
+        raise ValueError(f"format name {fmt.name!r}: expected a lower-case name without spaces or '-' ({key!r})")
+    if key in _ALIASES:
+        raise ValueError(f"format name {fmt.name!r} is an alias of {_ALIASES[key]!r}; choose another name")
+    known = _REGISTRY.get(key)
+    if known is not None:
+        if known != fmt:
+            raise ValueError(f"format {fmt.name!r} is registered with another encoding ({known!r}); got {fmt!r}")
+        return known
+    _REGISTRY[key] = fmt
+    return fmt
 
 
 def list_formats() -> list[FloatFormat]:

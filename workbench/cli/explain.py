@@ -12,7 +12,9 @@ HELP = "print one dot product step by step on a device's matrix unit"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``workbench explain``."""
     p = parser
-    p.add_argument("--device", required=True, type=cli_name, help="device or architecture")
+    p.add_argument("--device", default=None, type=cli_name, help="device or architecture (or give --unit)")
+    p.add_argument("--unit", default=None, metavar="UNIT.toml",
+                   help="a unit file (workbench.save_unit) instead of --device and the formats")
     p.add_argument("--in-format", default=None, type=cli_name,
                    help="input format (default fp16, or the one input format of the --variant/--instruction)")
     p.add_argument("--out-format", default="fp32", type=cli_name)
@@ -46,10 +48,24 @@ def run_command(args: argparse.Namespace) -> int:
     from .. import catalogue
     from ..engine import explain
 
-    in_format = args.in_format or _only_in_format(args.device, args.out_format, args.instruction, args.variant)
-    m = catalogue.preset(args.device, in_format, args.out_format, instruction=args.instruction,
-                         variant=args.variant)
-    print(f"preset {m.name} ({m.source})")
+    if (args.unit is None) == (args.device is None):
+        raise ValueError("give --device (with the formats) or --unit UNIT.toml, one of the two")
+    if args.unit is not None:
+        from ..unitfile import read_unit
+
+        given = [f"--{k.replace('_', '-')}" for k in ("in_format", "instruction", "variant")
+                 if getattr(args, k) is not None]
+        if given:
+            raise ValueError(f"{', '.join(given)}: a unit file fixes its formats and instruction; drop them")
+        uf = read_unit(args.unit)
+        m = uf.model
+        print(f"unit {uf.path} ({uf.provenance.origin}{': ' + uf.provenance.target if uf.provenance.target else ''}): "
+              f"{m.describe()}")
+    else:
+        in_format = args.in_format or _only_in_format(args.device, args.out_format, args.instruction, args.variant)
+        m = catalogue.preset(args.device, in_format, args.out_format, instruction=args.instruction,
+                             variant=args.variant)
+        print(f"preset {m.name} ({m.source})")
     scales = {k: v for k, v in (("scale_a", args.scale_a), ("scale_b", args.scale_b)) if v is not None}
     if len(args.a) != len(args.b):
         raise ValueError(f"--a has {len(args.a)} values and --b {len(args.b)}; a dot product needs equal lengths")

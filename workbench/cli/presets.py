@@ -14,6 +14,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", type=cli_name, help="device or architecture (H100, hopper, MI300X, cdna3, ...)")
     parser.add_argument("--format", dest="fmt", type=cli_name,
                         help="input format (fp16, bf16, fp8_e4m3, ...) or family (fp8, fp6, fp4: every format of it)")
+    parser.add_argument("--evidence", action="store_true",
+                        help="print what each preset was checked against and how much (GPU vectors, real-GPU "
+                             "witness, MMA-Sim, papers) instead of the table")
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -28,6 +31,15 @@ def run_command(args: argparse.Namespace) -> int:
     if args.fmt is not None:
         family = catalogue.format_family(args.fmt)
         rows = [r for r in rows if r["in_format"] in family]
+    if args.evidence:
+        keep = {r["name"] for r in rows}
+        print("Evidence per preset (counts derived from the test data; workbench.Preset.evidence)")
+        for rec in catalogue.records():
+            if rec.name in keep:
+                print(rec.name)
+                for e in rec.evidence:
+                    print(f"  {e.summary()}")
+        return 0
     print("Presets of the matrix units (default: returned by workbench.preset without instruction/variant)")
     print(render_table(rows, ["name", "devices", "kind", "L", "F", "rounding", "zero_exponent", "default", "source"]))
     return 0

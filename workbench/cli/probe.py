@@ -7,6 +7,7 @@ Registered in :mod:`workbench.cli` with :func:`add_arguments` and :func:`run_com
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ..gate import cli_count, cli_name
 
@@ -24,6 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="outputs compared in the randomised verification (default 20000)")
     parser.add_argument("--seed", type=cli_count, default=0, help="seed of the random verification inputs")
     parser.add_argument("--fasi", action="store_true", help="also print the Fasi et al. 2021 test suite")
+    parser.add_argument("--save", metavar="UNIT.toml", default=None,
+                        help="write the inferred unit to this unit file (workbench.save_unit) when it verified "
+                             "bit-exactly; refused, with the reason, otherwise")
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -40,4 +44,14 @@ def run_command(args: argparse.Namespace) -> int:
         print("Fasi et al. 2021 test suite (generalised constants):")
         for name, t in fasi_suite(bb).items():
             print(f"  {name:<30} {t.conclusion!s:<24} {t.meaning}")
+    if args.save is not None:
+        if not (res.verified and res.model is not None):
+            print(f"workbench probe: not saved to {args.save}: the unit is {res.verdict}", file=sys.stderr)
+            return 1
+        from ..unitfile import Provenance, save_unit
+
+        prov = Provenance(origin="probed", target=res.target or args.target,
+                          verification={"outputs_checked": res.n_verified, "outputs_agreed": res.n_verified},
+                          notes=f"workbench probe {args.target} --verify {args.verify} --seed {args.seed}")
+        print(f"saved {save_unit(res.model, args.save, provenance=prov)}")
     return 0 if res.verified else 1

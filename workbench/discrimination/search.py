@@ -56,7 +56,8 @@ def resolve_model(spec: Model | str) -> Model:
 
     Accepted names: a preset record name (``"hopper/wgmma/fp16->fp32"``,
     ``"blackwell/tcgen05.mma/fp16->fp32/rn"``) or ``DEVICE:IN:OUT[:INSTRUCTION_OR_VARIANT]``
-    (``"H100:fp16:fp32"``, ``"B200:fp16:fp32:rn"``, ``"V100:fp16:fp16"``).
+    (``"H100:fp16:fp32"``, ``"B200:fp16:fp32:rn"``, ``"V100:fp16:fp16"``), or the path of a
+    unit file ending in ``.toml`` (:func:`workbench.load_unit`).
     """
     if isinstance(spec, Model):
         return spec
@@ -65,6 +66,10 @@ def resolve_model(spec: Model | str) -> Model:
     from .. import catalogue
 
     name = spec.strip()
+    if name.lower().endswith(".toml"):
+        from ..unitfile import load_unit
+
+        return load_unit(name)
     if "/" in name:
         for rec in catalogue.records():
             if rec.name.lower() == name.lower():

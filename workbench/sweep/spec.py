@@ -56,6 +56,8 @@ TASK_KEYS: dict[str, str] = {
     "instruction": "instruction passed to workbench.preset() (optional)",
     "variant": "variant passed to workbench.preset() (optional)",
     "model": "table of workbench.custom_model() arguments (kind, L, F, rounding, ...) instead of a preset",
+    "unit": "path of a unit file (workbench.save_unit; relative to the experiment file) instead of a preset "
+            "or model: fills model, in_format and out_format",
     "in_format": "input format of A and B (a workbench.formats name)",
     "out_format": "output format of C and D (a workbench.formats name)",
     "algorithm": "name in algorithms.ALGORITHMS, a built-in ('gemm', 'numpy') or 'module:function'",
@@ -217,7 +219,7 @@ def validate_task(spec: dict[str, Any], where: str) -> dict[str, Any]:
             raise ValueError(f"{where}: {key}={out[key]!r} must be a positive integer")
     if not _is_int(out["seed"]) or out["seed"] < 0:
         raise ValueError(f"{where}: seed={out['seed']!r} must be a non-negative integer")
-    for key in ("preset", "instruction", "variant"):
+    for key in ("preset", "instruction", "variant", "unit"):
         if out.get(key) is not None and not isinstance(out[key], str):
             raise ValueError(f"{where}: {key}={out[key]!r} must be a string")
     if not isinstance(out["algorithm"], str) or not out["algorithm"]:
@@ -298,6 +300,37 @@ def _check_metrics(metrics: Any) -> list[str]:
     return list(metrics)
 
 
+def _unit_task(combo: dict[str, Any], base: Path, where: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A task with ``unit = "path.toml"``: the unit file read (relative paths from
+    ``base``, the experiment file's folder), its parameters as ``model`` and its formats
+    as ``in_format``/``out_format``; ``unit`` becomes the absolute path the workers load.
+    Also returns the unit's content, which replaces the path in the task hash."""
+    from ..unitfile import read_unit
+
+    path = combo["unit"]
+    if not isinstance(path, str) or not path:
+        raise ValueError(f"{where}: unit={path!r} must be the path of a unit file")
+    for key in ("preset", "model", "instruction", "variant"):
+        if combo.get(key) is not None:
+            raise ValueError(f"{where}: give unit or {key}, not both")
+    resolved = Path(path) if Path(path).is_absolute() else base / path
+    try:
+        uf = read_unit(resolved)
+    except FileNotFoundError:
+        raise ValueError(f"{where}: unit={path!r}: no such file {str(resolved)!r}") from None
+    m = uf.model
+    for key in ("in_format", "out_format"):
+        given = combo.get(key)
+        if given is not None and _formats.format(given).name != getattr(m, key):
+            raise ValueError(f"{where}: {key}={given!r} but the unit {path!r} has {key}={getattr(m, key)!r}")
+    params = {k: v for k, v in m.params.items() if v is not None and k not in ("in_format", "out_format")}
+    out = {**combo, "unit": str(resolved.resolve()), "model": params, "in_format": m.in_format,
+           "out_format": m.out_format}
+    formats = {n: repr(_formats.format(getattr(m, n))) for n in ("in_format", "out_format", "result_format",
+                                                                 "scale_format") if getattr(m, n) is not None}
+    return out, {"params": params, "formats": formats}
+
+
 def parse(path_or_dict: str | Path | Mapping[str, Any], *, quick: bool = False) -> Experiment:
     """Parse, validate and expand an experiment into its tasks.
 
@@ -305,6 +338,7 @@ def parse(path_or_dict: str | Path | Mapping[str, Any], *, quick: bool = False) 
     parameters from two grid tables) are kept once.
     """
     raw = read(path_or_dict)
+    base = Path.cwd() if isinstance(path_or_dict, Mapping) else Path(path_or_dict).resolve().parent
     for key in raw:
         if key not in TOP_KEYS:
             raise ValueError(f"unknown top-level key {key!r}; expected one of {list(TOP_KEYS)} "
@@ -353,8 +387,12 @@ def parse(path_or_dict: str | Path | Mapping[str, Any], *, quick: bool = False) 
                     if key in combo:
                         raise ValueError(f"grid[{gi}]: key {key!r} is set both in cases and in the grid")
                 combo.update(case)
+            unit = None
+            if combo.get("unit") is not None:
+                combo, unit = _unit_task(combo, base, f"grid[{gi}]")
             spec = validate_task(combo, f"grid[{gi}]")
-            h = stable_hash({"task": spec, "reference": reference, "metrics": metrics})
+            hashed = spec if unit is None else {**spec, "unit": unit}   # the content, not where it lies
+            h = stable_hash({"task": hashed, "reference": reference, "metrics": metrics})
             if h in seen:
                 continue
             seen.add(h)

@@ -144,6 +144,12 @@ def _model(key: str) -> Any:
     spec = json.loads(key)
     import workbench
 
+    if spec.get("unit") is not None:    # read again here: it registers the unit's custom formats in this process
+        unit = workbench.load_unit(spec["unit"])
+        if {k: v for k, v in unit.params.items() if v is not None and k not in ("in_format", "out_format")} != \
+                spec["model"]:
+            raise ValueError(f"unit file {spec['unit']!r} changed since the experiment was parsed")
+        return unit
     if spec.get("model") is not None:
         return workbench.custom_model(spec["in_format"], spec["out_format"], **spec["model"])
     return workbench.preset(spec["preset"], spec["in_format"], spec["out_format"],
@@ -154,7 +160,7 @@ def build_model(spec: Mapping[str, Any]) -> Any:
     """The task's MMA model (None if it names neither a preset nor a model); cached per process."""
     if spec.get("preset") is None and spec.get("model") is None:
         return None
-    key = {k: spec.get(k) for k in ("preset", "instruction", "variant", "model", "in_format", "out_format")}
+    key = {k: spec.get(k) for k in ("preset", "instruction", "variant", "model", "unit", "in_format", "out_format")}
     return _model(json.dumps(key, sort_keys=True))
 
 

@@ -1,0 +1,404 @@
+"""Units saved as files: :func:`save_unit` and :func:`load_unit` (TOML, human-readable, diffable).
+
+A unit file holds one :class:`~workbench.engine.Model` — its arithmetic parameters
+(the names of :data:`workbench.engine.PARAM_NAMES`), the encoding of every format it
+uses, and where it comes from — so that a unit probed on a GPU or designed by hand
+can be reloaded by a sweep (``unit = "path.toml"``), ``workbench explain --unit``,
+``workbench discriminate`` and the explorer, or sent to a colleague::
+
+    workbench_unit = 1
+
+    [unit]
+    kind = "t-fdpa"
+    in_format = "fp16"
+    out_format = "fp32"
+    L = 16
+    F = 25
+    rounding = "rz"
+    zero_exponent = -133
+
+    [formats.fp16]          # one table per format the unit names
+    exp_bits = 5
+    man_bits = 10
+    bias = 15
+    special = "ieee"        # Inf/NaN convention: ieee, fn, fnuz or none
+    subnormals = true
+    signed = true
+
+    [provenance]
+    origin = "preset"       # preset, custom or probed
+    preset = "hopper/wgmma/fp16->fp32"
+    devices = ["H100", "H200"]
+    target = "H100, H200 (hopper)"
+    date = "2026-11-28T02:30:00+00:00"
+    workbench = "0.1.0"
+
+    [provenance.verification]   # counts: name -> non-negative integer
+    ...
+
+A file is data, never code: it is read with :mod:`tomllib` and every key is checked
+against what is expected; nothing in it is imported, evaluated or executed.  A
+malformed or hostile file raises :class:`UnitFileError` (a ValueError) naming the
+file, the key and what was expected (unknown keys, wrong types, values out of range,
+a TOML syntax error with its line).  Formats that :mod:`workbench.formats` does not
+know are registered under their name from their encoding
+(:func:`workbench.formats.register_format`); a known name must carry its known
+encoding.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from . import formats as _formats
+from .catalogue import Preset, records
+from .engine.model import PARAM_NAMES, Model
+
+__all__ = ["save_unit", "load_unit", "read_unit", "Provenance", "UnitFile", "UnitFileError", "ORIGINS",
+           "FORMAT_VERSION"]
+
+#: the ``workbench_unit`` value this module writes and reads
+FORMAT_VERSION = 1
+#: where a unit comes from
+ORIGINS = ("preset", "custom", "probed")
+#: a unit file larger than this is refused before it is parsed
+MAX_BYTES = 1 << 20
+_TOP_KEYS = ("workbench_unit", "unit", "formats", "provenance")
+_PROVENANCE_KEYS = ("origin", "preset", "devices", "target", "date", "workbench", "verification", "notes")
+_FORMAT_KEYS = ("exp_bits", "man_bits", "bias", "special", "subnormals", "signed")
+_FORMAT_PARAMS = ("in_format", "out_format", "result_format", "scale_format")
+_MODEL_FIELDS = {f.name: f for f in fields(Model)}
+_INT_LIMIT = 1 << 31
+_NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+
+
+class UnitFileError(ValueError):
+    """A unit file that cannot be read or does not describe a unit; the message names
+    the file, the key and what was expected."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Provenance:
+    """Where a unit comes from: ``origin`` (``"preset"``, ``"custom"`` or ``"probed"``),
+    the ``preset`` name and its ``devices`` (origin preset), a free-text ``target``
+    description (the GPU probed, the design's purpose), the ISO ``date`` it was saved,
+    the ``workbench`` version that saved it, ``verification`` counts (e.g. the probe's
+    ``{"checked": 2000, "agreed": 2000}``) and free ``notes``."""
+
+    origin: str = "custom"
+    preset: str = ""
+    devices: tuple[str, ...] = ()
+    target: str = ""
+    date: str = ""
+    workbench: str = ""
+    verification: dict[str, int] = field(default_factory=dict)
+    notes: str = ""
+
+    def __post_init__(self) -> None:
+        if self.origin not in ORIGINS:
+            raise ValueError(f"provenance origin={self.origin!r}: expected one of {', '.join(ORIGINS)}")
+        for k, v in self.verification.items():
+            if not isinstance(k, str) or isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2**63:
+                raise ValueError(f"provenance verification {k!r}={v!r}: expected a non-negative integer count")
+        if self.date:
+            _dt.datetime.fromisoformat(self.date)
+
+
+@dataclass(frozen=True)
+class UnitFile:
+    """A unit file read back: the ``model`` (a :class:`~workbench.catalogue.Preset`
+    when the file names a catalogue preset with the same arithmetic), its
+    ``provenance`` and the ``path`` it was read from."""
+
+    model: Model
+    provenance: Provenance
+    path: Path
+
+
+# ------------------------------------------------------------------ writing
+def _toml_str(s: str) -> str:
+    out = ['"']
+    for ch in s:
+        o = ord(ch)
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif o < 0x20 or o == 0x7F:
+            out.append(f"\\u{o:04X}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, str):
+        return _toml_str(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    raise TypeError(f"cannot write {v!r} ({type(v).__name__}) to a unit file")
+
+
+def _toml_key(k: str) -> str:
+    return k if re.fullmatch(r"[A-Za-z0-9_-]+", k) else _toml_str(k)
+
+
+def _formats_of(model: Model) -> dict[str, _formats.FloatFormat]:
+    names = [getattr(model, p) for p in _FORMAT_PARAMS if getattr(model, p) is not None]
+    return {_formats.format(n).name: _formats.format(n) for n in names}
+
+
+def _default_provenance(model: Model) -> Provenance:
+    if isinstance(model, Preset) and model.name:
+        return Provenance(origin="preset", preset=model.name, devices=tuple(model.devices),
+                          target=f"{', '.join(model.devices)} ({model.architecture}), {model.instruction}")
+    return Provenance(origin="custom")
+
+
+def save_unit(model: Model, path: str | Path, provenance: Provenance | dict[str, Any] | None = None) -> Path:
+    """Write ``model`` to the TOML unit file ``path`` and return the path.
+
+    ``provenance`` (a :class:`Provenance` or a dict of its fields) says where the unit
+    comes from; without it a preset records its name and devices and any other model
+    is ``"custom"``.  The date (now, UTC) and the workbench version are filled in when
+    not given.  The parameters left at None are not written (they are the defaults).
+    """
+    if not isinstance(model, Model):
+        raise TypeError(f"model must be a workbench Model or Preset, got {type(model).__name__}")
+    if provenance is None:
+        prov = _default_provenance(model)
+    elif isinstance(provenance, Provenance):
+        prov = provenance
+    elif isinstance(provenance, dict):
+        prov = Provenance(**{**provenance, "devices": tuple(provenance.get("devices", ()))})
+    else:
+        raise TypeError(f"provenance must be a Provenance or a dict, got {type(provenance).__name__}")
+    if not prov.date:
+        prov = Provenance(**{**{f.name: getattr(prov, f.name) for f in fields(prov)},
+                             "date": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()})
+    lines = ["# A workbench unit (workbench.save_unit): data only, read with workbench.load_unit.",
+             f"workbench_unit = {FORMAT_VERSION}", "", "[unit]"]
+    for name, value in model.params.items():
+        if value is not None:
+            lines.append(f"{name} = {_toml_value(value)}")
+    for name, fmt in _formats_of(model).items():
+        lines += ["", f"[formats.{_toml_key(name)}]"]
+        lines += [f"{k} = {_toml_value(getattr(fmt, k))}" for k in _FORMAT_KEYS]
+    lines += ["", "[provenance]"]
+    for f in fields(Provenance):
+        v = getattr(prov, f.name)
+        if f.name == "verification":
+            continue
+        if f.name == "workbench" and not v:
+            v = __version__
+        if v or f.name == "origin":
+            lines.append(f"{f.name} = {_toml_value(list(v) if isinstance(v, tuple) else v)}")
+    if prov.verification:
+        lines += ["", "[provenance.verification]"]
+        lines += [f"{_toml_key(k)} = {v}" for k, v in prov.verification.items()]
+    out = Path(path)
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return out
+
+
+# ------------------------------------------------------------------ reading
+def _fail(path: Path, key: str, msg: str) -> UnitFileError:
+    return UnitFileError(f"unit file {str(path)!r}: {key}: {msg}")
+
+
+def _table(path: Path, key: str, v: Any, allowed: tuple[str, ...]) -> dict[str, Any]:
+    if not isinstance(v, dict):
+        raise _fail(path, key, f"expected a table, got {type(v).__name__} {v!r}")
+    for k in v:
+        if k not in allowed:
+            raise _fail(path, f"{key}.{k}", f"unknown key; expected one of {', '.join(allowed)}")
+    return v
+
+
+def _int(path: Path, key: str, v: Any, lo: int = -_INT_LIMIT, hi: int = _INT_LIMIT - 1) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise _fail(path, key, f"expected an integer, got {type(v).__name__} {v!r}")
+    if not lo <= v <= hi:
+        raise _fail(path, key, f"{v} is out of range; expected {lo} to {hi}")
+    return v
+
+
+def _str(path: Path, key: str, v: Any) -> str:
+    if not isinstance(v, str):
+        raise _fail(path, key, f"expected a string, got {type(v).__name__} {v!r}")
+    return v
+
+
+def _bool(path: Path, key: str, v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise _fail(path, key, f"expected true or false, got {type(v).__name__} {v!r}")
+    return v
+
+
+def _read_format(path: Path, name: str, table: Any) -> _formats.FloatFormat:
+    key = f"formats.{name}"
+    if not _NAME.match(name):
+        raise _fail(path, key, "a format name is a lower-case letter then up to 31 letters, digits or '_'")
+    t = _table(path, key, table, _FORMAT_KEYS)
+    missing = [k for k in _FORMAT_KEYS if k not in t]
+    if missing:
+        raise _fail(path, key, f"missing {', '.join(missing)}")
+    try:
+        fmt = _formats.FloatFormat(name, _int(path, f"{key}.exp_bits", t["exp_bits"], 1, 11),
+                                   _int(path, f"{key}.man_bits", t["man_bits"], 0, 52),
+                                   _int(path, f"{key}.bias", t["bias"], -4096, 4096),
+                                   _str(path, f"{key}.special", t["special"]),  # type: ignore[arg-type]
+                                   _bool(path, f"{key}.subnormals", t["subnormals"]),
+                                   _bool(path, f"{key}.signed", t["signed"]))
+    except ValueError as exc:
+        if isinstance(exc, UnitFileError):
+            raise
+        raise _fail(path, key, str(exc)) from None
+    try:
+        known = _formats.format(name)
+    except ValueError:
+        return fmt
+    if known.name != name:
+        raise _fail(path, key, f"{name!r} is another name of {known.name!r}; describe it as [formats.{known.name}]")
+    if (known.name, known.exp_bits, known.man_bits, known.bias, known.special, known.subnormals,
+            known.signed) != (fmt.name, fmt.exp_bits, fmt.man_bits, fmt.bias, fmt.special, fmt.subnormals,
+                              fmt.signed):
+        raise _fail(path, key, f"{name!r} is a known format with another encoding ({_describe(known)}); "
+                               f"the file gives {_describe(fmt)}: rename the custom format")
+    return known
+
+
+def _describe(f: _formats.FloatFormat) -> str:
+    return (f"exp_bits={f.exp_bits}, man_bits={f.man_bits}, bias={f.bias}, special={f.special!r}, "
+            f"subnormals={f.subnormals}, signed={f.signed}")
+
+
+def _read_params(path: Path, table: Any) -> dict[str, Any]:
+    t = _table(path, "unit", table, PARAM_NAMES)
+    out: dict[str, Any] = {}
+    for k, v in t.items():
+        key = f"unit.{k}"
+        ftype = str(_MODEL_FIELDS[k].type)
+        if ftype.startswith("int"):
+            out[k] = _int(path, key, v)
+        elif ftype == "bool":
+            out[k] = _bool(path, key, v)
+        else:
+            out[k] = _str(path, key, v)
+    for k in ("kind", "in_format", "out_format"):
+        if k not in out:
+            raise _fail(path, f"unit.{k}", "missing (a unit names its kind and its input and output formats)")
+    return out
+
+
+def _read_provenance(path: Path, table: Any) -> Provenance:
+    t = _table(path, "provenance", table, _PROVENANCE_KEYS)
+    kw: dict[str, Any] = {}
+    for k, v in t.items():
+        key = f"provenance.{k}"
+        if k == "devices":
+            if not isinstance(v, list):
+                raise _fail(path, key, f"expected a list of strings, got {type(v).__name__} {v!r}")
+            kw[k] = tuple(_str(path, f"{key}[{i}]", d) for i, d in enumerate(v))
+        elif k == "verification":
+            if not isinstance(v, dict):
+                raise _fail(path, key, f"expected a table of counts, got {type(v).__name__} {v!r}")
+            kw[k] = {name: _int(path, f"{key}.{name}", n, 0, 2**63 - 1) for name, n in v.items()}
+        elif k == "date" and isinstance(v, (_dt.datetime, _dt.date)):
+            kw[k] = v.isoformat()
+        else:
+            kw[k] = _str(path, key, v)
+    if "origin" not in kw:
+        raise _fail(path, "provenance.origin", f"missing; expected one of {', '.join(ORIGINS)}")
+    if kw["origin"] not in ORIGINS:
+        raise _fail(path, "provenance.origin", f"{kw['origin']!r}: expected one of {', '.join(ORIGINS)}")
+    if "date" in kw:
+        try:
+            _dt.datetime.fromisoformat(kw["date"])
+        except ValueError:
+            raise _fail(path, "provenance.date", f"{kw['date']!r}: expected an ISO 8601 date") from None
+    return Provenance(**kw)
+
+
+def read_unit(path: str | Path) -> UnitFile:
+    """Read and check the unit file ``path``: its model, provenance and path.
+
+    Raises FileNotFoundError when there is no such file and :class:`UnitFileError`
+    naming the file, the key and what was expected when it does not describe a unit.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"unit file {str(p)!r} does not exist")
+    size = p.stat().st_size
+    if size > MAX_BYTES:
+        raise _fail(p, "file", f"{size} bytes; a unit file is at most {MAX_BYTES} bytes")
+    raw = p.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _fail(p, "file", f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UnitFileError(f"unit file {str(p)!r}: not valid TOML: {exc}") from None
+    for k in data:
+        if k not in _TOP_KEYS:
+            raise _fail(p, k, f"unknown key; expected one of {', '.join(_TOP_KEYS)}")
+    if "workbench_unit" not in data:
+        raise _fail(p, "workbench_unit", f"missing; expected workbench_unit = {FORMAT_VERSION} (is this a unit file?)")
+    if _int(p, "workbench_unit", data["workbench_unit"]) != FORMAT_VERSION:
+        raise _fail(p, "workbench_unit", f"{data['workbench_unit']}: this workbench reads version {FORMAT_VERSION}")
+    if "unit" not in data:
+        raise _fail(p, "unit", "missing [unit] table")
+    params = _read_params(p, data["unit"])
+    fmt_tables = data.get("formats", {})
+    if not isinstance(fmt_tables, dict):
+        raise _fail(p, "formats", f"expected a table of format tables, got {type(fmt_tables).__name__}")
+    fmts = {name: _read_format(p, name, t) for name, t in fmt_tables.items()}
+    used = {params[k] for k in _FORMAT_PARAMS if k in params}
+    for name in sorted(used - set(fmts)):
+        key = next(k for k in _FORMAT_PARAMS if params.get(k) == name)
+        raise _fail(p, f"unit.{key}", f"format {name!r} has no [formats.{name}] table (its encoding)")
+    for name in sorted(set(fmts) - used):
+        raise _fail(p, f"formats.{name}", "not used by the unit (only the formats it names are described)")
+    for name, fmt in fmts.items():
+        _formats.register_format(fmt)
+    prov = _read_provenance(p, data.get("provenance", {"origin": "custom"}))
+    try:
+        model = Model(**params)
+    except (TypeError, ValueError) as exc:
+        raise UnitFileError(f"unit file {str(p)!r}: [unit]: {exc}") from None
+    return UnitFile(model=_as_preset(model, prov), provenance=prov, path=p)
+
+
+def _as_preset(model: Model, prov: Provenance) -> Model:
+    """The catalogue's preset when the file names one with the same arithmetic (its
+    devices in the file's order), else the plain model."""
+    if prov.origin != "preset" or not prov.preset:
+        return model
+    rec = next((r for r in records() if r.name == prov.preset), None)
+    if rec is None or rec.params != model.params:
+        return model
+    devices = prov.devices if sorted(prov.devices) == sorted(rec.devices) else rec.devices
+    return Preset(**{**{f.name: getattr(rec, f.name) for f in fields(rec)}, "devices": devices})
+
+
+def load_unit(path: str | Path) -> Model:
+    """The unit of the file ``path`` (see :func:`read_unit`): ``load_unit(save_unit(m,
+    path)) == m`` for every model and preset."""
+    return read_unit(path).model

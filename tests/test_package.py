@@ -123,3 +123,20 @@ def test_license_citation_changelog_and_typed_marker():
     assert re.search(r'^version: "(.*)"$', cff, re.M).group(1) == workbench.__version__
     assert re.search(r"^license: BSD-3-Clause$", cff, re.M)
     assert f"## [{workbench.__version__}]" in (ROOT / "CHANGELOG.md").read_text()
+
+
+def test_cli_version_experiments_and_a_sweep_by_name(tmp_path, monkeypatch, capsys):
+    from workbench.cli import main
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"workbench {workbench.__version__}\n"
+    monkeypatch.chdir(tmp_path)    # outside the checkout: the names still resolve
+    assert main(["experiments"]) == 0
+    out = capsys.readouterr().out
+    for name in resources.experiment_files():
+        assert re.search(rf"^{name}\s+\d+\s+\d+\s", out, re.M), name
+    assert re.search(r"^fig7_multiword\s+660\s+132\s", out, re.M)   # 20 sizes x 33 curves; [quick] 4 sizes
+    assert main(["sweep", "fig7_multiword", "--quick", "--dry-run"]) == 0
+    assert capsys.readouterr().out.startswith("fig7_multiword: 132 tasks on")
+    assert main(["sweep", "fig8", "--dry-run"]) == 2
+    assert "'fig8' is neither a file nor a bundled experiment" in capsys.readouterr().err

@@ -26,7 +26,7 @@ quick: bool = True  # small sizes, minutes on 2 cores; False: the full set (see 
 out_dir: str = "figures"  # figures (PNG, PDF) and tables (CSV, Markdown), relative to the repository root
 sweep_dir: str = "results/sweeps"  # Parquet results of the sweeps (resumable), relative to the repository root
 workers: int = 2  # local worker processes of the sweeps
-paper_data: str = "paper_data/khattak2025_fig7"  # the published data, relative to the repository root
+paper_data: str = "paper_data/khattak2025_fig7"  # the published data (repository root, else the package's copy)
 k_values: Optional[list[int]] = None  # None: the experiment file ([quick] k, or the 20 values of n)
 
 # %%
@@ -58,7 +58,7 @@ if len(errs):
 variant = df["variant"] if "variant" in df else pd.Series(None, index=df.index, dtype=object)
 df["model"] = np.where(variant == "rn", "b200rn", df["preset"].str.lower())  # B200-RN: the B200 "rn" variant
 df["words"] = df["param.words"].astype(int)
-PAPER = rep.resolve(paper_data)
+PAPER = rep.paper_data(paper_data)
 if not PAPER.is_dir():
     raise FileNotFoundError(f"published Figure 7 data folder {PAPER} not found")
 PAPER_FMT = {"fp16": "binary16", "bf16": "bfloat16", "fp8_e5m2": "fp8-e5m2"}

@@ -57,10 +57,10 @@ _ARCH = {"Volta": "volta", "Turing": "turing", "Ampere": "ampere", "Ada": "ada",
 
 @pytest.fixture(scope="module")
 def feature_run(tmp_path_factory):
-    """The feature-table notebook alone (seconds: no sweep), for the default run."""
+    """The feature-table notebook alone (seconds: no sweep), for the default run; its relative
+    folders are taken under ``out`` (``workbench reproduce --out``), not the working directory."""
     out = tmp_path_factory.mktemp("reproduce-features")
-    files = reproduce(quick=True, only="feature_table", results_dir=out / "results", figures_dir=out / "figures",
-                      log=False)
+    files = reproduce(quick=True, only="feature_table", figures_dir="figures", log=False, out=out)
     return out, files
 
 
@@ -157,6 +157,7 @@ def test_feature_notebook_writes_its_files(feature_run):
     out, files = feature_run
     _check_files(out / "figures", EXPECTED_FILES["feature_table"])
     assert out / "results" / "notebooks" / "feature_table.ipynb" in files
+    assert all(f.is_relative_to(out) for f in files), files
 
 
 def test_notebooks_have_a_parameters_cell_and_no_outputs():

@@ -12,6 +12,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+#: The version of the package, set here only: pyproject.toml reads it (``dynamic``), the
+#: wheel's metadata carries it and ``workbench --version`` prints it.
+__version__ = "0.1.0"
+
 from . import cpu_target
 
 cpu_target.configure()     # before numba loads (formats imports it): 512-bit vectors where the CPU has them

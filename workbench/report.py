@@ -12,6 +12,10 @@ through it:
 * :meth:`Report.run_sweep` - an experiment of ``experiments/`` run (or resumed) into
   ``sweep_dir/<name>`` (``<name>-quick`` for the quick set).
 
+The experiment files and the published data come from the package
+(:func:`workbench.resources.data_dir`: a checkout's top-level folders, or the copy a
+wheel carries), so the notebooks run from a pip-installed wheel too.
+
 :func:`parameter_list` reads a list parameter given as a list (``papermill -y``) or as the
 text ``papermill -p`` passes (``"[16, 256]"`` or ``"16,256"``).
 
@@ -30,6 +34,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from . import resources as _resources
 
 __all__ = ["Report", "repository_root", "markdown_table", "parameter_list", "feature_row", "STYLE"]
 
@@ -119,8 +125,9 @@ def feature_row(model: Any) -> dict[str, Any]:
 class Report:
     """Where a notebook writes, and how: see the module docstring.
 
-    ``out_dir`` and ``sweep_dir`` are taken relative to the repository root
-    (:func:`repository_root`) unless absolute; ``out_dir`` is created.
+    ``out_dir`` and ``sweep_dir`` are taken relative to ``root`` unless absolute: by
+    default the repository root (:func:`repository_root`), or the working directory when
+    there is none (a pip-installed wheel); ``out_dir`` is created.
     """
 
     def __init__(self, out_dir: str | Path = "figures", sweep_dir: str | Path = "results/sweeps", *,
@@ -131,7 +138,12 @@ class Report:
             raise ValueError(f"quick={quick!r}: expected True or False")
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValueError(f"workers={workers!r}: expected a positive number of worker processes")
-        self.root = repository_root() if root is None else Path(root)
+        if root is None:
+            try:
+                root = repository_root()
+            except FileNotFoundError:   # installed from a wheel, run outside a checkout
+                root = Path.cwd()
+        self.root = Path(root)
         self.out = self.resolve(out_dir)
         self.out.mkdir(parents=True, exist_ok=True)
         self.sweep_dir = self.resolve(sweep_dir)
@@ -164,9 +176,28 @@ class Report:
         self.written.append(name)
 
     def load_experiment(self, name: str) -> dict:
-        """The experiment ``experiments/<name>.toml`` as a dict."""
-        with open(self.root / "experiments" / f"{name}.toml", "rb") as f:
+        """The experiment ``experiments/<name>.toml`` as a dict: the root's ``experiments/``
+        when it has that file, else the package's (:func:`workbench.resources.data_dir`)."""
+        path = self.root / "experiments" / f"{name}.toml"
+        if not path.is_file():
+            path = _resources.data_dir("experiments") / f"{name}.toml"
+        with open(path, "rb") as f:
             return tomllib.load(f)
+
+    def paper_data(self, p: str | Path) -> Path:
+        """Published data: ``p`` if absolute, else ``p`` under the root when it exists there,
+        else ``p`` under the package's ``paper_data/`` (a wheel's copy; the leading
+        ``paper_data/`` of ``p`` may be left out).  Raises FileNotFoundError naming ``p``."""
+        p = Path(p)
+        if p.is_absolute():
+            return p
+        if (self.root / p).exists():
+            return self.root / p
+        inner = Path(*p.parts[1:]) if p.parts[:1] == ("paper_data",) else p
+        bundled = _resources.data_dir("paper_data") / inner
+        if not bundled.exists():
+            raise FileNotFoundError(f"paper data {str(p)!r} is neither under {self.root} nor in {bundled.parent}")
+        return bundled
 
     def run_sweep(self, name: str, spec: dict | None = None) -> pd.DataFrame:
         """Run (or resume) experiment ``name`` (or ``spec``) into ``sweep_dir/<name>[-quick]``;

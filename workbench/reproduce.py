@@ -1,7 +1,7 @@
 """``workbench reproduce``: execute the notebooks that regenerate the papers' figures and tables.
 
 Each notebook of ``notebooks/`` (a ``.ipynb`` paired with a jupytext ``.py`` script) reproduces one
-result; :func:`reproduce` executes them with papermill on a kernel running the current
+result (a pip-installed wheel carries the notebooks, see :mod:`workbench.resources`); :func:`reproduce` executes them with papermill on a kernel running the current
 Python (so a fresh ``pip install -e .`` needs no Jupyter set-up), writes the executed
 notebooks under ``results_dir`` and lets them write their figures (PNG, PDF) and tables
 (CSV, Markdown) under ``figures_dir``: ``figures/quick/`` (git-ignored) for the quick
@@ -23,6 +23,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from . import resources as _resources
 
 __all__ = ["NOTEBOOKS", "NEEDS", "EXPERIMENTS", "reproduce", "notebooks_dir", "kernel_environment",
            "KERNEL_NAME", "QUICK_FIGURES", "default_figures_dir"]
@@ -62,8 +64,9 @@ QUICK_FIGURES = Path("figures") / "quick"
 
 
 def notebooks_dir() -> Path:
-    """The ``notebooks/`` folder of the repository this package is installed from."""
-    return Path(__file__).resolve().parent.parent / "notebooks"
+    """The reproduction notebooks: ``notebooks/`` of the checkout this package is imported
+    from, or the copy a wheel carries (:func:`workbench.resources.data_dir`)."""
+    return _resources.data_dir("notebooks")
 
 
 def kernel_environment(spec_root: Path) -> dict[str, str]:
@@ -153,7 +156,7 @@ class _SweepProgress(threading.Thread):
 
 def reproduce(quick: bool = True, only: str | Sequence[str] | None = None, results_dir: str | Path = "results",
               figures_dir: str | Path | None = None, *, workers: int = 2, parameters: dict | None = None,
-              log: bool = True) -> list[Path]:
+              log: bool = True, out: str | Path | None = None) -> list[Path]:
     """Execute the reproduction notebooks and return the files they wrote.
 
     Parameters
@@ -176,6 +179,9 @@ def reproduce(quick: bool = True, only: str | Sequence[str] | None = None, resul
     log:
         Show progress on stderr: the kernels compiled before the first notebook, one line
         per notebook (its number, name and, when done, seconds) and its sweeps' progress bars.
+    out:
+        The folder that relative ``results_dir`` and ``figures_dir`` are taken in (created);
+        default the working directory.  The notebooks run there too.
 
     Returns
     -------
@@ -186,13 +192,15 @@ def reproduce(quick: bool = True, only: str | Sequence[str] | None = None, resul
     import papermill as pm
 
     names = _select(only)
-    results = Path(results_dir).resolve()
-    figures = Path(default_figures_dir(quick) if figures_dir is None else figures_dir).resolve()
+    base = Path.cwd() if out is None else Path(out).resolve()
+    base.mkdir(parents=True, exist_ok=True)
+    results = (base / Path(results_dir)).resolve()
+    figures = (base / Path(default_figures_dir(quick) if figures_dir is None else figures_dir)).resolve()
     (results / "notebooks").mkdir(parents=True, exist_ok=True)
     (results / "sweeps").mkdir(parents=True, exist_ok=True)
     figures.mkdir(parents=True, exist_ok=True)
     nb_dir = notebooks_dir()
-    experiments = [nb_dir.parent / "experiments" / f"{e}.toml" for n in names for e in EXPERIMENTS.get(n, ())]
+    experiments = [_resources.data_dir("experiments") / f"{e}.toml" for n in names for e in EXPERIMENTS.get(n, ())]
     if experiments:
         from .sweep.warmup import KERNEL_TOUR, compile_experiments
 
@@ -214,7 +222,8 @@ def reproduce(quick: bool = True, only: str | Sequence[str] | None = None, resul
                     continue
                 src = nb_dir / f"{name}.ipynb"
                 if not src.exists():
-                    raise FileNotFoundError(f"{src} not found (make it from its paired script: jupytext --sync notebooks/{name}.py)")
+                    raise FileNotFoundError(f"{src} not found (make it from its paired script: "
+                                            f"jupytext --sync notebooks/{name}.py)")
                 dst = results / "notebooks" / f"{name}.ipynb"
                 params = {"quick": bool(quick), "out_dir": str(figures), "sweep_dir": str(results / "sweeps"),
                           "workers": int(workers), **(parameters or {})}
@@ -228,7 +237,7 @@ def reproduce(quick: bool = True, only: str | Sequence[str] | None = None, resul
                 t0 = time.time()
                 try:
                     pm.execute_notebook(str(src), str(dst), parameters=params, kernel_name=KERNEL_NAME,
-                                        cwd=str(nb_dir.parent), progress_bar=False, report_mode=False)
+                                        cwd=str(base), progress_bar=False, report_mode=False)
                 finally:
                     if log:
                         watch.stop()

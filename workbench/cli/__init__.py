@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "probe": "probe",
     "discriminate": "discriminate",
     "reproduce": "reproduce",
+    "experiments": "experiments",
 }
 
 
@@ -31,6 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="workbench",
         description="Mixed-precision workbench: bit-exact models of GPU matrix multiply-accumulate units.",
     )
+    from .. import __version__
+
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module_name in COMMANDS.items():
         module = importlib.import_module(f"{__name__}.{module_name}")

@@ -1,4 +1,4 @@
-"""``workbench reproduce [--quick | --full] [--only NAME]``: execute the reproduction notebooks.
+"""``workbench reproduce [--quick | --full] [--only NAME] [--out DIR]``: execute the reproduction notebooks.
 
 Kept light: papermill loads inside :func:`run_command`.
 """
@@ -8,7 +8,7 @@ import argparse
 
 from ..gate import cli_positive_int
 
-HELP = "regenerate the papers' figures and tables (executes notebooks/ with papermill)"
+HELP = "regenerate the papers' figures and tables (executes the notebooks with papermill)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,6 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="figures and tables (default figures/quick for --quick, which git ignores, "
                              "and figures for --full)")
     parser.add_argument("--workers", type=cli_positive_int, default=2, help="worker processes of the sweeps (default 2)")
+    parser.add_argument("--out", default=None, metavar="DIR",
+                        help="the folder relative --results-dir and --figures-dir are taken in (default: the "
+                             "working directory)")
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -35,7 +38,7 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         import papermill as pm
         files = reproduce(quick=args.quick, only=args.only, results_dir=args.results_dir,
-                          figures_dir=args.figures_dir, workers=args.workers)
+                          figures_dir=args.figures_dir, workers=args.workers, out=args.out)
     except pm.PapermillExecutionError as exc:
         print(f"workbench reproduce: a notebook failed: {exc.ename}: {exc.evalue}")
         return 1

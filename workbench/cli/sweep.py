@@ -1,4 +1,4 @@
-"""``workbench sweep EXPERIMENT.toml [--out DIR] [--workers N] [--threads-per-worker N] [--scheduler ADDRESS] [--quick]``."""
+"""``workbench sweep EXPERIMENT[.toml] [--out DIR] [--workers N] [--threads-per-worker N] [--scheduler ADDRESS] [--quick]``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ HELP = "run a parameter sweep from an experiment file (parallel, resumable, Dask
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of the ``sweep`` command."""
-    parser.add_argument("experiment", help="experiment file (TOML), e.g. experiments/fig7_multiword.toml")
+    parser.add_argument("experiment", help="experiment file (TOML), e.g. experiments/fig7_multiword.toml, or the "
+                        "name of one the package carries, e.g. fig7_multiword (workbench experiments lists them)")
     parser.add_argument("--out", default=None, help="results folder (default results/<experiment name>)")
     parser.add_argument("--workers", type=cli_positive_int, default=None,
                         help="local worker processes (default: CPU count; 1 = in this process)")

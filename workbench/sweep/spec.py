@@ -45,6 +45,7 @@ from typing import Any
 
 from .. import formats as _formats
 from .. import inputs as _inputs
+from .. import resources as _resources
 from ..gate import unknown_name
 
 #: Keys allowed at the top of an experiment file.
@@ -117,12 +118,12 @@ def stable_hash(obj: Any, length: int = 16) -> str:
 
 
 def read(path_or_dict: str | Path | Mapping[str, Any]) -> dict[str, Any]:
-    """The experiment as a plain dict (a TOML file is parsed; a mapping is deep-copied)."""
+    """The experiment as a plain dict: a TOML file is parsed (given by path, or by the name of
+    an experiment the package carries, see :func:`workbench.resources.experiment_path`); a
+    mapping is deep-copied."""
     if isinstance(path_or_dict, Mapping):
         return copy.deepcopy(dict(path_or_dict))
-    path = Path(path_or_dict)
-    if not path.is_file():
-        raise FileNotFoundError(f"experiment file {str(path)!r} does not exist")
+    path = _resources.experiment_path(path_or_dict)
     try:
         with path.open("rb") as fh:
             return tomllib.load(fh)

@@ -1,0 +1,67 @@
+"""The files the package carries beside its code: ``notebooks/``, ``experiments/``, ``paper_data/``.
+
+In a checkout of the repository they stay where they are, at the top of it.  A wheel
+carries a copy of them under ``workbench/_data/`` (``setup.py`` copies them into the
+build at wheel-build time, so git holds each file once): the reproduction notebooks
+(``.ipynb``), the experiment files (``.toml``) and the published data the notebooks
+compare with.  :func:`data_dir` finds a folder in either place, the package's copy
+first, so ``workbench reproduce`` and ``workbench sweep NAME`` work from a
+pip-installed wheel in any folder.
+
+Imports nothing of the workbench: every layer may ask it for a folder.
+"""
+from __future__ import annotations
+
+import importlib.resources
+from pathlib import Path
+
+__all__ = ["BUNDLED", "data_dir", "experiment_files", "experiment_path"]
+
+#: The top-level folders of the repository that the package carries, and what each holds.
+BUNDLED: dict[str, str] = {
+    "notebooks": "the reproduction notebooks (workbench reproduce)",
+    "experiments": "the experiment files (workbench sweep NAME)",
+    "paper_data": "the published data the notebooks compare with",
+}
+
+
+def data_dir(name: str) -> Path:
+    """The folder ``name`` (a key of :data:`BUNDLED`): the wheel's ``workbench/_data/<name>``
+    when the package carries it, else ``<name>/`` of the checkout this package is imported
+    from.  Raises ValueError for another name and FileNotFoundError when neither exists."""
+    if name not in BUNDLED:
+        raise ValueError(f"unknown data folder {name!r}; expected one of {', '.join(BUNDLED)}")
+    package = importlib.resources.files("workbench")
+    bundled = package / "_data" / name
+    if isinstance(bundled, Path) and bundled.is_dir():
+        return bundled
+    checkout = Path(__file__).resolve().parent.parent
+    if (checkout / name).is_dir() and (checkout / "pyproject.toml").is_file():
+        return checkout / name
+    raise FileNotFoundError(f"the package's {name}/ folder is missing: neither {bundled} (a wheel's copy) nor "
+                            f"{checkout / name} (a checkout) exists; reinstall the package")
+
+
+def experiment_files() -> dict[str, Path]:
+    """Bundled experiment name -> its file (``experiments/<name>.toml``), sorted by name."""
+    return {p.stem: p for p in sorted(data_dir("experiments").glob("*.toml"))}
+
+
+def experiment_path(name_or_path: str | Path) -> Path:
+    """An experiment file given by path, or by the name of a bundled experiment
+    (``"fig7_multiword"`` or ``"fig7_multiword.toml"``; see :func:`experiment_files`).
+
+    A path that exists wins over a bundled name.  Raises FileNotFoundError naming the
+    argument and the bundled names when it is neither."""
+    path = Path(name_or_path)
+    if path.is_file():
+        return path
+    text = str(name_or_path)
+    if "/" not in text and "\\" not in text:
+        bundled = experiment_files()
+        stem = text[:-5] if text.endswith(".toml") else text
+        if stem in bundled:
+            return bundled[stem]
+        raise FileNotFoundError(f"experiment {text!r} is neither a file nor a bundled experiment; "
+                                f"expected a path to a TOML file or one of {', '.join(bundled)}")
+    raise FileNotFoundError(f"experiment file {text!r} does not exist")

@@ -60,10 +60,31 @@ def _nv_op(p: Preset):
     return nv_ptx.MMA(arch, f"{shape}.{d}.{a}.{a}.{c}")
 
 
+def _block_scale_op(p: Preset):
+    """The mmasim block-scale instruction of a scaled preset (MMA-Sim 2.1.1:
+    ``MMABlockScale`` on RTX Blackwell, ``TCGen05MMABlockScale`` on Blackwell, whose
+    arithmetic is ``MMA_ST_FDPA`` for k32 (MXFP8/6/4) and ``MMA_GST_FDPA`` for k64
+    (MXFP4, NVFP4)), or None."""
+    from mmasim import nv_ptx
+
+    a = PTX_TYPE[p.in_format]
+    s = {"e8m0": "ue8m0", "ue4m3": "ue4m3"}[str(p.scale_format)]
+    if p.kind == "st-fdpa":
+        kind, k = "mxf8f6f4", 32
+    else:
+        kind, k = ("mxf4nvf4" if p.k_block == 16 else "mxf4"), 64
+    tail = f"kind::{kind}.block{p.k_block}.f32.{a}.{a}"
+    if p.architecture == "blackwell":
+        return nv_ptx.TCGen05MMABlockScale("Blackwell", f"m128n8k{k}.{tail}.{s}")
+    if p.architecture == "rtx-blackwell":
+        return nv_ptx.MMABlockScale("RTX Blackwell", f"m16n8k{k}.{tail}.f32.{s}")
+    return None
+
+
 def mmasim_op(p: Preset):
     """The mmasim operation computing what preset ``p`` models, or None."""
     if p.kind in ("st-fdpa", "gst-fdpa"):
-        return None
+        return _block_scale_op(p)
     if p.architecture in NV_ARCH:
         return _nv_op(p)
     suffix = AMD_SUFFIX.get((p.architecture, p.instruction, p.in_format))
@@ -81,7 +102,7 @@ def paired_presets() -> list[Preset]:
 
 def _has_counterpart(p: Preset) -> bool:
     if p.kind in ("st-fdpa", "gst-fdpa"):
-        return False
+        return p.architecture in ("blackwell", "rtx-blackwell")
     if p.architecture in NV_ARCH:
         return not (p.variant == "rn" or p.instruction == "mma.sync")
     return (p.architecture, p.instruction, p.in_format) in AMD_SUFFIX
@@ -128,3 +149,45 @@ def torch_tensor(bits: np.ndarray, fmt: str):
         return u8 << 2                          # mmasim: fp4 in bits 5:2 of a uint8
     return u8.view({"fp8_e4m3": torch.float8_e4m3fn, "fp8_e5m2": torch.float8_e5m2,
                     "fp8_e4m3fnuz": torch.float8_e4m3fnuz, "fp8_e5m2fnuz": torch.float8_e5m2fnuz}[fmt])
+
+
+def scale_tensor(bits: np.ndarray, scale_format: str):
+    """The mmasim block-scale operand holding bit patterns ``bits`` (E8M0 as
+    ``torch.float8_e8m0fnu``; UE4M3 as ``torch.float8_e4m3fn``, whose sign bit mmasim
+    clears)."""
+    import torch
+
+    u8 = torch.from_numpy(bits.astype(np.uint8).copy())
+    return u8.view(torch.float8_e8m0fnu if scale_format == "e8m0" else torch.float8_e4m3fn)
+
+
+def run(p: Preset, op, A, B, C, alpha=None, beta=None):
+    """D = op(A, B, C[, alpha, beta]) on mmasim tensors.  A scaled preset's K is
+    consumed as the unit does, one instruction (k32 ST-FDPA, k64 GST-FDPA) after the
+    other with D fed back as C: MMA-Sim 2.1.1's ``MMA_ST_FDPA`` applies its scale
+    operand to every product of the call (one scale block per call), so its calls
+    take one block of k_block = L = 32 each; GST-FDPA slices its scales itself."""
+    if alpha is None:
+        return op(A, B, C)
+    import torch
+
+    if p.kind != "st-fdpa":
+        if A.dtype == torch.uint8:     # fp4 held one value per element
+            A, B = _fp4_values(A), _fp4_values(B)
+        return op(A, B, C, alpha, beta)
+    L = int(p.L)
+    D = C
+    for i, k in enumerate(range(0, A.shape[1], L)):
+        D = op(A[:, k:k + L].contiguous(), B[k:k + L, :].contiguous(), D, alpha[:, i:i + 1].contiguous(),
+               beta[i:i + 1, :].contiguous())
+    return D
+
+
+def _fp4_values(t):
+    """fp4 operands (bits 5:2 of a uint8, :func:`torch_tensor`) as float16 values:
+    ``MMA_GST_FDPA`` reads a uint8 operand as two packed fp4 values per byte."""
+    import torch
+
+    from mmasim.arithmetic.helper import decode_uint8_to_fp6_fp4
+
+    return decode_uint8_to_fp6_fp4(t, "e2m1").to(torch.float16)

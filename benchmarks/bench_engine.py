@@ -138,7 +138,11 @@ def _mmasim_times(model: Any, ops: dict[str, Any], D: np.ndarray, repeat: int) -
     fin, fout = model.in_format, model.out_format
     tA, tB, tC = (_mmasim.torch_tensor(_mmasim.bits_of(ops[k], f), f) for k, f in (("A", fin), ("B", fin),
                                                                                      ("C", fout)))
-    times, Dm = _times(lambda: op(tA, tB, tC), repeat)
+    sc = ()
+    if "scale_a" in ops:        # block scales: mmasim takes them as E8M0/UE4M3 bit patterns
+        sf = str(model.scale_format)
+        sc = tuple(_mmasim.scale_tensor(_mmasim.bits_of(ops[k], sf), sf) for k in ("scale_a", "scale_b"))
+    times, Dm = _times(lambda: _mmasim.run(model, op, tA, tB, tC, *sc), repeat)
     ut = _formats.format(fout).bits_dtype
     return {"seconds": times, "same_bits": bool((Dm.numpy().view(ut) == D.view(ut)).all())}
 

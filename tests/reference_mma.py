@@ -70,7 +70,8 @@ Parameters that reproduce the Khattak-Mikaitis hardware vectors bit for bit:
 see DEVICE_MODELS / hw_model in tests/test_reference_mma.py.
 
 Sign of zero: an exact-zero fused sum is +0 unless every addend is -0 (IEEE sum
-rule); NVIDIA tensor cores never output -0 otherwise (Valpey et al. Sec. 4.4).
+rule); NVIDIA tensor cores never output -0 otherwise (Valpey et al. Sec. 4.4); a
+non-zero TR-/GTR-FDPA sum that rounds to zero keeps its sign (MMA-Sim 2.1.1).
 """
 
 from __future__ import annotations
@@ -359,22 +360,37 @@ def _aligned_sum(terms, F, mode="rz", sticky=False):
     return S, e_max
 
 
-def _sum_to_output(S, e_max, out_format, rounding, neg_zero=False):
-    """Step 3 of Xie Alg. 7: d = rho(S * 2**e_max); exact zero -> +0 (or -0)."""
+def _flush_out(d, out_format, flush):
+    """flush_output_subnormals: a result below the format's smallest normal after
+    rounding (tininess after rounding, also a result rounded to zero) becomes +0."""
+    if flush and not (_is_nan(d) or _is_inf(d)) and abs(Fraction(d)) < Fraction(fmt(out_format).min_normal):
+        return 0.0
+    return d
+
+
+def _sum_to_output(S, e_max, out_format, rounding, neg_zero=False, keep_sign=False, flush=False):
+    """Step 3 of Xie Alg. 7: d = rho(S * 2**e_max); exact zero -> +0 (or -0).
+
+    A non-zero S that rounds to zero gives +0 (NVIDIA tensor cores never return -0,
+    Valpey Sec. 4.4; MMA-Sim 2.1.1's t_fdpa/st_fdpa/gst_fdpa add +0.0), or, with
+    ``keep_sign``, the zero of S's sign (AMD CDNA3: MMA-Sim 2.1.1's tr_fdpa/gtr_fdpa
+    convert their last fixed-point sum to fp32 with its sign, no +0.0)."""
     v = S * Fraction(2) ** e_max
     if v == 0:
         return -0.0 if neg_zero else 0.0
-    d = final_round(v, out_format, rounding, overflow="inf")
-    return 0.0 if d == 0 else d  # tensor cores never return -0 (Valpey Sec. 4.4)
+    d = _flush_out(final_round(v, out_format, rounding, overflow="inf"), out_format, flush)
+    return 0.0 if d == 0 and not keep_sign else d
 
 
 # ------------------------------------------------------------------- T-FDPA
 def t_fdpa(a, b, c, *, F, rounding="rz", in_format, out_format="fp32", c_format=None,
-           zero_exponent=None, flush_subnormals=False):
+           zero_exponent=None, flush_subnormals=False, sticky=False, flush_output_subnormals=False):
     """Truncated FDPA, Xie et al. Sec. 4.1.3, Algorithm 7 (NVIDIA, Table 4).
 
     d = rho(S * 2**e_max), S = sum_{k<=L} RZ_F(s_k * 2**(e_k - e_max)) over the
-    exact unnormalised products and c; rho = (rounding, out_format).
+    exact unnormalised products and c; rho = (rounding, out_format).  ``sticky``: the
+    Khattak-Mikaitis sticky bit of :func:`_aligned_sum`; ``flush_output_subnormals``:
+    a subnormal result becomes +0 (:func:`_flush_out`).
     """
     c_format = c_format or _default_c_format(out_format)
     if flush_subnormals:
@@ -385,14 +401,14 @@ def t_fdpa(a, b, c, *, F, rounding="rz", in_format, out_format="fp32", c_format=
     if sp is not None:
         return sp
     terms = _product_terms(a, b, in_format, zero_exponent) + _value_term(c, c_format, zero_exponent)
-    r = _aligned_sum(terms, F)
+    r = _aligned_sum(terms, F, sticky=sticky)
     if r is None:
         return -0.0 if _all_neg_zero(a, b, [c]) else 0.0
-    return _sum_to_output(*r, out_format, rounding, _all_neg_zero(a, b, [c]))
+    return _sum_to_output(*r, out_format, rounding, _all_neg_zero(a, b, [c]), flush=flush_output_subnormals)
 
 
 # ------------------------------------------------------------------- E-FDPA
-def e_fdpa(a, b, c, *, rounding="rne", out_format="fp32"):
+def e_fdpa(a, b, c, *, rounding="rne", out_format="fp32", flush_output_subnormals=False):
     """Exact FDPA, Xie et al. Sec. 4.1.3, Algorithm 6 (AMD CDNA1).
 
     d = RNE-FP32(c + sum a_k b_k), computed exactly.
@@ -403,7 +419,7 @@ def e_fdpa(a, b, c, *, rounding="rne", out_format="fp32"):
     v = sum((to_fraction(x) * to_fraction(y) for x, y in zip(a, b)), to_fraction(c))
     if v == 0:
         return -0.0 if _all_neg_zero(a, b, [c]) else 0.0
-    return final_round(v, out_format, rounding)
+    return _flush_out(final_round(v, out_format, rounding), out_format, flush_output_subnormals)
 
 
 # -------------------------------------------------------------------- FMA chain
@@ -503,7 +519,7 @@ def _cut(S, E, F2, out_format, ar):
 
 
 def tr_fdpa(a, b, c, *, F=24, F2=31, rounding="rne", in_format, out_format="fp32",
-            zero_exponent=None, alignment_rounding="rd"):
+            zero_exponent=None, alignment_rounding="rd", flush_output_subnormals=False):
     """Truncated rounded FDPA, Xie et al. Sec. 4.1.3, Algorithm 10 (AMD CDNA3), as
     MMA-Sim 2.1.1's ``tr_fdpa`` computes it.
 
@@ -531,11 +547,12 @@ def tr_fdpa(a, b, c, *, F=24, F2=31, rounding="rne", in_format, out_format="fp32
         S += round_fraction(T * Fraction(2) ** (e_max - E), F2 + 1, ar)
     if e_c is not None:
         S += round_fraction(s_c * Fraction(2) ** (e_c - E), F, ar)
-    return _sum_to_output(_cut(S, E, F2, out_format, ar), E, out_format, rounding, _all_neg_zero(a, b, [c]))
+    return _sum_to_output(_cut(S, E, F2, out_format, ar), E, out_format, rounding, _all_neg_zero(a, b, [c]),
+                          keep_sign=True, flush=flush_output_subnormals)
 
 
 def gtr_fdpa(a, b, c, *, F=24, F2=31, rounding="rne", in_format, out_format="fp32",
-             zero_exponent=None, alignment_rounding="rd"):
+             zero_exponent=None, alignment_rounding="rd", flush_output_subnormals=False):
     """Group-truncated rounded FDPA, Xie et al. Sec. 4.1.3, Algorithm 11 (AMD CDNA3 FP8).
 
     Even- and odd-index products: two truncated fused sums (RZ_F); their sum with
@@ -566,7 +583,8 @@ def gtr_fdpa(a, b, c, *, F=24, F2=31, rounding="rne", in_format, out_format="fp3
         S += round_fraction(T * Fraction(2) ** (e_max - E), F2 + 1, ar)
     if e_c is not None and not e_c < E - F - 1:
         S += round_fraction(s_c * Fraction(2) ** (e_c - E), F, ar)
-    return _sum_to_output(_cut(S, E, F2, out_format, ar), E, out_format, rounding, _all_neg_zero(a, b, [c]))
+    return _sum_to_output(_cut(S, E, F2, out_format, ar), E, out_format, rounding, _all_neg_zero(a, b, [c]),
+                          keep_sign=True, flush=flush_output_subnormals)
 
 
 # ------------------------------------------------------------------- ST-FDPA
@@ -578,7 +596,7 @@ def _scale_exp_sig(x, scale_format):
 
 
 def st_fdpa(a, b, c, scale_a, scale_b, *, F, rounding="rz", in_format, out_format="fp32",
-            k_block=32, scale_format="e8m0", zero_exponent=None):
+            k_block=32, scale_format="e8m0", zero_exponent=None, flush_output_subnormals=False):
     """Scaled truncated FDPA, Xie et al. Sec. 4.1.3, Algorithm 8 (MXFP8/6/4).
 
     T-FDPA whose product exponents also add Exp(alpha) + Exp(beta) of the E8M0
@@ -595,11 +613,12 @@ def st_fdpa(a, b, c, scale_a, scale_b, *, F, rounding="rz", in_format, out_forma
     r = _aligned_sum(terms, F)
     if r is None:
         return 0.0
-    return _sum_to_output(*r, out_format, rounding)
+    return _sum_to_output(*r, out_format, rounding, flush=flush_output_subnormals)
 
 
 def gst_fdpa(a, b, c, scale_a, scale_b, *, F=35, G=16, rounding="rz", in_format="fp4_e2m1",
-             out_format="fp32", k_block=16, scale_format="ue4m3", zero_exponent=None):
+             out_format="fp32", k_block=16, scale_format="ue4m3", zero_exponent=None,
+             flush_output_subnormals=False):
     """Group-scaled truncated FDPA, Xie et al. Sec. 4.1.3, Algorithm 9 (MXFP4/NVFP4).
 
     p_g = exact sum of G products; s_g = p_g * SignedSig(alpha) * SignedSig(beta),
@@ -625,7 +644,7 @@ def gst_fdpa(a, b, c, scale_a, scale_b, *, F=35, G=16, rounding="rz", in_format=
     r = _aligned_sum(terms, F)
     if r is None:
         return 0.0
-    return _sum_to_output(*r, out_format, rounding)
+    return _sum_to_output(*r, out_format, rounding, flush=flush_output_subnormals)
 
 
 # ------------------------------------------------- Khattak-Mikaitis block FMA

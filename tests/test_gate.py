@@ -164,8 +164,13 @@ def test_round_answers_right_or_refuses(x, fmt, mode):
     try:
         got = workbench.round(x, fmt, mode)
     except (TypeError, ValueError) as err:
-        assert isinstance(err, (TypeError, ValueError))
-        assert "x" in str(err) or fmt in str(err) or "format" in str(err)
+        # refused by the gate, which names the argument first ("x = ...", "x[2] = ...",
+        # "x has dtype ..."), and only where the input holds something that is not exactly
+        # a real float64 (the rule of meant(), written independently of the gate)
+        assert str(err).startswith(("x ", "x[")), err
+        if isinstance(x, np.ndarray) and x.dtype.kind in "cUS":
+            return
+        assert any(w is None or (isinstance(w, Fraction) and Fraction(_f64(w)) != w) for w in meant(x)), (x, err)
         return
     vals = real_array(x, "x")  # the gate accepted them: these are the user's values
     if mode == "rne" and fmt in ("fp16", "bf16", "fp32"):

@@ -2,10 +2,15 @@
 special values, accumulation strategies."""
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import workbench as wb
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def _eq10(K=16):
@@ -103,17 +108,40 @@ def test_chain_blocks_and_padding():
     assert H[0, 0] == np.float32(1 + 5 * 2.0**-24)
 
 
+def _fp32_sum(acc: float, x: float) -> float:
+    """One fp32 addition with round-to-nearest-even (IEEE 754, numpy float32)."""
+    return float(np.float32(acc) + np.float32(x))
+
+
 def test_accumulation_outside_and_promote():
+    """Every output of the three accumulation modes equals its definition written out
+    with the Fraction reference (tests/reference_mma.py): chain = Xie Algorithm 5;
+    outside = each block of L from c = 0, added to an fp32 accumulator with RNE;
+    promote = chains of 128 from c = 0, added likewise (DeepSeek-V3's recipe)."""
+    from test_engine_reference import reference_kwargs
+    import reference_mma as ref
+
     m = wb.preset("ada", "fp8_e5m2", "fp32")
     rng = np.random.default_rng(3)
-    A = wb.round(rng.standard_normal((3, 256)), "fp8_e5m2")
+    A = wb.round(rng.standard_normal((3, 256)) * 2.0 ** rng.integers(-6, 7, (3, 256)), "fp8_e5m2")
     B = wb.round(rng.standard_normal((256, 2)), "fp8_e5m2")
-    exact = A @ B
     chain = wb.gemm(A, B, model=m)
     prom = wb.gemm(A, B, model=m, accumulation="promote", promote_every=128)
     out = wb.gemm(A, B, model=m, accumulation="outside")
-    for D in (chain, prom, out):
-        assert np.all(np.abs(D - exact) <= 1e-2 * np.abs(A) @ np.abs(B))
+    kw, _ = reference_kwargs(m)
+    L = kw.pop("L")
+    for i in range(3):
+        for j in range(2):
+            a, b = [float(x) for x in A[i]], [float(x) for x in B[:, j]]
+            assert chain[i, j] == ref.dot_chain(a, b, 0.0, L=L, **kw)
+            want_out, want_prom = 0.0, 0.0
+            for k in range(0, 256, L):
+                want_out = _fp32_sum(want_out, ref.dot_chain(a[k:k + L], b[k:k + L], 0.0, L=L, **kw))
+            for k in range(0, 256, 128):
+                want_prom = _fp32_sum(want_prom, ref.dot_chain(a[k:k + 128], b[k:k + 128], 0.0, L=L, **kw))
+            assert out[i, j] == want_out and prom[i, j] == want_prom, (i, j)
+    # the three modes are told apart on these inputs
+    assert not np.array_equal(chain, out) and not np.array_equal(chain, prom) and not np.array_equal(out, prom)
     with pytest.raises(ValueError, match="promote_every"):
         wb.gemm(A, B, model=m, accumulation="promote", promote_every=100)
 

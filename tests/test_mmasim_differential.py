@@ -38,18 +38,24 @@ def _K(p, blocks: int) -> int:
     """A K that is not a multiple of the block (FTZ-AddMul is defined on whole
     pairs/quads only: MMA-Sim indexes product[i + 1], so K stays a multiple of P)."""
     L = _block(p)
-    if p.kind == "ftz-addmul" or L == 1:
+    if p.kind == "ftz-addmul" or L == 1 or p.scale_format:   # scaled: whole instructions (k32/k64)
         return blocks * L
     return blocks * L + max(1, L // 2) + (1 if L > 2 else 0)
 
 
-def _check(p, kind: str, M: int, N: int, K: int, seed: int) -> None:
-    rng = np.random.default_rng([seed, len(p.name), K, mo.INPUT_KINDS.index(kind)])
+def _check(p, kind: str, M: int, N: int, K: int, seed: int, scales: str = "random") -> None:
+    rng = np.random.default_rng([seed, len(p.name), K, mo.INPUT_KINDS.index(kind), mo.SCALE_KINDS.index(scales)])
     A, B, C = mo.operands(kind, p, M, K, N, rng)
-    got, want = mo.compare(p, A, B, C)
+    SA = SB = None
+    if p.scale_format:
+        nb = K // p.k_block
+        SA = mo.draw_scales(scales, p.scale_format, (M, nb), rng)
+        SB = mo.draw_scales(scales, p.scale_format, (nb, N), rng)
+    got, want = mo.compare(p, A, B, C, SA=SA, SB=SB)
     bad = np.argwhere(got != want)
     assert bad.size == 0, (
-        f"{p.name} {kind} {M}x{K}x{N}: {len(bad)} of {got.size} outputs differ from mmasim; first at {tuple(bad[0])}: "
+        f"{p.name} {kind} scales {scales} {M}x{K}x{N}: {len(bad)} of {got.size} outputs differ from mmasim; "
+        f"first at {tuple(bad[0])}: "
         f"workbench {got[tuple(bad[0])]:#x}, mmasim {want[tuple(bad[0])]:#x}"
     )
 
@@ -57,7 +63,7 @@ def _check(p, kind: str, M: int, N: int, K: int, seed: int) -> None:
 def test_the_pairing_covers_at_least_43_combinations():
     assert len(PRESETS) >= 43
     kinds = {p.kind for p in PRESETS}
-    assert {"t-fdpa", "fma", "e-fdpa", "ftz-addmul", "tr-fdpa", "gtr-fdpa"} <= kinds
+    assert {"t-fdpa", "fma", "e-fdpa", "ftz-addmul", "tr-fdpa", "gtr-fdpa", "st-fdpa", "gst-fdpa"} <= kinds
     assert {p.out_format for p in PRESETS} >= {"fp16", "fp32", "fp64"}
 
 
@@ -78,6 +84,28 @@ def test_preset_matches_mmasim(p, kind):
 def test_preset_matches_mmasim_larger(p, kind):
     for seed in range(3):
         _check(p, kind, 16, 24, _K(p, 5), seed=seed + 1)
+
+
+SCALED = [p for p in PRESETS if p.scale_format]
+
+
+def test_every_block_scaled_preset_is_paired():
+    """MXFP8/6/4 (ST-FDPA) and NVFP4/MXFP4 (GST-FDPA) on Blackwell and RTX Blackwell."""
+    names = {(p.architecture, p.kind, p.in_format, p.scale_format) for p in SCALED}
+    for arch in ("blackwell", "rtx-blackwell"):
+        for fin in ("fp8_e4m3", "fp8_e5m2", "fp6_e2m3", "fp6_e3m2", "fp4_e2m1"):
+            assert (arch, "st-fdpa", fin, "e8m0") in names
+        assert {(arch, "gst-fdpa", "fp4_e2m1", sf) for sf in ("e8m0", "ue4m3")} <= names
+
+
+@pytest.mark.parametrize("scales", mo.SCALE_KINDS)
+@pytest.mark.parametrize("kind", ["normal", "wide", "bits"])
+@pytest.mark.parametrize("p", SCALED, ids=[p.name for p in SCALED])
+def test_block_scaled_preset_matches_mmasim(p, kind, scales):
+    """Random, special (NaN/Inf operand patterns, NaN scales) and edge-of-range values
+    (the whole exponent range of the operands; scales at 2^-127 and 2^127, UE4M3 zero,
+    subnormal and 448) through two instructions' worth of K."""
+    _check(p, kind, 8, 8, 2 * p.L, seed=0, scales=scales)
 
 
 FP8 = [p for p in PRESETS if p.in_fmt.width == 8]

@@ -138,7 +138,13 @@ def test_blocked_lu_equals_slow_per_block_reference(n, block, which, update_c, l
     np.testing.assert_array_equal(np.tril(F.L, -1), np.tril(W, -1))
     L, U, p = F
     assert np.all(np.diag(L) == 1.0) and np.all(np.abs(L) <= 1.0)
-    np.testing.assert_allclose(L @ U, A[p], atol=64 * 2.0 ** -8 * max(1.0, n) * np.abs(A).max())
+    # Backward error, componentwise (Higham 2002 Thm 9.3 with the update operands rounded
+    # to the unit's input format): |A[p] - L U| <= (2 u_in + (2 n + 4) 2^-24) |L| |U|,
+    # u_in = 2^-p of that format; float64 products and sums of these float32 factors are
+    # exact to 2^-50, far below the bound.
+    u_in = 2.0 ** -workbench.format(fin).p
+    bound = (2 * u_in + (2 * n + 4) * 2.0 ** -24) * (np.abs(L) @ np.abs(U))
+    assert np.all(np.abs(A[p] - L @ U) <= bound * (1 + 2.0**-40)), np.max(np.abs(A[p] - L @ U) / (bound + 1e-300))
 
 
 def test_cholesky_on_a_unit_factors_an_spd_matrix():

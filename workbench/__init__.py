@@ -30,7 +30,7 @@ from .formats import (  # noqa: E402
 )
 
 if TYPE_CHECKING:
-    from . import bounds, cli, engine, exact, inputs, metrics, probes, sweep, torch
+    from . import bounds, cli, engine, exact, inputs, metrics, probes, schedules, sweep, torch
     from .catalogue import Preset, custom_model, preset, presets
     from .discrimination import discriminate, find_worse
     from .engine import (
@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     )
     from .engine.explain import explain
     from .matmul import gemm
+    from .schedules import Schedule
 
 __version__ = "0.1.0"
 
@@ -75,10 +76,11 @@ _ON_FIRST_USE: dict[str, str] = {
     "presets": "workbench.catalogue",
     "custom_model": "workbench.catalogue",
     "gemm": "workbench.matmul",
+    "Schedule": "workbench.schedules",
     "discriminate": "workbench.discrimination",
     "find_worse": "workbench.discrimination",
 }
-_SUBMODULES = ("bounds", "cli", "engine", "exact", "inputs", "metrics", "probes", "sweep", "torch")
+_SUBMODULES = ("bounds", "cli", "engine", "exact", "inputs", "metrics", "probes", "schedules", "sweep", "torch")
 
 __all__ = [
     # formats (loaded at import)
@@ -89,9 +91,9 @@ __all__ = [
     "EFDPA", "EFDPAParams", "FTZAddMul", "FTZAddMulParams", "TRFDPA", "TRFDPAParams", "GTRFDPA", "GTRFDPAParams",
     "STFDPA", "STFDPAParams", "GSTFDPA", "GSTFDPAParams",
     # presets, products, discrimination
-    "Preset", "preset", "presets", "custom_model", "gemm", "discriminate", "find_worse",
+    "Preset", "preset", "presets", "custom_model", "gemm", "Schedule", "discriminate", "find_worse",
     # submodules
-    "bounds", "cli", "engine", "exact", "inputs", "metrics", "probes", "sweep", "torch",
+    "bounds", "cli", "engine", "exact", "inputs", "metrics", "probes", "schedules", "sweep", "torch",
 ]
 
 

@@ -61,6 +61,8 @@ class Split:
     parts: int = 1
     part_size: int | None = None
     interleave: int | None = None
+    block: int | None = None
+    block_unroll: int = 1
 
     def __post_init__(self) -> None:
         if not isinstance(self.parts, int) or self.parts < 1:
@@ -69,6 +71,11 @@ class Split:
             v = getattr(self, name)
             if v is not None and (not isinstance(v, int) or v < 1):
                 raise ValueError(f"Split.{name}={v!r}: expected None or a positive integer")
+        if self.block is not None and (not isinstance(self.block, int) or self.block < 1 or self.parts != 1
+                                       or self.part_size is not None or self.interleave is not None):
+            raise ValueError(f"Split.block={self.block!r}: expected a positive integer, alone")
+        if not isinstance(self.block_unroll, int) or self.block_unroll < 1:
+            raise ValueError(f"Split.block_unroll={self.block_unroll!r}: expected a positive integer")
         if self.part_size is not None and self.parts != 1:
             raise ValueError(f"Split: give parts ({self.parts}) or part_size ({self.part_size}), not both")
         if self.part_size is not None and self.interleave is not None:
@@ -76,6 +83,15 @@ class Split:
 
     def indices(self, K: int) -> list[np.ndarray]:
         """The positions of K in each part, in the order the unit consumes them."""
+        if self.block is not None:
+            out, s, u = [], 0, self.block_unroll
+            while s < K:
+                rest = K - s
+                n = self.block if rest >= 2 * self.block else (
+                    (rest // 2 + u - 1) // u * u if rest > self.block else rest)
+                out.append(np.arange(s, s + n))
+                s += n
+            return out or [np.arange(0)]
         if self.part_size is not None:
             return [np.arange(s, min(s + self.part_size, K)) for s in range(0, K, self.part_size)] or [np.arange(0)]
         if self.interleave is not None:

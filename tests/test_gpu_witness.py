@@ -5,21 +5,24 @@ for bit.  The H200 was measured on the same inputs (fixed seeds); its file holds
 and the CRC-32 of each input slice, checked here against the H100 file's inputs.
 
 The oracle is the hardware's output bits.  What the library adds around the unit is
-modelled here, in the test, from what the data show (README.md, "Findings"):
+its schedule, named in :data:`workbench.schedules.SCHEDULES` (``cublas-h100-*``) and
+recovered from these data (README.md, "Findings"):
 
 * C of ``addmm`` is added after the product, in fp32 with round-to-nearest-even (the
-  cuBLAS epilogue), not fed to the first MMA;
-* an fp16/bf16 output is the fp32 result rounded to nearest-even;
+  cuBLAS epilogue, ``c_position="epilogue"``), not fed to the first MMA;
+* an fp16/bf16 output is the fp32 result rounded to nearest-even (``output``);
 * tf32 GEMMs of these shapes split K into S equal parts (S from the data: K = 16 -> 4,
   32 -> 1, 64 -> 2, 256 -> 8, 1024 -> 16), each a chain of the unit from zero, summed in
   order in fp32 with round-to-nearest-even; fp32 data is rounded to tf32 to nearest;
-* fp8 ``torch._scaled_mm``: ``use_fast_accum=True`` is one chain of the unit;
-  ``use_fast_accum=False`` promotes to an fp32 accumulator every 128 elements of K
-  (``accumulation="promote", promote_every=128``).
+* fp16 GEMMs are one chain up to K = 2048 and from K = 4096 split K into parts of 1408
+  (the last shorter), summed in order in fp32: the summation tree that FPRev revealed on
+  the H100 (``data/gpu_witness/fprev``), checked here count by count;
+* fp8 ``torch._scaled_mm``: ``use_fast_accum=True`` is one chain of the unit up to
+  K = 1024 and parts of 2816 at K = 8192; ``use_fast_accum=False`` promotes to an fp32
+  accumulator every 128 elements of K (``inner="promote", promote_every=128``).
 
-The products that no such schedule reproduced (K = 8192 with fp16 inputs, and with fp8
-and fast accumulation) are listed in :data:`UNEXPLAINED`, and a test keeps them there
-until a model explains them.
+Every stored product is reproduced (the K = 8192 fp16 and fp8-fast products, listed as
+unexplained before the FPRev data, included).
 """
 from __future__ import annotations
 
@@ -46,13 +49,8 @@ def _is_input(key: str) -> bool:
     """Whether a stored key holds an input (rows of A, columns of B, the block of C)."""
     return key.split("__")[-1] in ("a", "b", "c")
 
-#: number of equal parts cuBLAS split K into for the tf32 GEMMs measured (found in the data)
-TF32_SPLIT = {16: 4, 32: 1, 64: 2, 256: 8, 1024: 16}
 #: the elements of K after which cuBLAS' fp8 kernels without fast accumulation promote
 FP8_PROMOTE = 128
-#: measured products that no schedule of the preset reproduces (README.md, "Findings")
-UNEXPLAINED = {("fp16", "normal", 8192, "mm_fp32"), ("fp16", "normal", 8192, "mm"),
-               ("fp8_e4m3", "normal", 8192, "scaled_fp32_fast")}
 
 _FP8 = {"fp8_e4m3": ml_dtypes.float8_e4m3fn, "fp8_e5m2": ml_dtypes.float8_e5m2}
 
@@ -92,58 +90,38 @@ def _f32(x: np.ndarray) -> np.ndarray:
     return x.astype(np.float32)
 
 
-def _cuda_core(x: np.ndarray) -> np.ndarray:
-    """An fp32 add on the GPU's ordinary cores (the cuBLAS epilogue and split-K
-    reduction): a NaN result is the canonical 0x7FFFFFFF (seen in the data: Inf - Inf
-    and NaN operands alike), where numpy on x86 gives 0xFFC00000 or the operand's NaN."""
-    bits = x.astype(np.float32).view(np.uint32).copy()
-    bits[np.isnan(x)] = 0x7FFFFFFF
-    return bits.view(np.float32)
-
-
-def _to_bf16(x: np.ndarray) -> np.ndarray:
-    """fp32 -> bf16 as the GPU converts (``cvt.rn.bf16.f32``): nearest-even; a NaN keeps
-    the high half of its bits (0x7FFFFFFF -> 0x7FFF, where ml_dtypes gives 0x7FC0)."""
-    out = x.astype(ml_dtypes.bfloat16)
-    nan = np.isnan(x)
-    out.view(np.uint16)[nan] = (x.astype(np.float32).view(np.uint32)[nan] >> 16).astype(np.uint16)
-    return out
-
-
 def _chain(A: np.ndarray, B: np.ndarray, fmt: str, **kw) -> np.ndarray:
     """The Hopper preset's product with a zero accumulator, as fp32."""
     model = wb.preset("H100", "tf32" if fmt == "fp32" else fmt, "fp32")
     return _f32(wb.gemm(A, B, model=model, **kw))
 
 
-def _split_k(A: np.ndarray, B: np.ndarray, parts: int, **kw) -> np.ndarray:
-    K = A.shape[1]
-    step = K // parts
-    acc = np.zeros((A.shape[0], B.shape[1]), dtype=np.float32)
-    for s in range(parts):
-        acc = _cuda_core(acc + _chain(A[:, s * step:(s + 1) * step], B[s * step:(s + 1) * step], "tf32", **kw))
-    return acc
+def schedule_of(fmt: str, call: str) -> str:
+    """The name of the cuBLAS schedule of a stored call (:data:`workbench.schedules.SCHEDULES`)."""
+    if fmt in ("fp16", "bf16"):
+        return f"cublas-h100-{fmt}-{fmt if call == 'mm' else 'fp32'}"
+    if fmt == "tf32":
+        return "cublas-h100-tf32"
+    acc = "fast" if call.endswith("_fast") else "slow"
+    return f"cublas-h100-fp8-{acc}" + ("-bf16" if call.startswith("scaled_bf16") else "")
+
+
+def _bf16_bits(x: np.ndarray) -> np.ndarray:
+    """bf16 values (float64) as the GPU stores them: NaN is NVIDIA's canonical 0x7FFF (the
+    high half of the fp32 0x7FFFFFFF; ``cvt.rn.bf16.f32`` keeps it), where ml_dtypes gives 0x7FC0."""
+    out = x.astype(ml_dtypes.bfloat16)
+    out.view(np.uint16)[np.isnan(x)] = 0x7FFF
+    return out
 
 
 def modelled(fmt: str, kind: str, K: int, call: str) -> np.ndarray:
-    """The library call as the preset plus the schedule in the module docstring; the
-    output's numpy dtype is the call's output format."""
+    """The library call as the Hopper preset run under its cuBLAS schedule
+    (:func:`schedule_of`); the output's numpy dtype is the call's output format."""
     A, B, C = _load(fmt, kind, K)
-    if fmt in ("fp16", "bf16"):
-        P = _chain(A, B, fmt)
-    elif fmt == "tf32":
-        P = _split_k(A, B, TF32_SPLIT[K], **({"input_rounding": "rne"} if kind == "fp32" else {}))
-    else:
-        fast = call.endswith("_fast")
-        P = _chain(A, B, fmt, **({} if fast or K <= FP8_PROMOTE else
-                                 {"accumulation": "promote", "promote_every": FP8_PROMOTE}))
-    if call.startswith("addmm"):
-        return _cuda_core(P + _f32(C))
-    if call == "mm" and fmt == "fp16":
-        return P.astype(np.float16)
-    if call == "mm" or call.startswith("scaled_bf16"):
-        return _to_bf16(P)
-    return P
+    model = wb.preset("H100", fmt, "fp32")
+    D = wb.gemm(A, B, C if call.startswith("addmm") else None, model=model, schedule=schedule_of(fmt, call),
+                **({"input_rounding": "rne"} if kind == "fp32" else {}))
+    return _bf16_bits(D) if D.dtype == np.float64 else D
 
 
 def _measured(fmt: str, kind: str, K: int, call: str, gpu: str = "H100") -> np.ndarray:
@@ -178,19 +156,10 @@ def test_the_h200_was_measured_on_the_inputs_of_the_h100_file():
 
 
 @pytest.mark.parametrize("gpu", GPUS)
-@pytest.mark.parametrize("case", [c for c in CASES if c not in UNEXPLAINED], ids=lambda c: "-".join(map(str, c)))
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "-".join(map(str, c)))
 def test_hopper_preset_reproduces_the_measured_bits(case, gpu):
     """Every output bit, NaN payloads included (NVIDIA's canonical 0x7FFFFFFF)."""
     assert _mismatches(*case, gpu) == 0
-
-
-@pytest.mark.parametrize("gpu", GPUS)
-@pytest.mark.parametrize("case", sorted(UNEXPLAINED), ids=lambda c: "-".join(map(str, c)))
-def test_unexplained_products_stay_listed(case, gpu):
-    """cuBLAS picks another schedule for K = 8192 (README.md): one chain of the preset
-    does not give these, and the schedules tried did not either.  A model that does
-    should move them into the test above."""
-    assert _mismatches(*case, gpu) > 0
 
 
 def test_the_fp8_promotion_interval_is_seen():
@@ -203,3 +172,50 @@ def test_the_fp8_promotion_interval_is_seen():
     for every in (64, 256):
         other = _chain(A, _load(fmt, kind, K)[1], fmt, accumulation="promote", promote_every=every)
         assert not np.array_equal(other.view(np.uint32), slow)
+
+
+FPREV = sorted(DATA.glob("fprev/fprev_*.npz"), key=lambda p: int(p.stem.split("_")[1]))
+
+
+def _tree_counts(parts: list[np.ndarray], K: int, L: int, fixed: np.ndarray) -> np.ndarray:
+    """What FPRev reads (``benchmarks/fprev_cublas.py``): K - |leaves under LCA(i, j)| for
+    the tree of contiguous parts, each a chain of L-blocks (c early: the block holding j
+    joins everything before it in its part), the parts summed in order.  j = i: K - 1."""
+    pid = np.empty(K, dtype=int)
+    start = np.empty(K, dtype=int)
+    for p, idx in enumerate(parts):
+        assert np.array_equal(idx, np.arange(idx[0], idx[-1] + 1)), "contiguous parts"
+        pid[idx], start[idx] = p, idx[0]
+    upto = np.cumsum([len(p) for p in parts])
+    j = np.arange(K)
+    out = np.empty((len(fixed), K), dtype=int)
+    for r, i in enumerate(fixed):
+        in_part = (np.maximum((i - start[i]) // L, (j - start) // L) + 1) * L
+        out[r] = K - np.where(pid == pid[i], in_part, upto[np.maximum(pid, pid[i])])
+        out[r, i] = K - 1
+    return out
+
+
+@pytest.mark.parametrize("path", FPREV, ids=lambda p: p.stem)
+def test_the_fp16_schedule_is_the_tree_fprev_revealed_on_the_h100(path):
+    """Every count FPRev measured on the H100 (64 x 64 x K fp16 -> fp32, K = 16..16384;
+    README.md) is the tree of ``cublas-h100-fp16-fp32``'s parts at that K, chained
+    16-element wgmma blocks in each; the run was repeated with identical counts."""
+    d = np.load(path)
+    K = int(path.stem.split("_")[1])
+    sched = wb.schedules.get("cublas-h100-fp16-fp32")
+    assert sched.combine == "in-order"
+    L = wb.preset("H100", "fp16", "fp32").L
+    assert np.array_equal(d["again"], d["count"][0])
+    assert np.array_equal(_tree_counts(sched.parts(K), K, L, d["i"]), d["count"].astype(int))
+
+
+def test_one_chain_or_equal_parts_do_not_give_the_k8192_fp16_bits():
+    """The split of 1408 is what the bits need: one chain, or the 6 parts made equal
+    (K / 6 is no multiple of 16: 8 equal parts of 1024 instead), miss outputs."""
+    A, B, _ = _load("fp16", "normal", 8192)
+    want = _measured("fp16", "normal", 8192, "mm_fp32")
+    model = wb.preset("H100", "fp16", "fp32")
+    eq = wb.schedules.Schedule(rules=(wb.schedules.KRule(8192, 8192, wb.schedules.Split(8)),))
+    for kw in ({}, {"schedule": eq}):
+        assert (wb.gemm(A, B, model=model, **kw).view(np.uint32) != want).sum() > 0

@@ -34,7 +34,7 @@ from .formats import (  # noqa: E402
 )
 
 if TYPE_CHECKING:
-    from . import bounds, cli, engine, exact, inputs, metrics, probes, sweep, torch
+    from . import bounds, cli, engine, exact, inputs, metrics, probes, schedules, sweep, torch
     from .catalogue import Preset, custom_model, preset, presets
     from .discrimination import discriminate, find_worse
     from .engine import (
@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from .engine.explain import explain
     from .matmul import gemm
     from .unitfile import load_unit, save_unit
+    from .schedules import Schedule
 
 __version__ = "0.1.0"
 
@@ -80,12 +81,13 @@ _ON_FIRST_USE: dict[str, str] = {
     "presets": "workbench.catalogue",
     "custom_model": "workbench.catalogue",
     "gemm": "workbench.matmul",
+    "Schedule": "workbench.schedules",
     "discriminate": "workbench.discrimination",
     "find_worse": "workbench.discrimination",
     "save_unit": "workbench.unitfile",
     "load_unit": "workbench.unitfile",
 }
-_SUBMODULES = ("bounds", "cli", "engine", "exact", "inputs", "metrics", "probes", "sweep", "torch")
+_SUBMODULES = ("bounds", "cli", "engine", "exact", "inputs", "metrics", "probes", "schedules", "sweep", "torch")
 
 __all__ = [
     # formats (loaded at import)
@@ -96,11 +98,11 @@ __all__ = [
     "EFDPA", "EFDPAParams", "FTZAddMul", "FTZAddMulParams", "TRFDPA", "TRFDPAParams", "GTRFDPA", "GTRFDPAParams",
     "STFDPA", "STFDPAParams", "GSTFDPA", "GSTFDPAParams",
     # presets, products, discrimination
-    "Preset", "preset", "presets", "custom_model", "gemm", "discriminate", "find_worse",
+    "Preset", "preset", "presets", "custom_model", "gemm", "Schedule", "discriminate", "find_worse",
     # units saved as files
     "save_unit", "load_unit",
     # submodules
-    "bounds", "cli", "engine", "exact", "inputs", "metrics", "probes", "sweep", "torch",
+    "bounds", "cli", "engine", "exact", "inputs", "metrics", "probes", "schedules", "sweep", "torch",
 ]
 
 

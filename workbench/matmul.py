@@ -6,11 +6,12 @@
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, Mapping, cast
 
 import numpy as np
 
 from . import formats as _formats
+from . import schedules as _schedules
 from .engine import core as _core
 from .engine import gpu as _gpu
 from .engine.model import Model
@@ -35,7 +36,7 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
          model: Model, alpha: float = 1.0, beta: float = 1.0, accumulation: str = "chain",
          promote_every: int | None = None, scale_a: np.typing.ArrayLike | None = None,
          scale_b: np.typing.ArrayLike | None = None, input_rounding: str | None = None,
-         device: str = "cpu") -> np.ndarray:
+         device: str = "cpu", schedule: _schedules.Schedule | str | Mapping[str, Any] | None = None) -> np.ndarray:
     """D = alpha * A @ B + beta * C as the modelled matrix unit computes it, bit for bit.
 
     Parameters
@@ -64,7 +65,9 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
         ``"promote"``: chains of ``promote_every`` elements (a multiple of L) start
         from c = 0 and are added to the fp32 accumulator with round-to-nearest
         (DeepSeek-V3's fp8 recipe promotes every 128 elements).  With fp16 output
-        the fp32 accumulator is rounded to fp16 (RNE) at the end.
+        the fp32 accumulator is rounded to fp16 (RNE) at the end.  Each option is
+        the one-part :class:`~workbench.schedules.Schedule` of
+        :func:`~workbench.schedules.from_accumulation`.
     scale_a, scale_b:
         Only for scaled models (``st-fdpa``/``gst-fdpa``: MX and NVFP4 formats):
         the block scale factors, ``scale_a`` of shape (M, ceil(K / k_block)) and
@@ -94,9 +97,22 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
         instead); kinds the GPU kernels do not cover raise NotImplementedError
         (:data:`~workbench.engine.gpu.GPU_KINDS`).
 
+    schedule:
+        How a library composes the unit into the GEMM
+        (:class:`~workbench.schedules.Schedule`, the name of one of
+        :data:`~workbench.schedules.SCHEDULES` such as ``"cublas-h100-fp16-fp32"``, or
+        :meth:`~workbench.schedules.Schedule.to_dict`'s fields): K cut into parts,
+        each consumed by the unit as its ``inner`` says (from C for the first part
+        where ``c_position="unit"``, else from zero); the parts' results summed
+        ``in-order`` or ``pairwise`` in ``combine_format`` with ``combine_rounding``
+        (C first where ``c_position="combine"``) and rounded to the unit's output
+        format; C added in the epilogue above where ``c_position="epilogue"`` (or
+        alpha, beta ask for it); the result converted to ``output``.  Instead of
+        ``accumulation``/``promote_every`` (a ValueError if both are given).
+
     Returns
     -------
-    numpy array of the output format's dtype (float16, float32 or float64) holding
+    numpy array of the output format's dtype (the schedule's ``output`` if it has one) (float16, float32 or float64) holding
     exactly the hardware's bits; NaN results carry NVIDIA's canonical encodings
     (0x7FFFFFFF for fp32, 0x7FFF for fp16) as Xie et al. Section 4.2 report, except
     for the kinds that propagate NaN payloads (``model.propagates_nan``: FMA chain,
@@ -113,15 +129,54 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
         raise ValueError(f"A is {A.shape[0]}x{A.shape[1]} and B is {B.shape[0]}x{B.shape[1]}: inner dimensions differ")
     M, K = A.shape
     N = B.shape[1]
+    sched = _resolve_schedule(schedule, accumulation, promote_every)
+    sched.split(K, M, N)                           # a K the schedule holds no rule for: ValueError now
     with _core.threads_for(M * N * max(K, 1)):     # one thread count for every stage of the product
-        return _checked_gemm(A, B, C, model, alpha, beta, accumulation, promote_every, scale_a, scale_b,
-                             input_rounding, device)
+        return _checked_gemm(A, B, C, model, alpha, beta, sched, scale_a, scale_b, input_rounding, device)
+
+
+def _resolve_schedule(schedule: _schedules.Schedule | str | Mapping[str, Any] | None, accumulation: str,
+                      promote_every: int | None) -> _schedules.Schedule:
+    """The :class:`~workbench.schedules.Schedule` that ``schedule`` names, or that of ``accumulation``."""
+    if schedule is None:
+        return _schedules.from_accumulation(accumulation, promote_every)
+    if accumulation != "chain" or promote_every is not None:
+        raise ValueError(f"give schedule ({schedule!r}) or accumulation={accumulation!r}/promote_every="
+                         f"{promote_every!r}, not both: a schedule says how each part is accumulated (inner)")
+    if isinstance(schedule, _schedules.Schedule):
+        return schedule
+    if isinstance(schedule, str):
+        return _schedules.get(schedule)
+    if isinstance(schedule, Mapping):
+        return _schedules.Schedule.from_dict(schedule)
+    raise TypeError(f"schedule={schedule!r}: expected a workbench.schedules.Schedule, a name of "
+                    f"workbench.schedules.SCHEDULES or a dict of Schedule fields")
+
+
+def _combine(terms: list[np.ndarray], sched: _schedules.Schedule) -> np.ndarray:
+    """The parts' results summed as ``sched.combine`` says, each addition rounded to
+    ``sched.combine_format`` with ``sched.combine_rounding``."""
+    fmt = _formats.format(sched.combine_format)
+    with np.errstate(invalid="ignore"):            # Inf - Inf gives NaN, as the hardware's add does
+        return _combine_terms(terms, sched, fmt)
+
+
+def _combine_terms(terms: list[np.ndarray], sched: _schedules.Schedule, fmt: _formats.FloatFormat) -> np.ndarray:
+    terms = [_formats.round(t, fmt, sched.combine_rounding) for t in terms]
+    if sched.combine == "in-order":
+        acc = terms[0]
+        for t in terms[1:]:
+            acc = _formats.round(acc + t, fmt, sched.combine_rounding)
+        return acc
+    while len(terms) > 1:
+        terms = [_formats.round(terms[i] + terms[i + 1], fmt, sched.combine_rounding) if i + 1 < len(terms)
+                 else terms[i] for i in range(0, len(terms), 2)]
+    return terms[0]
 
 
 def _checked_gemm(A: np.ndarray, B: np.ndarray, C: np.typing.ArrayLike | None, model: Model, alpha: float,
-                  beta: float, accumulation: str, promote_every: int | None,
-                  scale_a: np.typing.ArrayLike | None, scale_b: np.typing.ArrayLike | None,
-                  input_rounding: str | None, device: str) -> np.ndarray:
+                  beta: float, sched: _schedules.Schedule, scale_a: np.typing.ArrayLike | None,
+                  scale_b: np.typing.ArrayLike | None, input_rounding: str | None, device: str) -> np.ndarray:
     """:func:`gemm` once A and B are float64 matrices of matching inner dimension."""
     M, K = A.shape
     N = B.shape[1]
@@ -133,8 +188,10 @@ def _checked_gemm(A: np.ndarray, B: np.ndarray, C: np.typing.ArrayLike | None, m
         with _core.threads_for(A.size + B.size):
             A = _formats.round(A, model.in_fmt, input_rounding)
             B = _formats.round(B, model.in_fmt, input_rounding)
+    parts = sched.parts(K, M, N)
+    whole = len(parts) == 1
     try:
-        ops = _core.prepare(model, A, B)
+        ops = [_core.prepare(model, A, B)] if whole else [_core.prepare(model, A[:, p], B[p]) for p in parts]
     except ValueError as exc:
         if input_rounding is None and "not representable" in str(exc):
             raise ValueError(f"{exc}; or let gemm convert as the hardware does: input_rounding='rz', 'rne' or "
@@ -152,8 +209,8 @@ def _checked_gemm(A: np.ndarray, B: np.ndarray, C: np.typing.ArrayLike | None, m
     for name, v in (("alpha", alpha), ("beta", beta)):
         if not isinstance(v, (int, float, np.floating, np.integer)) or not np.isfinite(v):
             raise ValueError(f"{name}={v!r}: expected a finite real number")
-    in_unit = alpha == 1 and beta in (0, 1)
-    C_unit = C64 if (in_unit and beta == 1) else np.zeros((M, N))
+    in_unit = alpha == 1 and beta in (0, 1) and sched.c_position != "epilogue"
+    C_unit = C64 if (in_unit and beta == 1 and sched.c_position == "unit") else np.zeros((M, N))
     sa = sb = None
     if scale_a is not None or scale_b is not None:
         if not model.operation.scaled:
@@ -168,20 +225,31 @@ def _checked_gemm(A: np.ndarray, B: np.ndarray, C: np.typing.ArrayLike | None, m
         if sa.shape != (M, nb) or sb.shape != (nb, N):
             raise ValueError(f"scale_a must have shape {(M, nb)} and scale_b {(nb, N)} (k_block={model.k_block}); "
                              f"got {sa.shape} and {sb.shape}")
+        if not whole:
+            raise ValueError(f"schedule {sched.name!r} splits K into {len(parts)} parts; a scaled model's block "
+                             f"scale factors are applied to one part only: use a one-part schedule")
     elif model.operation.scaled:
         raise ValueError(f"model kind {model.kind!r} needs scale_a and scale_b (block scale factors)")
     run_prepared = _gpu.run_prepared if device == "cuda" else _core.run_prepared
-    D = run_prepared(model, ops, C_unit, accumulation=accumulation, promote_every=promote_every,
-                     scale_a=sa, scale_b=sb)
-    _core.recycle(ops)
+    results = []
+    for n, part in enumerate(ops):
+        results.append(run_prepared(model, part, C_unit if n == 0 else np.zeros((M, N)), accumulation=sched.inner,
+                                    promote_every=sched.promote_every, scale_a=sa, scale_b=sb))
+        _core.recycle(part)
     with _core.threads_for(M * N):
-        if accumulation != "chain" and fout.name != "fp32":
-            D = _formats.round(D, fout, "rne")
+        if sched.inner != "chain" and fout.name != "fp32":
+            results = [_formats.round(D, fout, "rne") for D in results]
+        if in_unit and beta == 1 and sched.c_position == "combine":
+            results.insert(0, C64)
+        D = results[0] if len(results) == 1 else _formats.round(_combine(results, sched), fout, "rne")
         if not in_unit:
             ep = _formats.format("fp32") if fout.name in ("fp16", "bf16") else fout
             P = _formats.round(float(alpha) * D, ep, "rne") if alpha != 1 else D
             Q = _formats.round(float(beta) * C64, ep, "rne")
             D = _formats.round(P + Q, fout, "rne")
+        if sched.output is not None:
+            fout = _formats.format(sched.output)
+            D = _formats.round(D, fout, sched.output_rounding)
     dt = fout.numpy_dtype
     if dt is None:
         return D

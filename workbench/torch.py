@@ -76,7 +76,7 @@ import math
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -91,6 +91,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 from . import formats as _formats
 from .blockscale import MX_SCALE_RULES, Recipe, mxfp4, mxfp6, mxfp8, nvfp4, random_hadamard
 from .catalogue import preset as _preset
+from . import schedules as _schedules
 from .engine import core as _core
 from .engine import gpu as _gpu
 from .engine.model import Model
@@ -122,6 +123,11 @@ class Policy:
         One of :data:`SCALINGS`.
     accumulation, promote_every:
         As in :func:`workbench.gemm`.
+    schedule:
+        A library's schedule over the units (:class:`workbench.schedules.Schedule` or
+        the name of one in :data:`workbench.schedules.SCHEDULES`), as in
+        :func:`workbench.gemm`; instead of ``accumulation``/``promote_every``.  Not
+        with ``scaling="deepseek"``, which is its own schedule (promotion every 128).
     quantize:
         Rounding mode (a key of :data:`workbench.ROUNDING_MODES` except ``"sr"``) that
         converts operands to each unit's input format, or None: operands must be
@@ -156,6 +162,7 @@ class Policy:
     accumulation: str = "chain"
     promote_every: int | None = None
     quantize: str | None = None
+    schedule: _schedules.Schedule | str | None = None
     device: str = "cpu"
     recipe: Recipe | Mapping[str, Recipe | None] | None = None
     high: Model | None = None
@@ -185,6 +192,16 @@ class Policy:
         if (self.accumulation == "promote") != (self.promote_every is not None):
             raise ValueError(f"promote_every={self.promote_every!r} goes with accumulation='promote' and only "
                              f"with it (accumulation={self.accumulation!r})")
+        if self.schedule is not None:
+            if (self.accumulation, self.promote_every) != ("chain", None):
+                raise ValueError(f"schedule={self.schedule!r} says how each part is accumulated: give it or "
+                                 f"accumulation={self.accumulation!r}/promote_every={self.promote_every!r}, not both")
+            if isinstance(self.schedule, str):
+                object.__setattr__(self, "schedule", _schedules.get(self.schedule))
+            elif not isinstance(self.schedule, _schedules.Schedule):
+                raise TypeError(f"schedule={self.schedule!r}: expected a workbench.schedules.Schedule or a name")
+            if self.scaling == "deepseek":
+                raise ValueError("scaling='deepseek' runs its own schedule (promotion every 128): leave schedule out")
         if self.quantize is not None and (self.quantize not in _formats.ROUNDING_MODES or self.quantize == "sr"):
             raise ValueError(f"quantize={self.quantize!r}: expected None or a deterministic rounding mode of "
                              f"{[m for m in _formats.ROUNDING_MODES if m != 'sr']}")
@@ -275,6 +292,11 @@ class Policy:
         if self.recipe is None:
             return None
         return cast("Mapping[str, Recipe | None]", self.recipe)[role]
+    def accumulation_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`workbench.gemm` that say how the units accumulate."""
+        if self.schedule is not None:
+            return {"schedule": self.schedule}
+        return {"accumulation": self.accumulation, "promote_every": self.promote_every}
 
     def unit(self, role: str) -> Model:
         """The unit of a role (``"forward"``, ``"dgrad"``, ``"wgrad"``)."""
@@ -543,12 +565,12 @@ class _Session:
         what_a, what_b = f"{op} {role} A", f"{op} {role} B"
         if pol.scaling == "none":
             return _gemm(self._to_unit(A, None, fmt, what_a, counts), self._to_unit(B, None, fmt, what_b, counts),
-                         model=unit, accumulation=pol.accumulation, promote_every=pol.promote_every, device=pol.device)
+                         model=unit, **pol.accumulation_kwargs(), device=pol.device)
         if pol.scaling == "tensor":
             ea = scale_exponents(np.max(np.abs(A), initial=0.0), fmt, "tensor")
             eb = scale_exponents(np.max(np.abs(B), initial=0.0), fmt, "tensor")
             D = _gemm(self._to_unit(A, ea, fmt, what_a, counts), self._to_unit(B, eb, fmt, what_b, counts),
-                      model=unit, accumulation=pol.accumulation, promote_every=pol.promote_every, device=pol.device)
+                      model=unit, **pol.accumulation_kwargs(), device=pol.device)
             return _formats.round(np.ldexp(D.astype(np.float64), int(ea + eb)), "fp32")
         if pol.scaling == "mx":
             kb = cast(int, unit.k_block)  # an MX unit has a scale block (STFDPAParams)
@@ -556,7 +578,7 @@ class _Session:
             eb = scale_exponents(_block_amax(B, kb, 1), fmt, "mx")
             Aq = self._to_unit(A, _expand(ea, 1, kb, A.shape), fmt, what_a, counts)
             Bq = self._to_unit(B, _expand(eb, kb, 1, B.shape), fmt, what_b, counts)
-            return _gemm(Aq, Bq, model=unit, accumulation=pol.accumulation, promote_every=pol.promote_every,
+            return _gemm(Aq, Bq, model=unit, **pol.accumulation_kwargs(),
                          scale_a=np.ldexp(1.0, ea), scale_b=np.ldexp(1.0, eb), device=pol.device)
         # DeepSeek-V3: 1x128 tiles of A; 128x128 blocks (weights) or 128x1 tiles of B
         nb = DEEPSEEK_BLOCK

@@ -18,7 +18,7 @@ HELP = "probe a matrix unit or library as a black box and print its feature shee
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", metavar="TARGET", type=cli_name,
-                        help="numpy-fp32, numpy-fp16, torch-cpu-bf16, torch-cpu-fp16, torch-cpu-fp32, mldtypes-bf16, "
+                        help="library GEMMs as unit + schedule: numpy-fp64, numpy-fp32, torch-cpu-fp32, torch-cpu-bf16; units: numpy-fp16, torch-cpu-bf16, torch-cpu-fp16, torch-cpu-fp32, mldtypes-bf16, "
                              "preset:DEVICE:IN:OUT[:INSTRUCTION[:VARIANT]] (e.g. preset:H100:fp16:fp32), "
                              "torch-cuda-IN-OUT, cupy-IN-OUT")
     parser.add_argument("--verify", type=cli_count, default=20000, metavar="N",
@@ -31,9 +31,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    """Returns 0 when the proposed model verified bit-exactly, 1 otherwise."""
+    """Returns 0 when the proposed model verified bit-exactly, 1 otherwise.  The library
+    targets (:data:`workbench.probes.library.LIBRARIES`) get the library probe: unit and
+    schedule, determinism across runs and threads, FPRev's tree."""
     from ..probes.inference import infer
+    from ..probes.library import LIBRARIES, probe_library
     from ..probes.targets import target
+
+    if args.target.strip().lower() in LIBRARIES:
+        report = probe_library(args.target.strip().lower(), seed=args.seed)
+        print(report.sheet())
+        return 0 if report.verified else 1
 
     bb = target(args.target)
     res = infer(bb, n_verify=args.verify, seed=args.seed, progress=True)

@@ -3,6 +3,7 @@
 ``target(name)`` builds a :class:`~workbench.probes.blackbox.BlackBox` from a name:
 
 =====================  =============================================================
+``numpy-fp64``         ``A @ B + C`` in float64 (numpy -> OpenBLAS dgemm, then one add)
 ``numpy-fp32``         ``A @ B + C`` in float32 (numpy -> OpenBLAS sgemm, then one add)
 ``numpy-fp16``         ``A @ B + C`` in float16 (numpy's own half loops)
 ``torch-cpu-bf16``     ``torch.addmm(C, A, B)`` on bfloat16 CPU tensors (needs torch)
@@ -164,6 +165,7 @@ def cupy_matmul(in_format: str, out_format: str = "fp32") -> BlackBox:
 
 
 TARGETS: dict[str, Callable[[], BlackBox]] = {
+    "numpy-fp64": lambda: numpy_target("fp64"),
     "numpy-fp32": lambda: numpy_target("fp32"),
     "numpy-fp16": lambda: numpy_target("fp16"),
     "torch-cpu-bf16": lambda: torch_cpu("bf16"),

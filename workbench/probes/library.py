@@ -1,0 +1,270 @@
+"""Library probes (issue 40, item 2): a library GEMM on this machine as a unit plus a schedule.
+
+:func:`probe_library` takes one of :data:`LIBRARIES` (``numpy-fp64``, ``numpy-fp32``,
+``torch-cpu-fp32``, ``torch-cpu-bf16``) and reports, with the evidence:
+
+1. the library and kernel it runs (threadpoolctl: OpenBLAS' core and thread count; torch's
+   build), and whether its results repeat across runs and across thread counts (1 against
+   the default) on the same products - where they do not, the report says so;
+2. FPRev's summation tree (Xie et al., USENIX ATC'25) for one shape: the counts
+   ``K - |leaves under LCA(0, j)|`` of every output row, whether all rows share one tree
+   and the K blocks the first row shows;
+3. the candidate model (a unit preset plus a :class:`~workbench.schedules.Schedule`, the
+   K blocking read from the library's parameters and checked against FPRev's blocks) run
+   through :func:`workbench.gemm` against the library, bit for bit, on random and
+   adversarial products (cancelling pairs, a wide exponent range) over many shapes, K well
+   past the blocking, odd M and N.  "verified" only when every output of every shape
+   matches; otherwise the shapes and rows that differ are listed and nothing is claimed.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .. import schedules as _schedules
+from ..engine.model import Model
+
+__all__ = ["LIBRARIES", "LibraryCandidate", "LibraryReport", "probe_library", "fprev_counts", "SHAPES"]
+
+#: shapes (M, N, K) of the verification: K from below to well past each blocking, odd M and N
+SHAPES = ((2, 2, 1), (4, 8, 16), (3, 5, 100), (8, 7, 255), (16, 9, 256), (6, 13, 257), (12, 4, 511),
+          (4, 6, 512), (10, 11, 513), (8, 16, 700), (2, 3, 1000), (14, 6, 1500), (4, 5, 2049), (6, 2, 4000))
+
+
+@dataclass(frozen=True)
+class LibraryCandidate:
+    """A library's GEMM as a unit and a schedule, with where they come from."""
+
+    unit: Callable[[], Model]
+    schedule: _schedules.Schedule
+    source: str
+
+
+def _fma(fmt: str) -> Model:
+    from ..catalogue import custom_model
+
+    return custom_model(fmt, fmt, kind="fma")
+
+
+def _openblas(fmt: str, q: int) -> LibraryCandidate:
+    name = "dgemm" if fmt == "fp64" else "sgemm"
+    return LibraryCandidate(lambda: _fma(fmt), _schedules.Schedule(
+        name=f"openblas-haswell-{name}", rules=(_schedules.KRule(1, None, _schedules.Split(block=q, block_unroll=4)),),
+        c_position="combine", combine_format=fmt, shapes="M, N >= 2 (numpy's gemm path)", threads=1,
+        evidence=f"OpenBLAS Haswell kernels ({name.upper()}_DEFAULT_Q = {q}; driver/level3 halves the last two "
+                 f"blocks), each block an FMA chain (vfmadd231) from zero added to C in order"),
+        f"OpenBLAS {name} for the Haswell core: GEMM_Q = {q}, the driver's K blocking; FPRev's blocks")
+
+
+def _torch_single(fmt: str) -> LibraryCandidate:
+    return LibraryCandidate(lambda: _fma(fmt), _schedules.Schedule(name=f"torch-cpu-{fmt}-chain", threads=None),
+                            "one FMA chain per output (the simplest schedule; tried, not read from the library)")
+
+
+@dataclass(frozen=True)
+class _Library:
+    fmt: str                       # input/output format of the call
+    dtype: str                     # numpy dtype the inputs are drawn in
+    call: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    set_threads: Callable[[int], Any]
+    describe: Callable[[], str]
+    candidate: LibraryCandidate
+
+
+def _np_call(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    return np.asarray(A @ B, dtype=np.float64)
+
+
+def _np_threads(n: int) -> Any:
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(n, user_api="blas")
+
+
+def _np_describe() -> str:
+    from threadpoolctl import threadpool_info
+
+    blas = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+    return "; ".join(f"{i.get('internal_api')} {i.get('version')} core {i.get('architecture')}, "
+                     f"{i.get('num_threads')} threads" for i in blas) or "no BLAS found by threadpoolctl"
+
+
+def _torch_call(dt: str) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    def call(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        torch = importlib.import_module("torch")
+        d = getattr(torch, dt)
+        return (torch.from_numpy(np.ascontiguousarray(A)).to(d) @ torch.from_numpy(np.ascontiguousarray(B)).to(d)
+                ).to(torch.float64).numpy()
+    return call
+
+
+class _TorchThreads:
+    def __init__(self, n: int) -> None:
+        self.torch = importlib.import_module("torch")
+        self.n, self.old = n, self.torch.get_num_threads()
+
+    def __enter__(self) -> None:
+        self.torch.set_num_threads(self.n)
+
+    def __exit__(self, *exc: Any) -> None:
+        self.torch.set_num_threads(self.old)
+
+
+def _torch_describe() -> str:
+    torch = importlib.import_module("torch")
+    return (f"torch {torch.__version__} CPU ({torch.backends.cpu.get_cpu_capability()}), "
+            f"{torch.get_num_threads()} threads, mkldnn {torch.backends.mkldnn.is_available()}")
+
+
+#: the library targets of :func:`probe_library`
+LIBRARIES: dict[str, _Library] = {
+    "numpy-fp64": _Library("fp64", "float64", _np_call, _np_threads, _np_describe, _openblas("fp64", 256)),
+    "numpy-fp32": _Library("fp32", "float32", _np_call, _np_threads, _np_describe, _openblas("fp32", 320)),
+    "torch-cpu-fp32": _Library("fp32", "float32", _torch_call("float32"), _TorchThreads, _torch_describe,
+                               _torch_single("fp32")),
+    "torch-cpu-bf16": _Library("bf16", "float32", _torch_call("bfloat16"), _TorchThreads, _torch_describe,
+                               LibraryCandidate(lambda: _fma("fp32"), _schedules.Schedule(name="torch-cpu-bf16-chain"),
+                                                "bf16 products exact in fp32, one fp32 FMA chain, rounded to bf16 "
+                                                "(tried, not read from the library)")),
+}
+
+
+@dataclass
+class LibraryReport:
+    """What :func:`probe_library` found; :meth:`sheet` prints it."""
+
+    name: str
+    library: str
+    repeatable: bool
+    thread_independent: bool
+    thread_evidence: str
+    fprev: str
+    candidate: str
+    results: list[tuple[tuple[int, int, int], str, int, int, list[int]]] = field(default_factory=list)
+
+    @property
+    def verified(self) -> bool:
+        """Every output of every verification product matched, run after run."""
+        return self.repeatable and bool(self.results) and all(r[2] == 0 for r in self.results)
+
+    def sheet(self) -> str:
+        lines = [f"Library probe: {self.name}", f"  library                  {self.library}",
+                 f"  repeatable across runs   {'yes' if self.repeatable else 'NO'}",
+                 f"  same for 1 and n threads {'yes' if self.thread_independent else 'NO'} ({self.thread_evidence})",
+                 f"  FPRev tree               {self.fprev}", f"  candidate                {self.candidate}"]
+        for shape, kind, bad, total, rows in self.results:
+            where = f" (rows {rows[:8]}{'...' if len(rows) > 8 else ''})" if bad else ""
+            lines.append(f"    {'x'.join(map(str, shape)):<12} {kind:<12} {bad:>6} of {total:<6} outputs differ{where}")
+        n_bad = sum(r[2] for r in self.results)
+        n_all = sum(r[3] for r in self.results)
+        if not self.repeatable:
+            verdict = "NOT verified: the library is not deterministic across runs (no model proposed)"
+        elif self.verified:
+            verdict = (f"verified: bit-identical on all {n_all} outputs of {len(self.results)} products "
+                       f"(random and adversarial) at 1 thread")
+        else:
+            verdict = (f"NOT verified: {n_bad} of {n_all} outputs differ from the candidate (listed above); "
+                       f"the library's schedule is not the candidate's")
+        lines.append(f"  verification: {verdict}")
+        return "\n".join(lines)
+
+
+def _draw(rng: np.random.Generator, kind: str, M: int, N: int, K: int, fmt: str) -> tuple[np.ndarray, np.ndarray]:
+    """Random inputs representable in ``fmt``: ``random`` (standard normal), ``adversarial``
+    (exponents over 2^-20..2^20 and cancelling pairs: each product x*y followed by -x*y)."""
+    from .. import formats as _formats
+
+    A = rng.standard_normal((M, K))
+    B = rng.standard_normal((K, N))
+    if kind == "adversarial":
+        A = A * np.exp2(rng.integers(-20, 21, (M, K)))
+        B = B * np.exp2(rng.integers(-20, 21, (K, N)))
+        h = K // 2
+        A[:, 1:2 * h:2] = -A[:, 0:2 * h:2]
+        B[1:2 * h:2] = B[0:2 * h:2]
+        B[1:2 * h:4] *= 1 + 2.0 ** -10
+    return _formats.round(A, fmt, "rne"), _formats.round(B, fmt, "rne")
+
+
+def fprev_counts(call: Callable[[np.ndarray, np.ndarray], np.ndarray], M: int, N: int, K: int, i: int,
+                 precision: int, dtype: str) -> np.ndarray:
+    """FPRev (Xie et al., USENIX ATC'25) for fixed position i: (M, K) counts, row r column j
+    = K - |leaves under LCA(i, j)| in output row r's tree (A = 1; B's column holds +big at i,
+    -big at j and 1 elsewhere; big = 2^(p + ceil(log2 K) + 1) swamps every partial sum of
+    ones).  j = i holds K - 1 (the pair left out)."""
+    big = 2.0 ** (precision + int(np.ceil(np.log2(max(K, 2)))) + 1)
+    out = np.zeros((M, K))
+    A = np.ones((M, K), dtype=dtype)
+    for j0 in range(0, K, N):
+        js = np.arange(j0, min(j0 + N, K))
+        B = np.ones((K, N), dtype=dtype)
+        B[i, :] = big
+        B[js, np.arange(len(js))] = -big
+        B[i, np.flatnonzero(js == i)] = 0
+        out[:, j0:j0 + len(js)] = call(A, B)[:, :len(js)]
+    return np.rint(out).astype(np.int64)
+
+
+def _joins(row: np.ndarray, K: int) -> str:
+    """FPRev's first row as runs of LCA sizes: a chain shows a run (2-256), a join of whole
+    blocks one size each (428, 600)."""
+    sizes = np.unique(K - row[1:])
+    runs: list[list[int]] = []
+    for x in sizes.tolist():
+        if runs and x == runs[-1][-1] + 1:
+            runs[-1].append(x)
+        else:
+            runs.append([x])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else f"{r[0]}" for r in runs)
+
+
+def probe_library(name: str, *, seed: int = 0, shapes: tuple[tuple[int, int, int], ...] = SHAPES,
+                  fprev_shape: tuple[int, int, int] = (8, 8, 700)) -> LibraryReport:
+    """Probe one of :data:`LIBRARIES` (module docstring)."""
+    from .. import formats as _formats
+    from ..gate import unknown_name
+    from ..matmul import gemm
+
+    if name not in LIBRARIES:
+        raise ValueError(unknown_name("library target", name, LIBRARIES))
+    lib = LIBRARIES[name]
+    rng = np.random.default_rng(seed)
+    prec = _formats.format(lib.fmt).man_bits + 1 if lib.fmt != "bf16" else 24
+    # 1. repeatability across runs and thread counts
+    A, B = _draw(rng, "random", 33, 31, 600, lib.fmt)
+    A, B = A.astype(lib.dtype), B.astype(lib.dtype)
+    first = lib.call(A, B)
+    repeatable = all(np.array_equal(first, lib.call(A, B), equal_nan=True) for _ in range(3))
+    with lib.set_threads(1):
+        one = lib.call(A, B)
+    differ = int((one != first).sum())
+    thread_evidence = (f"33x31x600: {differ} of {one.size} outputs differ between 1 thread and the default"
+                       if differ else "33x31x600: identical")
+    # 2. FPRev at one thread
+    M, N, K = fprev_shape
+    with lib.set_threads(1):
+        counts = fprev_counts(lib.call, M, N, K, 0, prec, lib.dtype)
+    rows = len(np.unique(counts, axis=0))
+    fprev = (f"{M}x{N}x{K}: {'one tree for every row' if rows == 1 else f'{rows} different trees over {M} rows'}; "
+             f"position 0 joins subtrees of {_joins(counts[0], K)} leaves")
+    # 3. the candidate, verified at one thread
+    cand = lib.candidate
+    unit = cand.unit()
+    results = []
+    with lib.set_threads(1):
+        for shape in shapes:
+            for kind in ("random", "adversarial"):
+                A, B = _draw(rng, kind, *shape, lib.fmt)
+                want = lib.call(A.astype(lib.dtype), B.astype(lib.dtype))
+                sched = cand.schedule if lib.fmt != "bf16" else _schedules.Schedule(
+                    name=cand.schedule.name, output="bf16")
+                got = np.asarray(gemm(A, B, model=unit, schedule=sched), dtype=np.float64)
+                bad = ~((got == want) | (np.isnan(got) & np.isnan(want)))
+                results.append((shape, kind, int(bad.sum()), int(bad.size), sorted(set(np.argwhere(bad)[:, 0].tolist()))))
+    return LibraryReport(name, lib.describe(), repeatable, differ == 0, thread_evidence, fprev,
+                         f"{cand.schedule.name}: {cand.source}", results)

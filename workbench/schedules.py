@@ -1,0 +1,311 @@
+"""Schedules as data: how a library composes a matrix unit's operations into a GEMM.
+
+A library's GEMM is a unit (a :class:`~workbench.engine.Model`) plus a schedule: how K
+is cut into parts and each part consumed by the unit, how the parts' results are
+combined (in order or pairwise, in which format and rounding), where C enters (in the
+unit, at the start of the combination, or in an epilogue), and how the result is
+converted at the end.  A :class:`Schedule` says all of that as data and
+:func:`workbench.gemm` (``schedule=``) runs it, so a schedule goes wherever a unit
+goes: ``gemm``, the algorithms, sweep specs (by name or as :meth:`Schedule.to_dict`),
+:class:`workbench.torch.Policy`.
+
+What a library does often depends on the shape and the thread count (cuBLAS picks
+its split of K per (M, N, K)).  A schedule states this in its data: ``rules`` give the
+split per K and a K no rule covers is refused with a ValueError naming the K values
+the schedule holds for; ``shapes`` and ``threads`` say for which products and thread
+counts it was verified.  Nothing is guessed silently.
+
+The named schedules of :data:`SCHEDULES`:
+
+* ``"chain"``, ``"outside"``, ``"promote-128"``: :func:`workbench.gemm`'s
+  ``accumulation`` options as schedules (``accumulation="promote", promote_every=128``
+  is DeepSeek-V3's fp32 promotion every 128 elements; DeepSeek-AI 2024, Section 3.3.2);
+* ``"cublas-h100-*"``: cuBLAS 13.1 through PyTorch 2.11 on an H100 for 64 x 64
+  products, recovered from the products measured on a real H100
+  (``tests/data/gpu_witness``) and, for fp16, the summation tree revealed there with
+  FPRev (Xie et al., USENIX ATC'25; ``benchmarks/fprev_cublas.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from . import formats as _formats
+from .gate import unknown_name
+
+__all__ = ["Split", "KRule", "Schedule", "SCHEDULES", "get", "from_accumulation",
+           "INNER", "C_POSITIONS", "COMBINES"]
+
+#: how the unit consumes one part (:func:`workbench.gemm`'s ``accumulation``)
+INNER = ("chain", "outside", "promote")
+#: where C (times beta) enters
+C_POSITIONS = ("unit", "combine", "epilogue")
+#: how the parts' results are summed
+COMBINES = ("in-order", "pairwise")
+
+
+@dataclass(frozen=True)
+class Split:
+    """How K is cut into parts, each consumed by the unit from a zero accumulator
+    (the first part's from C where ``Schedule.c_position == "unit"``).
+
+    ``parts``: that many parts of equal length (K must be a multiple), or
+    ``part_size``: parts of that many elements, the last one shorter (cuBLAS'
+    split-K: whole k-tiles per part).  ``interleave``: the parts are not contiguous
+    but interleaved by tiles of that many elements (part p holds tiles p, p + parts,
+    ...): several accumulators per output, each a chain over its tiles."""
+
+    parts: int = 1
+    part_size: int | None = None
+    interleave: int | None = None
+    block: int | None = None
+    block_unroll: int = 1
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.parts, int) or self.parts < 1:
+            raise ValueError(f"Split.parts={self.parts!r}: expected a positive integer")
+        for name in ("part_size", "interleave"):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, int) or v < 1):
+                raise ValueError(f"Split.{name}={v!r}: expected None or a positive integer")
+        if self.block is not None and (not isinstance(self.block, int) or self.block < 1 or self.parts != 1
+                                       or self.part_size is not None or self.interleave is not None):
+            raise ValueError(f"Split.block={self.block!r}: expected a positive integer, alone")
+        if not isinstance(self.block_unroll, int) or self.block_unroll < 1:
+            raise ValueError(f"Split.block_unroll={self.block_unroll!r}: expected a positive integer")
+        if self.part_size is not None and self.parts != 1:
+            raise ValueError(f"Split: give parts ({self.parts}) or part_size ({self.part_size}), not both")
+        if self.part_size is not None and self.interleave is not None:
+            raise ValueError("Split: interleave goes with parts (that many accumulators), not part_size")
+
+    def indices(self, K: int) -> list[np.ndarray]:
+        """The positions of K in each part, in the order the unit consumes them."""
+        if self.block is not None:
+            out, s, u = [], 0, self.block_unroll
+            while s < K:
+                rest = K - s
+                n = self.block if rest >= 2 * self.block else (
+                    (rest // 2 + u - 1) // u * u if rest > self.block else rest)
+                out.append(np.arange(s, s + n))
+                s += n
+            return out or [np.arange(0)]
+        if self.part_size is not None:
+            return [np.arange(s, min(s + self.part_size, K)) for s in range(0, K, self.part_size)] or [np.arange(0)]
+        if self.interleave is not None:
+            tile = np.arange(K) // self.interleave % self.parts
+            return [np.flatnonzero(tile == p) for p in range(self.parts)]
+        if K % self.parts:
+            raise ValueError(f"Split into {self.parts} equal parts needs K a multiple of {self.parts}; got K={K}")
+        step = K // self.parts
+        return [np.arange(p * step, (p + 1) * step) for p in range(self.parts)]
+
+
+@dataclass(frozen=True)
+class KRule:
+    """``split`` applies to every K with ``k_min <= K <= k_max`` (``k_max`` None: no bound)
+    and, where ``mn`` is given, only to products of that (M, N); a rule with an ``mn``
+    goes before the rules without one.  ``split=None`` marks products measured whose
+    split is not known: the schedule refuses them (ValueError) instead of guessing."""
+
+    k_min: int
+    k_max: int | None
+    split: Split | None
+    mn: tuple[int, int] | None = None
+
+    def covers(self, K: int, M: int | None = None, N: int | None = None) -> bool:
+        """Whether the rule holds for K (and, if it names one, for the product's (M, N))."""
+        if self.mn is not None and (M, N) != tuple(self.mn):
+            return False
+        return self.k_min <= K and (self.k_max is None or K <= self.k_max)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """How a library composes unit operations into D = alpha * A @ B + beta * C.
+
+    Fields (all data; :func:`workbench.gemm` runs them):
+
+    ``rules``
+        :class:`KRule` s: the :class:`Split` of K per K.  Empty: one part for every K.
+        A K no rule covers raises a ValueError (the schedule says where it holds).
+    ``inner``, ``promote_every``
+        How the unit consumes each part: ``"chain"`` (each block of L feeds the next
+        as c), ``"outside"`` (each block from 0, added to an fp32 accumulator with
+        round-to-nearest), ``"promote"`` (chains of ``promote_every`` elements from 0
+        added to the fp32 accumulator: DeepSeek-V3's every-128).
+    ``c_position``
+        ``"unit"``: C is the first part's accumulator input (the first block's c, or
+        the fp32 accumulator's start for ``outside``/``promote``); ``"combine"``: C
+        is the first term of the combination, fl(fl(C + P_0) + P_1) ... (a BLAS that
+        updates C after each K block); ``"epilogue"``: the parts' sum P is formed
+        from zero and D = fl(alpha * P + beta * C) on ordinary cores (cuBLAS).
+        ``"unit"`` and ``"combine"`` need alpha = 1 and beta in {0, 1}; otherwise
+        the epilogue runs, as :func:`workbench.gemm` documents.
+    ``combine``, ``combine_format``, ``combine_rounding``
+        How the parts' results are summed: ``"in-order"`` (((P_0 + P_1) + P_2) ...)
+        or ``"pairwise"`` ((P_0 + P_1) + (P_2 + P_3) ...), each addition rounded to
+        ``combine_format`` with ``combine_rounding`` (default fp32, RNE).
+    ``output``, ``output_rounding``
+        The final conversion: the result (in the unit's output format) is rounded to
+        ``output`` (None: kept) with ``output_rounding`` - cuBLAS' fp16 output of an
+        fp32 computation (``CUBLAS_COMPUTE_32F``).
+    ``shapes``, ``threads``
+        Where the schedule was verified: the products (M, N, K) in words, and the
+        thread count (None: the library's result does not depend on it).
+    ``evidence``
+        Where the schedule comes from.
+    """
+
+    name: str = "custom"
+    rules: tuple[KRule, ...] = ()
+    inner: str = "chain"
+    promote_every: int | None = None
+    c_position: str = "unit"
+    combine: str = "in-order"
+    combine_format: str = "fp32"
+    combine_rounding: str = "rne"
+    output: str | None = None
+    output_rounding: str = "rne"
+    shapes: str = "any"
+    threads: int | None = None
+    evidence: str = ""
+
+    def __post_init__(self) -> None:
+        for name, allowed in (("inner", INNER), ("c_position", C_POSITIONS), ("combine", COMBINES)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"Schedule.{name}={getattr(self, name)!r}: expected one of {allowed}")
+        if (self.inner == "promote") != (self.promote_every is not None):
+            raise ValueError(f"Schedule.promote_every={self.promote_every!r} goes with inner='promote' and only "
+                             f"with it (inner={self.inner!r})")
+        if self.promote_every is not None and (not isinstance(self.promote_every, int) or self.promote_every < 1):
+            raise ValueError(f"Schedule.promote_every={self.promote_every!r}: expected a positive integer")
+        for name in ("combine_format", "output"):
+            v = getattr(self, name)
+            if v is not None:
+                _formats.format(v)            # a ValueError names an unknown format
+        for name in ("combine_rounding", "output_rounding"):
+            v = getattr(self, name)
+            if v not in _formats.ROUNDING_MODES or v == "sr":
+                raise ValueError(f"Schedule.{name}={v!r}: expected a deterministic rounding mode of "
+                                 f"{[m for m in _formats.ROUNDING_MODES if m != 'sr']}")
+        for r in self.rules:
+            if not isinstance(r, KRule):
+                raise TypeError(f"Schedule.rules holds {r!r}: expected KRule records")
+        if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
+            raise ValueError(f"Schedule.threads={self.threads!r}: expected None or a positive integer")
+
+    def split(self, K: int, M: int | None = None, N: int | None = None) -> Split:
+        """The :class:`Split` of K for an (M, N) product (ValueError where no rule covers it)."""
+        if not self.rules:
+            return Split()
+        for r in sorted(self.rules, key=lambda r: r.mn is None):
+            if r.covers(K, M, N):
+                if r.split is None:
+                    raise ValueError(f"schedule {self.name!r}: the split of K={K} for {M} x {N} products is not "
+                                     f"known (measured, no schedule tried reproduces it; {self.shapes})")
+                return r.split
+        held = ", ".join(f"{r.k_min}" if r.k_max == r.k_min else f"{r.k_min}..{r.k_max or 'inf'}" for r in self.rules)
+        raise ValueError(f"schedule {self.name!r} has no rule for K={K}: it holds for K in {{{held}}} "
+                         f"({self.shapes}); its split of other K is not known")
+
+    def parts(self, K: int, M: int | None = None, N: int | None = None) -> list[np.ndarray]:
+        """Positions of K in each part (:meth:`Split.indices` of :meth:`split`)."""
+        return self.split(K, M, N).indices(K)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields (:func:`from_dict` reads them back): for sweep specs."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Schedule":
+        """The schedule of :meth:`to_dict`'s fields."""
+        known = set(cls.__dataclass_fields__)
+        extra = set(d) - known
+        if extra:
+            raise ValueError(f"unknown schedule fields {sorted(extra)}; expected some of {sorted(known)}")
+        kw = dict(d)
+        kw["rules"] = tuple(r if isinstance(r, KRule) else
+                            KRule(r["k_min"], r["k_max"], r["split"] if r["split"] is None or isinstance(r["split"], Split)
+                                  else Split(**r["split"]), None if r.get("mn") is None else tuple(r["mn"]))
+                            for r in kw.get("rules", ()))
+        return cls(**kw)
+
+
+def from_accumulation(accumulation: str = "chain", promote_every: int | None = None) -> Schedule:
+    """:func:`workbench.gemm`'s ``accumulation`` (and ``promote_every``) as a schedule:
+    one part, C in the unit, consumed as ``accumulation`` says."""
+    if accumulation not in INNER:
+        raise ValueError(f"accumulation={accumulation!r}: expected one of {INNER}")
+    name = accumulation if promote_every is None else f"{accumulation}-{promote_every}"
+    return Schedule(name=name, inner=accumulation, promote_every=promote_every,
+                    evidence="workbench.gemm's accumulation option")
+
+
+def _one(*ks: int) -> tuple[KRule, ...]:
+    return tuple(KRule(k, k, Split()) for k in ks)
+
+
+_H100 = ("cuBLAS 13.1.0 through PyTorch 2.11.0+cu130 on an NVIDIA H100 80GB HBM3 (also the H200's bits), "
+         "tests/data/gpu_witness (README.md, Findings)")
+_SHAPES = ("M = N = 64 (the measured products; also 128 x 128 at K = 8192); cuBLAS chooses its split per "
+           "(M, N, K): rules without an (M, N) were measured at 64 x 64, and other shapes get them only "
+           "where no rule of their own exists (33 x 65 and 256 x 256 at K = 8192 have their own)")
+_FP16_SPLIT = Split(part_size=1408)
+#: cuBLAS' fp16/bf16 -> fp32 GEMM on the H100 for M = N = 64: one chain of wgmma blocks up
+#: to K = 2048; from K = 4096 split-K into parts of 1408 elements (11 k-tiles of 128), the
+#: last shorter, each a chain from zero, summed in order in fp32 (RNE) after the parts
+_FP16_RULES = (_one(16, 32, 64, 256, 1024, 2048, 2560) + tuple(KRule(k, k, _FP16_SPLIT) for k in (4096, 8192, 12288, 16384))
+               + tuple(KRule(k, k, Split(part_size=1536)) for k in (3072, 6144))
+               + (KRule(8192, 8192, Split(part_size=2048), (256, 256)),))
+#: 33 x 65 at K = 8192: the fp32-output call splits K into parts of 192; the fp16-output call
+#: (another kernel) is not reproduced by the parts tried
+_FP16_FP32_RULES = (KRule(8192, 8192, Split(part_size=192), (33, 65)),) + _FP16_RULES
+_FP16_FP16_RULES = (KRule(8192, 8192, None, (33, 65)),) + _FP16_RULES
+_FPREV = ("; summation tree from FPRev on the H100 (tests/data/gpu_witness/fprev, benchmarks/fprev_cublas.py): "
+          "K <= 2048 one chain of 16-element blocks, K = 4096/8192/16384 parts of 1408 (3/6/12 parts), each "
+          "a chain of 16-element blocks from zero, the parts summed in order - every count of every fixed "
+          "position reproduced; K = 2560 (one chain), 3072 and 6144 (parts of 1536) and 12288 (parts of 1408) "
+          "from FPRev's first fixed position; fresh random products of 64 x 64 at every one of these K from K = "
+          "2560, and of 128 x 128, 33 x 65 (parts of 192) and 256 x 256 (parts of 2048) at K = 8192, reproduced "
+          "bit for bit (benchmarks/measured/cublas_h100_schedule_check.npz)")
+
+
+def _cublas(fmt: str, rules: tuple[KRule, ...], output: str | None, evidence: str, **kw: Any) -> Schedule:
+    return Schedule(name=f"cublas-h100-{fmt}", rules=rules, c_position="epilogue", output=output,
+                    shapes=_SHAPES, evidence=evidence, **kw)
+
+
+#: named schedules (:func:`get`)
+SCHEDULES: dict[str, Schedule] = {s.name: s for s in (
+    from_accumulation("chain"),
+    from_accumulation("outside"),
+    from_accumulation("promote", 128),
+    _cublas("fp16-fp32", _FP16_FP32_RULES, None, _H100 + _FPREV),
+    _cublas("fp16-fp16", _FP16_FP16_RULES, "fp16", _H100 + _FPREV + "; fp16 output: the fp32 result rounded to nearest"),
+    _cublas("bf16-fp32", _one(16, 32, 64, 256, 1024), None, _H100),
+    _cublas("bf16-bf16", _one(16, 32, 64, 256, 1024), "bf16", _H100 + "; bf16 output: the fp32 result rounded "
+            "to nearest"),
+    _cublas("tf32", (KRule(16, 16, Split(4)), KRule(32, 32, Split(1)), KRule(64, 64, Split(2)),
+                     KRule(256, 256, Split(8)), KRule(1024, 1024, Split(16))), None,
+            _H100 + "; tf32 GEMMs split K into equal parts per K (found in the data)"),
+    *(_cublas(f"fp8-{acc}{suffix}", rules, out, _H100 + ev, **kw)
+      for suffix, out in (("", None), ("-bf16", "bf16"))
+      for acc, rules, ev, kw in (
+          ("fast", _one(16, 32, 64, 256, 1024) + (KRule(8192, 8192, Split(part_size=2816)),),
+           "; torch._scaled_mm(use_fast_accum=True): one chain up to K = 1024; at K = 8192 parts of 2816 (11 "
+           "k-tiles of 256: 2816, 2816, 2560) summed in order in fp32 - the only part size in 128..8064 (steps "
+           "of 128) that reproduces the 64 stored outputs (the others miss 61-64)", {}),
+          ("slow", (KRule(16, 8192, Split()),),
+           "; torch._scaled_mm(use_fast_accum=False): promotion to fp32 every 128 elements (64 and 256 do not "
+           "reproduce), K = 16..8192", {"inner": "promote", "promote_every": 128}))),
+)}
+
+
+def get(name: str) -> Schedule:
+    """The named schedule of :data:`SCHEDULES` (ValueError naming the known ones)."""
+    if name not in SCHEDULES:
+        raise ValueError(unknown_name("schedule", name, SCHEDULES))
+    return SCHEDULES[name]

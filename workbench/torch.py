@@ -193,13 +193,7 @@ class Policy:
             raise ValueError(f"promote_every={self.promote_every!r} goes with accumulation='promote' and only "
                              f"with it (accumulation={self.accumulation!r})")
         if self.schedule is not None:
-            if (self.accumulation, self.promote_every) != ("chain", None):
-                raise ValueError(f"schedule={self.schedule!r} says how each part is accumulated: give it or "
-                                 f"accumulation={self.accumulation!r}/promote_every={self.promote_every!r}, not both")
-            if isinstance(self.schedule, str):
-                object.__setattr__(self, "schedule", _schedules.get(self.schedule))
-            elif not isinstance(self.schedule, _schedules.Schedule):
-                raise TypeError(f"schedule={self.schedule!r}: expected a workbench.schedules.Schedule or a name")
+            self._check_schedule()
             if self.scaling == "deepseek":
                 raise ValueError("scaling='deepseek' runs its own schedule (promotion every 128): leave schedule out")
         if self.quantize is not None and (self.quantize not in _formats.ROUNDING_MODES or self.quantize == "sr"):
@@ -222,6 +216,17 @@ class Policy:
                 raise ValueError(f"promote_every={self.promote_every} is not a multiple of the {role} unit's "
                                  f"block size L={unit.L}")
 
+    def _check_schedule(self) -> None:
+        """A schedule given by name becomes the :class:`workbench.schedules.Schedule`; it replaces
+        ``accumulation``/``promote_every``, so those keep their defaults."""
+        if (self.accumulation, self.promote_every) != ("chain", None):
+            raise ValueError(f"schedule={self.schedule!r} says how each part is accumulated: give it or "
+                             f"accumulation={self.accumulation!r}/promote_every={self.promote_every!r}, not both")
+        if isinstance(self.schedule, str):
+            object.__setattr__(self, "schedule", _schedules.get(self.schedule))
+        elif not isinstance(self.schedule, _schedules.Schedule):
+            raise TypeError(f"schedule={self.schedule!r}: expected a workbench.schedules.Schedule or a name")
+
     def _check_recipe(self) -> None:
         recipes: dict[str, Recipe | None]
         if isinstance(self.recipe, Recipe):
@@ -237,6 +242,8 @@ class Policy:
         else:
             raise TypeError(f"recipe={self.recipe!r}: expected a Recipe or a mapping role -> Recipe or None")
         object.__setattr__(self, "recipe", recipes)
+        if self.schedule is not None:
+            self._check_schedule()
         if self.scaling != "none" or self.quantize is not None:
             raise ValueError(f"recipe: the recipe scales and rounds the operands itself; leave scaling='none' "
                              f"and quantize=None (got scaling={self.scaling!r}, quantize={self.quantize!r})")
@@ -493,7 +500,7 @@ class _Session:
         fmt = unit.in_fmt
         return _gemm(self._to_unit(A, None, fmt, f"{op} {role} A", counts, "rne"),
                      self._to_unit(B, None, fmt, f"{op} {role} B", counts, "rne"), model=unit,
-                     accumulation=pol.accumulation, promote_every=pol.promote_every, device=pol.device)
+                     **pol.accumulation_kwargs(), device=pol.device)
 
     def _recipe_gemm(self, A: np.ndarray, B: np.ndarray, role: str, op: str, counts: _Tally, recipe: Recipe,
                      layer: _Layer) -> np.ndarray:
@@ -529,7 +536,7 @@ class _Session:
         scale_b = np.repeat(np.repeat(qb.scales, b_block[0] // kb, axis=0)[:nk], b_block[1], axis=1)[:, :N]
         alpha = float(_fl32(np.float64(qa.tensor_scale * qb.tensor_scale)))
         return _gemm(qa.elements, qb.elements, model=unit, alpha=alpha, beta=0.0, scale_a=qa.scales,
-                     scale_b=scale_b, accumulation=pol.accumulation, promote_every=pol.promote_every,
+                     scale_b=scale_b, **pol.accumulation_kwargs(),
                      device=pol.device)
 
     def _to_unit(self, x: np.ndarray, e: np.ndarray | None, fmt: _formats.FloatFormat, what: str,

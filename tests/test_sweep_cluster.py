@@ -36,7 +36,7 @@ ROOT = HERE.parent
 #: the ``dask`` command of this environment (the one pip installed with dask[distributed])
 DASK = shutil.which("dask", path=str(Path(sys.executable).parent)) or shutil.which("dask")
 
-# 3 shifts x 2 k x 2 seeds = 12 tasks on 4 inputs; each task sleeps 0.3 s on its worker
+# 3 shifts x 2 k x 2 seeds = 12 tasks on 4 inputs; each task sleeps 1 s on its worker
 EXPERIMENT = """\
 name = "cluster"
 reference = "sweep_helpers:counting_reference"
@@ -51,7 +51,7 @@ seed = [0, 1]
 input = {generator = "uniform", round_to = "fp8_e4m3"}
 
 [[grid]]
-params = {shift = [0.0, 0.0009765625, 0.25], delay = 0.3}
+params = {shift = [0.0, 0.0009765625, 0.25], delay = 1.0}
 """
 TASKS = 12
 
@@ -142,7 +142,7 @@ def test_sweep_on_a_real_cluster_survives_a_killed_worker(tmp_path):
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         started.append(cli)
         victim = workers[0].pid
-        # kill the first worker while it runs its second task (each task sleeps 0.3 s)
+        # kill the first worker while it runs its second task (each task sleeps 1 s)
         _wait(lambda: sum(w[:2] == ["task", str(victim)] for w in _log_lines(log)) >= 2, 90,
               "the first worker to start its second task")
         remember_children()
@@ -174,8 +174,8 @@ def test_sweep_on_a_real_cluster_survives_a_killed_worker(tmp_path):
     runs = [w for w in _log_lines(log) if w[0] == "task"]
     victim_runs = sum(w[1] == str(victim) for w in runs)
     victim_rows = int((on_cluster["worker"].str.rsplit(":", n=1).str[-1] == str(victim)).sum())
-    assert victim_runs == victim_rows + 1               # the task it was running never finished there ...
-    assert len(runs) == TASKS + 1                       # ... and ran once more, on the other worker
+    assert victim_runs > victim_rows                    # what it was running never finished there ...
+    assert len(runs) - TASKS == victim_runs - victim_rows   # ... and ran again; every other run gave one row
     serial = sweep.run(str(exp), out=tmp_path / "serial", workers=1, progress=False)
     pd.testing.assert_frame_equal(_comparable(on_cluster), _comparable(sweep.load(tmp_path / "serial")),
                                   check_exact=True)

@@ -3,7 +3,7 @@
 For each AMD preset that MMA-Sim models (CDNA1-3: FMA, E-FDPA, FTZ-AddMul, TR-FDPA,
 GTR-FDPA), every NaN bit pattern of the input format (both signs, every non-zero
 payload, quiet and signalling; fp32/fp64/tf32 inputs: every single payload bit and a
-random draw, since 2^24 and 2^53 patterns do not fit a default run) is placed in A, in
+random draw, since 2^23 and 2^52 payloads do not fit a default run) is placed in A, in
 B and, for fp32 C, every single payload bit and a random draw in C, at every position
 of the block, beside Inf, zeros and normal values, so that the rules of
 :mod:`workbench.engine.nans` (which operand's NaN wins, quieting, default NaN of
@@ -33,16 +33,18 @@ def _nan_patterns(fmt: str, rng: np.random.Generator) -> np.ndarray:
     f = _formats.format(fmt)
     if fmt.endswith("fnuz"):
         return np.array([0x80], dtype=f.bits_dtype)
-    m = f.man_bits
-    exp_all = ((1 << (f.width - 1)) - 1) ^ ((1 << m) - 1)
-    if m <= 10:
-        pay = np.arange(1, 1 << m, dtype=np.uint64)
+    if fmt == "tf32":      # tf32 in fp32 registers: every 10-bit payload above 13 zero bits
+        sign, exp_all = np.uint64(1 << 31), 0x7F800000
+        pay = np.arange(1, 1 << 10, dtype=np.uint64) << np.uint64(13)
     else:
-        pay = np.concatenate([np.uint64(1) << np.arange(m, dtype=np.uint64),
-                              rng.integers(1, 1 << m, 64, dtype=np.uint64)])
-    if fmt == "tf32":      # tf32 in fp32 registers: the low 13 bits are 0
-        pay = pay[(pay & np.uint64(0x1FFF)) == 0]
-    sign = np.uint64(1) << np.uint64(f.width - 1)
+        m = f.man_bits
+        exp_all = ((1 << (f.width - 1)) - 1) ^ ((1 << m) - 1)
+        sign = np.uint64(1) << np.uint64(f.width - 1)
+        if m <= 10:
+            pay = np.arange(1, 1 << m, dtype=np.uint64)
+        else:
+            pay = np.concatenate([np.uint64(1) << np.arange(m, dtype=np.uint64),
+                                  rng.integers(1, 1 << m, 64, dtype=np.uint64)])
     return np.concatenate([pay | np.uint64(exp_all), pay | np.uint64(exp_all) | sign]).astype(f.bits_dtype)
 
 
@@ -54,8 +56,9 @@ def _background(fmt: str, shape: tuple[int, int], rng: np.random.Generator) -> n
         x = x & np.uint32(0xFFFFE000)
     r = rng.random(shape)
     if not fmt.endswith("fnuz"):
-        inf = np.uint64(((1 << (f.width - 1)) - 1) ^ ((1 << f.man_bits) - 1))
-        sign = rng.integers(0, 2, shape, dtype=np.uint64) << np.uint64(f.width - 1)
+        width, man = (32, 23) if fmt == "tf32" else (f.width, f.man_bits)
+        inf = np.uint64(((1 << (width - 1)) - 1) ^ ((1 << man) - 1))
+        sign = rng.integers(0, 2, shape, dtype=np.uint64) << np.uint64(width - 1)
         x = np.where(r < 0.08, (inf | sign).astype(f.bits_dtype), x)
         nan = _nan_patterns(fmt, rng)
         x = np.where((r >= 0.08) & (r < 0.14), rng.choice(nan, shape), x)

@@ -116,3 +116,25 @@ def test_model_matches_the_instruction_on_ten_million_dot_products():
                      f"c {c.view(np.uint32)[i, j]:#010x}: silicon {got[i, j]:#010x}, model {want[i, j]:#010x}")
     assert n_total >= 10 ** 7
     assert bad_total == 0, f"{bad_total} of {n_total} dot products differ; first: {first}"
+
+
+def test_pairs_gemm_chains_one_instruction_per_pair_from_c():
+    from workbench.probes.targets import pairs_gemm
+
+    rng = np.random.default_rng(3)
+    A = rng.integers(-8, 9, (3, 5)).astype(np.float64)
+    B = rng.integers(-8, 9, (5, 7)).astype(np.float64)
+    C = rng.integers(-8, 9, (3, 7)).astype(np.float64)
+    assert (pairs_gemm(A, B, C, cb.dpbf16ps_model) == A @ B + C).all()      # small integers: exact
+    A[0, 4], B[4, 0], C[0, 0], A[0, :4] = 2.0 ** -30, 1.0, 1.0, 0.0
+    assert pairs_gemm(A, B, C, cb.dpbf16ps_model)[0, 0] == 1.0               # rounded in fp32 per step
+
+
+def test_probe_target_needs_the_instruction():
+    from workbench.probes.targets import target
+
+    if AVAILABLE:
+        assert target("cpu-vdpbf16ps").out_format == "fp32"
+    else:
+        with pytest.raises(ValueError, match="VDPBF16PS cannot run here"):
+            target("cpu-vdpbf16ps")

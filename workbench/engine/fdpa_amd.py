@@ -248,7 +248,7 @@ def efdpa_step(A, BT, sa, ea, sb, eb, i, j, k0, d, q, limbs):
     c_sig, c_exp = decompose_one(d, mc, q[P_EMINC], False)
     spec, pos, neg, nan = scan_specials(sa, ea, sb, eb, i, j, k0, L, c_sig, c_exp, fp, 0)
     if spec:
-        if nan:
+        if nan or (pos and neg):    # Inf - Inf too: the fold's default NaN (efdpa_nan), not +NaN
             return efdpa_nan(A, BT, i, j, k0, max(0, min(L, q[P_K] - k0)), d)
         return special_result(pos, neg, nan)
     base = q[P_BASE]

@@ -10,6 +10,8 @@
 ``torch-cpu-fp16``     ``torch.addmm(C, A, B)`` on float16 CPU tensors (needs torch)
 ``torch-cpu-fp32``     ``torch.addmm(C, A, B)`` on float32 CPU tensors (needs torch)
 ``mldtypes-bf16``      ``A @ B + C`` on ml_dtypes.bfloat16 arrays (the product comes back as float32)
+``cpu-vdpbf16ps``      this CPU's AVX512-BF16 ``VDPBF16PS`` (:mod:`workbench.cpu_bf16`): D = C, then
+                       one instruction per pair of K (bf16 in, fp32 out); needs the instruction
 ``preset:DEV:IN:OUT``  a workbench preset through ``workbench.gemm`` (optional
                        ``:INSTRUCTION`` and ``:VARIANT``), e.g. ``preset:H100:fp16:fp32``
 ``torch-cuda-IN-OUT``  the GPU adapter below, e.g. ``torch-cuda-fp16-fp32``
@@ -43,7 +45,7 @@ import numpy as np
 from .. import formats as _formats
 from .blackbox import BlackBox, from_model
 
-__all__ = ["target", "TARGETS", "torch_cuda", "cupy_matmul", "numpy_target", "torch_cpu", "mldtypes_target"]
+__all__ = ["target", "TARGETS", "torch_cuda", "cupy_matmul", "numpy_target", "torch_cpu", "mldtypes_target", "vdpbf16ps_target", "pairs_gemm"]
 
 
 def _need(module: str, what: str) -> Any:
@@ -164,9 +166,45 @@ def cupy_matmul(in_format: str, out_format: str = "fp32") -> BlackBox:
     return BlackBox(fn, fin, fout, name=f"cupy {fin}->{fout}")
 
 
+def pairs_gemm(A: np.ndarray, B: np.ndarray, C: np.ndarray, op: Callable) -> np.ndarray:
+    """D = A @ B + C on a 16-lane bf16 pair instruction ``op(c, a, b)`` (the signature of
+    :func:`workbench.cpu_bf16.dpbf16ps`): the M * N outputs are lanes, K (padded with
+    zeros to even) is consumed one pair per instruction, in order, from d = C."""
+    M, K = A.shape
+    N = B.shape[1]
+    Kp = K + K % 2
+    A2 = np.zeros((M, Kp), np.float32)
+    B2 = np.zeros((Kp, N), np.float32)
+    A2[:, :K], B2[:K] = A, B
+    abits = (A2.view(np.uint32) >> 16).astype(np.uint16)
+    bbits = (B2.view(np.uint32) >> 16).astype(np.uint16)
+    n = M * N
+    lanes = -(-n // 16) * 16
+    rows, cols = np.divmod(np.arange(lanes) % n, N)
+    d = np.asarray(C, np.float32).reshape(-1)[np.arange(lanes) % n].reshape(-1, 16)
+    for t in range(0, Kp, 2):
+        a = np.stack([abits[rows, t], abits[rows, t + 1]], axis=1).reshape(-1, 32)
+        b = np.stack([bbits[t, cols], bbits[t + 1, cols]], axis=1).reshape(-1, 32)
+        d = op(a, b, d)
+    return d.reshape(-1)[:n].reshape(M, N).astype(np.float64)
+
+
+def vdpbf16ps_target() -> BlackBox:
+    """This CPU's ``VDPBF16PS`` as a black box (:func:`pairs_gemm`); ValueError naming
+    the reason where the CPU lacks AVX512-BF16."""
+    from .. import cpu_bf16
+
+    ok, why = cpu_bf16.unit_available()
+    if not ok:
+        raise ValueError(f"cpu-vdpbf16ps: {why}")
+    return BlackBox(lambda A, B, C: pairs_gemm(A, B, C, cpu_bf16.dpbf16ps), "bf16", "fp32",
+                    name=f"VDPBF16PS on {why}")
+
+
 TARGETS: dict[str, Callable[[], BlackBox]] = {
     "numpy-fp64": lambda: numpy_target("fp64"),
     "numpy-fp32": lambda: numpy_target("fp32"),
+    "cpu-vdpbf16ps": vdpbf16ps_target,
     "numpy-fp16": lambda: numpy_target("fp16"),
     "torch-cpu-bf16": lambda: torch_cpu("bf16"),
     "torch-cpu-fp16": lambda: torch_cpu("fp16"),

@@ -78,7 +78,8 @@ def test_readme_python_blocks_run(scratch):
 
 def test_readme_lists_the_commands():
     commands = {line.split()[1] for line in CLI}
-    assert {"--help", "formats", "presets", "explain", "sweep", "reproduce", "probe", "discriminate"} <= commands
+    assert {"--help", "--version", "formats", "presets", "explain", "sweep", "reproduce", "probe", "discriminate",
+            "experiments"} <= commands
 
 
 @pytest.mark.parametrize("line", [x for x in CLI if x.split()[1] not in LONG])

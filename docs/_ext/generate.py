@@ -1,0 +1,119 @@
+"""Pages generated from the package at build time, into ``docs/generated/`` (git-ignored):
+
+* ``catalogue/<architecture>.md`` - one page per architecture, each preset of
+  :func:`workbench.catalogue.presets` with its instruction, variant, parameters and source
+  (and its evidence, where the catalogue records it);
+* ``gallery.md`` - every figure of ``figures/`` written by a notebook, with the command that
+  regenerates it (the notebook found by the figure's name in its paired script).
+
+Nothing is typed by hand: a preset added to the catalogue gets its section, a figure added
+by a notebook its gallery entry.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = ROOT / "docs" / "generated"
+
+#: parameters shown per preset (those that are None are left out)
+PARAMETERS = ("kind", "in_format", "out_format", "L", "F", "rounding", "result_format", "sticky", "c_position",
+              "late_rounding", "zero_exponent", "interleave", "group_F", "P", "F2", "alignment_rounding", "k_block",
+              "G", "scale_format", "flush_subnormals", "flush_output_subnormals")
+
+
+def _cell(v: Any) -> str:
+    return "-" if v is None else str(v).replace("|", "\\|")
+
+
+def _evidence(name: str) -> str | None:
+    """The evidence the catalogue records for a preset, when it records any."""
+    from workbench import catalogue
+
+    get = getattr(catalogue, "evidence", None)
+    if get is None:
+        return None
+    return str(get(name))
+
+
+def catalogue_pages() -> list[str]:
+    """Write the catalogue pages; return the architectures."""
+    from workbench import catalogue
+
+    rows = list(catalogue.presets())
+    archs = list(dict.fromkeys(r["architecture"] for r in rows))
+    folder = OUT / "catalogue"
+    folder.mkdir(parents=True, exist_ok=True)
+    index = ["# Unit catalogue", "",
+             "Every preset of the catalogue (`workbench presets`), one page per architecture, generated from "
+             "`workbench.catalogue.presets()` when the site is built. A preset is data: the parameters of one "
+             "elementary operation (see [Units and presets](../../guide/units.md)) and the paper and table they "
+             "come from. *default* marks the preset `workbench.preset(device, in, out)` returns without "
+             "`instruction=` or `variant=`.", "",
+             "| architecture | devices | presets | input formats |", "|---|---|---|---|"]
+    for arch in archs:
+        mine = [r for r in rows if r["architecture"] == arch]
+        devices = ", ".join(dict.fromkeys(d.strip() for r in mine for d in r["devices"].split(",")))
+        fmts = ", ".join(dict.fromkeys(r["in_format"] for r in mine))
+        index.append(f"| [{arch}]({arch}.md) | {devices} | {len(mine)} | {fmts} |")
+        page = [f"# {arch}", "", f"Devices: {devices}. {len(mine)} presets.", "",
+                "| preset | instruction | variant | default | kind | L | F | rounding |", "|---|---|---|---|---|---|---|---|"]
+        page += [f"| [{r['name']}](#{_anchor(r['name'])}) | {_cell(r['instruction'])} | {_cell(r['variant'])} | "
+                 f"{'yes' if r['default'] else ''} | {r['kind']} | {_cell(r['L'])} | {_cell(r['F'])} | "
+                 f"{_cell(r['rounding'])} |" for r in mine]
+        for r in mine:
+            page += ["", f"({_anchor(r['name'])})=", f"## {r['name']}", "",
+                     f"`workbench.preset({r['devices'].split(',')[0].strip()!r}, {r['in_format']!r}, "
+                     f"{r['out_format']!r}" + (f", instruction={r['instruction']!r}" if r["instruction"] else "")
+                     + (f", variant={r['variant']!r}" if r["variant"] else "") + ")`", "",
+                     "| parameter | value |", "|---|---|"]
+            page += [f"| {k} | {_cell(r[k])} |" for k in PARAMETERS if r.get(k) is not None]
+            page += ["", f"**Source.** {r['source']}"]
+            if r.get("wider_inputs"):
+                page += ["", f"**Wider inputs.** {r['wider_inputs']}"]
+            ev = _evidence(r["name"])
+            if ev is not None:
+                page += ["", f"**Evidence.** {ev}"]
+        (folder / f"{arch}.md").write_text("\n".join(page) + "\n")
+    index += ["", "```{toctree}", ":hidden:", "", *archs, "```"]
+    (folder / "index.md").write_text("\n".join(index) + "\n")
+    return archs
+
+
+def _anchor(name: str) -> str:
+    return "preset-" + "".join(c if c.isalnum() else "-" for c in name.lower())
+
+
+def gallery_page() -> int:
+    """Write the gallery; return the number of figures."""
+    scripts = {p.stem: p.read_text() for p in sorted((ROOT / "notebooks").glob("*.py"))}
+    folder = OUT / "gallery"
+    folder.mkdir(parents=True, exist_ok=True)
+    page = ["# Figure gallery", "",
+            "The papers' figures as the notebooks regenerate them (the full-size files committed in `figures/`). "
+            "Each command runs from a checkout or a pip-installed wheel; `--quick` instead of `--full` gives the "
+            "small sizes in minutes (written to `figures/quick/`).", ""]
+    n = 0
+    for png in sorted((ROOT / "figures").glob("*.png")):
+        owner = next((nb for nb, text in scripts.items() if f'"{png.stem}"' in text or png.stem == nb), None)
+        if owner is None:      # not a notebook's figure (a screenshot)
+            continue
+        shutil.copyfile(png, folder / png.name)
+        title = scripts[owner].split("# # ", 1)[1].splitlines()[0] if "# # " in scripts[owner] else owner
+        page += [f"## {png.stem}", "", title, "", f"```bash\nworkbench reproduce --full --only {owner}\n```", "",
+                 f"![{png.stem}](gallery/{png.name})", ""]
+        n += 1
+    (OUT / "gallery.md").write_text("\n".join(page))
+    return n
+
+
+def _generate(app: Any) -> None:
+    catalogue_pages()
+    gallery_page()
+
+
+def setup(app: Any) -> dict[str, Any]:
+    app.connect("builder-inited", _generate)
+    return {"parallel_read_safe": True, "version": "1"}

@@ -2,7 +2,7 @@
 
 * ``catalogue/<architecture>.md`` - one page per architecture, each preset of
   :func:`workbench.catalogue.presets` with its instruction, variant, parameters and source
-  (and its evidence, where the catalogue records it);
+  and its evidence (``Preset.evidence``: what it was checked against and how much);
 * ``gallery.md`` - every figure of ``figures/`` written by a notebook, with the command that
   regenerates it (the notebook found by the figure's name in its paired script).
 
@@ -28,14 +28,14 @@ def _cell(v: Any) -> str:
     return "-" if v is None else str(v).replace("|", "\\|")
 
 
-def _evidence(name: str) -> str | None:
-    """The evidence the catalogue records for a preset, when it records any."""
+def _evidence() -> dict[str, list[str]]:
+    """Each preset's evidence records (``Preset.evidence``), one summary line each."""
     from workbench import catalogue
 
-    get = getattr(catalogue, "evidence", None)
-    if get is None:
-        return None
-    return str(get(name))
+    out: dict[str, list[str]] = {}
+    for row in catalogue.evidence_table():
+        out.setdefault(row["preset"], []).append(row["summary"])
+    return out
 
 
 def catalogue_pages() -> list[str]:
@@ -43,6 +43,7 @@ def catalogue_pages() -> list[str]:
     from workbench import catalogue
 
     rows = list(catalogue.presets())
+    evidence = _evidence()
     archs = list(dict.fromkeys(r["architecture"] for r in rows))
     folder = OUT / "catalogue"
     folder.mkdir(parents=True, exist_ok=True)
@@ -73,9 +74,7 @@ def catalogue_pages() -> list[str]:
             page += ["", f"**Source.** {r['source']}"]
             if r.get("wider_inputs"):
                 page += ["", f"**Wider inputs.** {r['wider_inputs']}"]
-            ev = _evidence(r["name"])
-            if ev is not None:
-                page += ["", f"**Evidence.** {ev}"]
+            page += ["", "**Evidence.**", ""] + [f"- {line}" for line in evidence.get(r["name"], ["none recorded"])]
         (folder / f"{arch}.md").write_text("\n".join(page) + "\n")
     index += ["", "```{toctree}", ":hidden:", "", *archs, "```"]
     (folder / "index.md").write_text("\n".join(index) + "\n")

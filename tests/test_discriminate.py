@@ -177,7 +177,7 @@ def test_table_all_presets():
 
 
 def _cli(argv: list[str], capsys) -> tuple[int, str]:
-    from workbench import discrimination_cli
+    from workbench.cli import discriminate as discrimination_cli
 
     p = argparse.ArgumentParser()
     discrimination_cli.add_arguments(p)

@@ -313,7 +313,7 @@ def test_target_errors():
 
 
 def test_cli_probe_preset(capsys):
-    from workbench.probes import cli
+    from workbench.cli import probe as cli
 
     p = argparse.ArgumentParser()
     cli.add_arguments(p)
@@ -361,7 +361,7 @@ def test_infer_every_preset(rec):
 
 
 def test_probe_cli_module_is_light():
-    code = ("import sys, argparse; import workbench.probes.cli as c; c.add_arguments(argparse.ArgumentParser()); "
+    code = ("import sys, argparse; import workbench.cli.probe as c; c.add_arguments(argparse.ArgumentParser()); "
             "assert 'workbench.engine' not in sys.modules and 'workbench.probes.inference' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
 

@@ -14,7 +14,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from paper_cases import KM_TABLE2, TABLE8  # noqa: E402
 
-from workbench import catalogue, reproduce_cli  # noqa: E402
+from workbench import catalogue  # noqa: E402
+from workbench.cli import reproduce as reproduce_cli  # noqa: E402
 from workbench.reproduce import NOTEBOOKS, notebooks_dir, reproduce  # noqa: E402
 
 EXPECTED_FILES = {

@@ -15,7 +15,7 @@ import sweep_helpers
 
 import workbench.sweep as sweep
 from workbench import formats, inputs
-from workbench.sweep import cli as sweep_cli
+from workbench.cli import sweep as sweep_cli
 from workbench.sweep import measures
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -314,7 +314,7 @@ def test_import_workbench_stays_light():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
     # the command-line module (imported by workbench.cli) loads nothing heavy either
-    code = ("import sys, workbench.sweep.cli; "
+    code = ("import sys, workbench.cli.sweep; "
             "print([m for m in ('pandas', 'pyarrow', 'dask', 'tqdm', 'workbench.sweep.runner') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

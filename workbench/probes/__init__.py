@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs read; the names load on first u
     from .inference import Counterexample, InferenceResult, infer, verify
     from .targets import target
 
-# name -> submodule; loaded on first use so that ``workbench.probes.cli`` (imported when
+# name -> submodule; loaded on first use so that ``workbench.cli.probe`` (imported when
 # the command line is built) pulls in neither the engine nor numba
 _LAZY = {
     "BlackBox": "blackbox", "as_black_box": "blackbox", "from_model": "blackbox",

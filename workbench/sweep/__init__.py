@@ -11,7 +11,7 @@ those already stored in the output folder (keyed by a hash of their parameters),
 runs the rest on a local process pool or a ``dask.distributed`` cluster and writes
 each finished task's row atomically to Parquet; :func:`load` reads a folder back.
 
-The public names load on first use, so ``import workbench.sweep.cli`` (the command
+The public names load on first use, so ``import workbench.cli.sweep`` (the command
 line) pulls in neither pandas nor pyarrow until a sweep actually runs.
 """
 

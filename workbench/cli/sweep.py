@@ -30,7 +30,7 @@ def run_command(args: argparse.Namespace) -> int:
     """Run the sweep described by ``args``; print a summary; 0 if every task succeeded, 1 otherwise."""
     from pathlib import Path
 
-    from . import runner, spec, store
+    from ..sweep import runner, spec, store
 
     if args.dry_run:
         exp = spec.parse(args.experiment, quick=args.quick)

@@ -1,7 +1,7 @@
 """``workbench probe TARGET``: run the inference and print the feature sheet.
 
-Registered by the lead in :mod:`workbench.cli` with :func:`add_arguments` and
-:func:`run_command` (the CLI holds no logic of its own; docs/architecture.md, "Layers").
+Registered in :mod:`workbench.cli` with :func:`add_arguments` and :func:`run_command`
+(the CLI holds no logic of its own; docs/architecture.md, "Layers").
 """
 
 from __future__ import annotations
@@ -28,14 +28,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     """Returns 0 when the proposed model verified bit-exactly, 1 otherwise."""
-    from .inference import infer
-    from .targets import target
+    from ..probes.inference import infer
+    from ..probes.targets import target
 
     bb = target(args.target)
     res = infer(bb, n_verify=args.verify, seed=args.seed, progress=True)
     print(res.sheet())
     if args.fasi:
-        from .fasi import fasi_suite
+        from ..probes.fasi import fasi_suite
 
         print("Fasi et al. 2021 test suite (generalised constants):")
         for name, t in fasi_suite(bb).items():

@@ -1,7 +1,7 @@
 """``workbench discriminate PRESET_A PRESET_B``: the simplest input on which two
 presets (or device:format names) give different bits (Valpey et al. 2025 Section 4).
 
-Registered by :mod:`workbench.cli`; this module only parses and prints.
+Registered in :mod:`workbench.cli`; this module only parses and prints.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from .gate import cli_count, cli_name, cli_positive_float, cli_positive_int
+from ..gate import cli_count, cli_name, cli_positive_float, cli_positive_int
 
 HELP = "find the simplest input on which two presets give different bits (search or SMT)"
 
@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run_command(args: argparse.Namespace) -> int:
     """Exit status 0 when an input was found, 1 when none (the message says whether none
     exists or none was found within the budget)."""
-    from .discrimination import discriminate_outcome, model_label
+    from ..discrimination import discriminate_outcome, model_label
 
     out = discriminate_outcome(args.model_a, args.model_b, K=args.K, budget=args.budget, seed=args.seed,
                                shrink=not args.no_shrink, backend=args.backend, smt_timeout=args.smt_timeout,

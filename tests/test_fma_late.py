@@ -109,14 +109,16 @@ def _python_fp64_chain(A: np.ndarray, B: np.ndarray, C: np.ndarray) -> np.ndarra
         d = 0.0
         for x, y in zip(A[i], B[:, j]):
             x, y = float(x), float(y)
-            if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(d)) or x == 0 or y == 0:
-                d = x * y + d                               # IEEE: Inf/NaN, and zero products exactly
+            if not (math.isfinite(x) and math.isfinite(y)) or x == 0 or y == 0:
+                d = x * y + d                               # IEEE: Inf/NaN operands, zero products exactly
+                continue
+            if not math.isfinite(d):                        # a finite exact product leaves +-Inf/NaN as it is
                 continue
             v = Fraction(x) * Fraction(y) + Fraction(d)
             try:
                 d = float(v)
             except OverflowError:                           # beyond the largest float64: RNE -> Inf
-                d = math.copysign(math.inf, v)
+                d = math.inf if v > 0 else -math.inf
         with np.errstate(all="ignore"):
             D[i, j] = np.float64(d) + np.float64(C[i, j])
     return D

@@ -44,7 +44,8 @@ def _K(p, blocks: int) -> int:
 
 
 def _check(p, kind: str, M: int, N: int, K: int, seed: int, scales: str = "random") -> None:
-    rng = np.random.default_rng([seed, len(p.name), K, mo.INPUT_KINDS.index(kind), mo.SCALE_KINDS.index(scales)])
+    key = [seed, len(p.name), K, mo.INPUT_KINDS.index(kind)]
+    rng = np.random.default_rng(key + [mo.SCALE_KINDS.index(scales)] if p.scale_format else key)
     A, B, C = mo.operands(kind, p, M, K, N, rng)
     SA = SB = None
     if p.scale_format:

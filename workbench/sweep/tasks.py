@@ -142,11 +142,11 @@ def resolve_metric(name: str) -> Callable[[Context], Any]:
 @functools.lru_cache(maxsize=64)
 def _model(key: str) -> Any:
     spec = json.loads(key)
-    import workbench
+    from .. import catalogue
 
     if spec.get("model") is not None:
-        return workbench.custom_model(spec["in_format"], spec["out_format"], **spec["model"])
-    return workbench.preset(spec["preset"], spec["in_format"], spec["out_format"],
+        return catalogue.custom_model(spec["in_format"], spec["out_format"], **spec["model"])
+    return catalogue.preset(spec["preset"], spec["in_format"], spec["out_format"],
                             instruction=spec.get("instruction"), variant=spec.get("variant"))
 
 

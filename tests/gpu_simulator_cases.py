@@ -30,7 +30,7 @@ from workbench.engine import gpu
 EXAMPLES = int(os.environ.get("GPU_SIM_EXAMPLES", "40"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-PRESETS = [r for r in catalogue.records() if r.kind in gpu.GPU_KINDS]
+PRESETS = [r for r in catalogue.records() if r.kind in gpu.gpu_kinds()]
 
 
 def test_simulator_when_asked() -> None:

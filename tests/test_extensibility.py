@@ -246,3 +246,16 @@ def test_a_sweep_runs_the_operation_from_its_model_table(rto, tmp_path):
     df = sweep.run(exp, out=tmp_path, workers=1, progress=False)
     assert len(df) == 2
     assert df["max_abs_error"].notna().all()
+
+
+def test_the_callers_ask_the_operation_what_it_can_do(rto):
+    """Probes, the SMT back end, the report and the GPU back end read the new operation's
+    capabilities (the protocol's defaults here), never its name."""
+    from workbench.discrimination.smt import supported
+    from workbench.engine import gpu
+    from workbench.report import feature_row
+
+    assert supported(rto) == f"kind={KIND!r} (only 't-fdpa' is encoded)"
+    assert feature_row(rto) == {"Table II features": f"none: kind {KIND} has no alignment window of F bits"}
+    assert KIND not in gpu.gpu_kinds() and "t-fdpa" in gpu.gpu_kinds()
+    assert not rto.operation.has_twin(rto) and not rto.operation.searched_when_uncertain

@@ -95,7 +95,7 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
         ``workbench.preset("H100", ...)``).  ``"cuda"`` without a usable GPU raises
         :class:`~workbench.engine.gpu.GPUUnavailableError` (never runs on the CPU
         instead); kinds the GPU kernels do not cover raise NotImplementedError
-        (:data:`~workbench.engine.gpu.GPU_KINDS`).
+        (:func:`~workbench.engine.gpu.gpu_kinds`).
 
     schedule:
         How a library composes the unit into the GEMM

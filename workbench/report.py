@@ -111,15 +111,10 @@ def feature_row(model: Any) -> dict[str, Any]:
     (``Trunc`` for RZ; with c added late, the rounding of that addition), c order and
     interleaving.  Other kinds have no alignment window: ``{"kind": ..., "note": ...}``.
     """
-    if model.kind != "t-fdpa":
+    features = model.operation.table2_features(model)
+    if features is None:
         return {"Table II features": f"none: kind {model.kind} has no alignment window of F bits"}
-    late = model.c_position == "late"
-    interleave = max(1, model.interleave or 1)
-    nfma = model.L // interleave
-    final = model.late_rounding if late else model.rounding
-    return {"prd_align": f"(2,{model.F})", "acc_out_prec": 2 + model.F + math.ceil(math.log2(nfma + 1)),
-            "NFMA": nfma, "final_rounding": {"rz": "Trunc", "rne": "RNE"}.get(final, final.upper()),
-            "c_order": "late" if late else "early", "interleaving": "yes" if interleave > 1 else "no"}
+    return features
 
 
 class Report:

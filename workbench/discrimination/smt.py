@@ -35,7 +35,7 @@ _EW = 24  # exponent bit-vector width (signed)
 
 def supported(model: Model) -> str | None:
     """None when the model can be encoded, else the reason it cannot."""
-    if model.kind != "t-fdpa":
+    if not model.operation.smt_encodable:
         return f"kind={model.kind!r} (only 't-fdpa' is encoded)"
     if model.c_position != "early":
         return "c_position='late'"

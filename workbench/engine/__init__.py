@@ -2,13 +2,13 @@
 
 Knows no device and no preset (those live in :mod:`workbench.catalogue`); it runs a
 :class:`Model` - the arithmetic parameters of one matrix instruction - with the
-elementary operation registered for its ``kind`` (:mod:`workbench.engine.operation`,
+elementary operation registered for its ``kind`` (:mod:`workbench.engine.model`,
 one module per operation in :mod:`workbench.engine.operations`).
 """
 from __future__ import annotations
 
 from .model import ALIGNMENT_ROUNDINGS, KINDS, PARAM_NAMES, ROUNDINGS, Model
-from .operation import OPERATIONS, BoundShape, ErrorTerm, Operation, kinds, operation, register, unregister
+from .model import OPERATIONS, BoundShape, ErrorTerm, Operation, kinds, operation, register, unregister
 from .core import ACCUMULATIONS, decompose, dots, run
 from .explain import EXPLAINED_KINDS, Trace, explain
 from .operations import (

@@ -2,10 +2,10 @@
 
 :func:`prepare` checks A and B against the model's input format and puts them in
 the form its operation's kernel reads (:meth:`Operation.prepare
-<workbench.engine.operation.Operation.prepare>`: T-FDPA decomposes them in one
+<workbench.engine.model.Operation.prepare>`: T-FDPA decomposes them in one
 compiled pass, the others keep float64 ``A`` and ``B^T``); :func:`run_prepared`
 calls the operation's ``run``; :func:`run` does both.  The operation is found by
-``model.kind`` in the registry (:mod:`workbench.engine.operation`); this module
+``model.kind`` in the registry (:mod:`workbench.engine.model`); this module
 knows no operation by name.  Small work runs on one thread
 (:func:`~workbench.engine.operands.threads_for`).
 """
@@ -17,7 +17,7 @@ import numpy as np
 from ..gate import real_matrix
 from .model import Model
 from .operands import Operands, decompose, decompose_checked, recycle, release_workspace, threads_for
-from .operation import Operation, operation
+from .model import Operation, operation
 
 ACCUMULATIONS = ("chain", "outside", "promote")
 
@@ -76,7 +76,7 @@ def dots(model: Model, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarra
     in blocks of L exactly as :func:`run` does for one output.  Inputs must already be
     representable (``workbench.gemm`` is the checked entry point).
 
-    Operations with a row kernel (:attr:`~workbench.engine.operation.Operation.has_row_kernel`:
+    Operations with a row kernel (:attr:`~workbench.engine.model.Operation.has_row_kernel`:
     every built-in unscaled kind) run every row in one compiled call, vectorised across
     rows or parallel over them.  Others (registered by users) run one 1 x K x 1 product
     per row (float64 rows

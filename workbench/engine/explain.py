@@ -38,7 +38,7 @@ takes them); a NaN scale gives NaN.  That is every kind of
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import cast
 
@@ -51,8 +51,9 @@ from . import ops as _ops
 from .kernels import exact_add, fma_code, fma_step
 from .model import Model
 from .operands import decompose
-from .operation import OPERATIONS, operation
+from .model import OPERATIONS, operation
 from .others import ftz_add, ftz_mul
+from .trace import Block, Term
 
 
 
@@ -79,39 +80,6 @@ def _p2(x: Fraction) -> str:
         k = n.bit_length() - d.bit_length()
         return f"{'-' if x < 0 else ''}2^{k}"
     return f"{float(x):.17g}"
-
-
-@dataclass
-class Term:
-    """One addend of a fused sum: a product a_k*b_k (or c)."""
-    label: str
-    significand: Fraction      # unnormalised: in [1, 4) for normal products
-    exponent: int | None       # None: a zero that takes no part in the maximum
-    value: Fraction
-    aligned: Fraction = Fraction(0)   # the term after alignment at e_max (with its sign)
-    lost: Fraction = Fraction(0)      # value - aligned (bits shifted out)
-    role: str = "product"             # "product", "c" (the accumulator term) or "group" (GST-FDPA)
-    note: str = ""                    # printed after the product (e.g. the scale exponents it carries)
-
-
-@dataclass
-class Block:
-    """One elementary operation (one block of L products and its c)."""
-    index: int
-    c_in: float
-    terms: list[Term] = field(default_factory=list)
-    e_max: int | None = None
-    zero_exponent_set_max: bool = False
-    F: int | None = None
-    fixed_sum: Fraction | None = None
-    stages: list[str] = field(default_factory=list)  # extra stages (TR/GTR, late c)
-    normalised: str = ""
-    rounding: str = ""
-    result: float = 0.0
-    special: str = ""
-    pre: list[str] = field(default_factory=list)        # stages before the fused sum (flushes, scales)
-    groups: list["Block"] = field(default_factory=list)  # interleaved groups, each a fused sum of its own
-    label: str = ""                                      # of a group: which elements it takes
 
 
 @dataclass

@@ -16,33 +16,25 @@ Install: ``pip install 'mixed-precision-workbench[gpu]'`` (numba-cuda; a CUDA dr
 is needed to run on a GPU, not to import this module).  ``device="cuda"`` without a
 usable GPU raises :class:`GPUUnavailableError` - never a silent CPU run - and a kind
 the kernels do not cover raises :class:`NotImplementedError` naming it
-(:data:`GPU_KINDS` lists those covered).
+(:func:`gpu_kinds` lists those covered).
+Each operation launches its own kernel (:meth:`Operation.run_cuda
+<workbench.engine.model.Operation.run_cuda>`); this module holds what they share.
 """
 from __future__ import annotations
 
 import functools
 import importlib
 import warnings
-from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from .ops import MODE_CODES
-from . import fdpa_amd as _amd
-from . import kernels as _k
 from . import core as _core
+from . import kernels as _k
 from .core import ACCUMULATIONS
-from .gst import gst_params, scale_operands
-from .layout import P_K, P_NLIMBS
-from .operations.efdpa import EFDPA
-from .operations.ftz_addmul import FTZAddMul
-from .operations.scaled import STFDPA
-from .operations.tfdpa import accumulation_params
-from .operations.trfdpa import TRFDPA
-from .operands import Operands, pad_k, padded_decomposed
-from .operation import operation
+from .model import OPERATIONS
+from .operands import Operands
 
 if TYPE_CHECKING:
     from .model import Model
@@ -111,175 +103,43 @@ def gpu_available() -> bool:
     return True
 
 
-def _kernels() -> ModuleType:
+def kernels_module() -> ModuleType:
+    """:mod:`workbench.engine.cuda_kernels`, once a GPU (or the simulator) is there."""
     cuda_module()
     from . import cuda_kernels
 
     return cuda_kernels
 
 
-def _device(x: np.ndarray) -> Any:
+def to_device(x: np.ndarray) -> Any:
     """A C-ordered copy of ``x`` on the GPU."""
     return cuda_module().to_device(np.ascontiguousarray(x))
 
 
-def _launch_tfdpa(ops: Operands, acc: np.ndarray, prm: np.ndarray) -> np.ndarray:
+def launch_tfdpa(ops: Operands, acc: np.ndarray, prm: np.ndarray) -> np.ndarray:
     """The T-FDPA kernel on decomposed operands (``sa, ea`` (M, Kp), ``sb, eb`` (Kp, N')
     indexed ``[k, j]``, any layout) from C in ``acc``; D."""
-    ck = _kernels()
+    ck = kernels_module()
     sa, ea = cast(np.ndarray, ops.sa), cast(np.ndarray, ops.ea)
     sb, eb = cast(np.ndarray, ops.sb), cast(np.ndarray, ops.eb)
     fast = bool(_k.fast_eligible(prm))
-    d_acc = _device(acc)
-    ck.tfdpa_kernel[ck.blocks(acc.size), ck.THREADS](_device(sa), _device(ea), _device(sb[:, :ops.N]),
-                                                     _device(eb[:, :ops.N]), d_acc, _device(prm), fast)
+    d_acc = to_device(acc)
+    ck.tfdpa_kernel[ck.blocks(acc.size), ck.THREADS](to_device(sa), to_device(ea), to_device(sb[:, :ops.N]),
+                                                     to_device(eb[:, :ops.N]), d_acc, to_device(prm), fast)
     return np.asarray(d_acc.copy_to_host())
 
 
-def _run_tfdpa(model: "Model", ops: Operands, acc: np.ndarray, accumulation: str, promote_every: int | None,
-               scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
-    """T-FDPA (every NVIDIA preset, custom T-FDPA units: sticky bit, c late, interleaved
-    groups; chain, outside and promote accumulation) on the operands
-    :meth:`TFDPA.prepare <workbench.engine.operations.TFDPA.prepare>` decomposed."""
-    operation(model.kind).check_run(accumulation, promote_every, scale_a, scale_b)
-    return _launch_tfdpa(ops, acc, accumulation_params(model, accumulation, promote_every))
-
-
-def _run_stfdpa(model: "Model", ops: Operands, acc: np.ndarray, accumulation: str, promote_every: int | None,
-                scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
-    """ST-FDPA (Xie et al. 2025 Algorithm 8: the MX presets; chain and outside
-    accumulation): the T-FDPA kernel on the operands whose exponents carry their
-    block's scale exponents (:meth:`STFDPA.scaled_operands
-    <workbench.engine.operations.scaled.STFDPA.scaled_operands>`, on the host), as on the CPU."""
-    op = cast(STFDPA, operation(model.kind))
-    op.check_run(accumulation, promote_every, scale_a, scale_b)
-    assert scale_a is not None and scale_b is not None
-    return _launch_tfdpa(op.scaled_operands(model, ops, scale_a, scale_b), acc,
-                         accumulation_params(model, accumulation, None))
-
-
-def _run_gstfdpa(model: "Model", ops: Operands, acc: np.ndarray, accumulation: str, promote_every: int | None,
-                 scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
-    """GST-FDPA (Xie et al. 2025 Algorithm 9: the NVFP4/MXFP4 k64 presets; chain
-    accumulation): one :func:`~workbench.engine.gst.gst_chain` per thread on the
-    decomposed operands and scales (:func:`~workbench.engine.gst.scale_operands`)."""
-    operation(model.kind).check_run(accumulation, promote_every, scale_a, scale_b)
-    assert scale_a is not None and scale_b is not None
-    ck = _kernels()
-    cuda = cuda_module()
-    groups = model.L // cast(int, model.G)
-    if groups > ck.MAX_GROUPS:
-        raise NotImplementedError(f"device='cuda': GST-FDPA with L/G={groups} groups per block; the kernel's "
-                                  f"per-thread group terms hold at most {ck.MAX_GROUPS} (use device='cpu')")
-    r = gst_params(model)
-    sa, ea = cast(np.ndarray, ops.sa), cast(np.ndarray, ops.ea)
-    sb, eb = cast(np.ndarray, ops.sb), cast(np.ndarray, ops.eb)      # (Kp, Np)
-    xsa, xea, xsb, xeb = scale_operands(model, sa.shape[1], sb.shape[1], scale_a, scale_b)
-    N = ops.N
-
-    def by_column(x: np.ndarray) -> Any:
-        """(N, rows) on the device, stored (rows, N): gst_chain reads ``x[j, k]`` and a
-        warp's threads (consecutive j) read adjacent elements."""
-        return cuda.to_device(np.ascontiguousarray(x[:, :N]).T)
-
-    d_acc = cuda.to_device(acc)
-    ck.gst_kernel[ck.blocks(acc.size), ck.THREADS](
-        _device(sa), _device(ea), by_column(sb),
-        by_column(eb), cuda.to_device(xsa), cuda.to_device(xea), by_column(xsb), by_column(xeb), d_acc,
-        cuda.to_device(r))
-    return np.asarray(d_acc.copy_to_host())
-
-
-def _run_fma(model: "Model", ops: Operands, acc: np.ndarray, accumulation: str, promote_every: int | None,
-             scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
-    """FMA chains (fp32 and fp64, c early or late) on float64 A and B."""
-    if accumulation != "chain":
-        raise ValueError("an FMA chain has no blocks to accumulate outside; use accumulation='chain'")
-    operation(model.kind).check_run(accumulation, promote_every, scale_a, scale_b)
-    ck = _kernels()
-    cuda = cuda_module()
-    out = model.out_fmt
-    A = _device(cast(np.ndarray, ops.A))
-    B = _device(cast(np.ndarray, ops.BT).T)
-    grid = ck.blocks(acc.size)
-    how, p, emin, emax = _k.fma_code(out)
-    if model.c_position == "early":
-        d_acc = cuda.to_device(acc)
-        ck.fma_kernel[grid, ck.THREADS](A, B, d_acc, how, p, emin, emax)
-        return np.asarray(d_acc.copy_to_host())
-    # c late: the chain starts from 0 and c is added once at the end, rounded on its own
-    d = cuda.to_device(np.zeros_like(acc))
-    ck.fma_kernel[grid, ck.THREADS](A, B, d, how, p, emin, emax)
-    ck.add_late_kernel[grid, ck.THREADS](d, cuda.to_device(acc), out.p, out.emin, out.emax,
-                                         MODE_CODES[model.late_rounding], model.flush_output_subnormals)
-    return np.asarray(d.copy_to_host())
-
-
-def _run_amd(model: "Model", ops: Operands, acc: np.ndarray, accumulation: str, promote_every: int | None,
-             scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
-    """E-FDPA, TR-FDPA and GTR-FDPA (Xie et al. 2025 Algorithms 6, 10 and 11: the AMD
-    CDNA1 and CDNA3 presets, and custom units of those kinds): one
-    :func:`~workbench.engine.fdpa_amd.amd_chain` per thread on the operands the CPU's
-    ``prepare`` decomposed (or decomposed here, where E-FDPA's ``prepare`` kept float64
-    operands only for its binary64 lane kernel)."""
-    op = cast("EFDPA | TRFDPA", operation(model.kind))
-    op.check_run(accumulation, promote_every, scale_a, scale_b)
-    ck = _kernels()
-    code = op.code
-    q = _amd.amd_params(model, code)
-    q[P_K] = ops.K
-    if q[P_NLIMBS] > ck.MAX_LIMBS:
-        raise NotImplementedError(f"device='cuda': this E-FDPA unit's exact sum needs {q[P_NLIMBS]} limbs of 30 bits; "
-                                  f"the kernel's per-thread accumulator holds {ck.MAX_LIMBS} (use device='cpu')")
-    A, BT = cast(np.ndarray, ops.A), cast(np.ndarray, ops.BT)
-    if ops.sa is None or ops.ea is None or ops.sb is None or ops.eb is None:
-        _, _, sa, ea, sbt, ebt = padded_decomposed(model, A, BT, model.L)
-        sb, eb = sbt.T, ebt.T
-    else:
-        sa, ea, sb, eb = ops.sa, ops.ea, ops.sb, ops.eb
-    if code != _amd.KIND_E or ops.K == 0 or not (ops.special or np.isnan(acc).any()):
-        # no NaN payload to choose from A and B (TR-/GTR-FDPA's NaN is canonical; no products; or no NaN
-        # can arise: finite products never meet an infinity of the other sign), so they stay on the host
-        A = BT = np.zeros((1, 1))
-
-    d_acc = _device(acc)
-    ck.amd_kernel[ck.blocks(acc.size), ck.THREADS](_device(A), _device(BT), _device(sa), _device(ea),
-                                                   _device(sb[:, :ops.N]), _device(eb[:, :ops.N]), d_acc, _device(q))
-    return np.asarray(d_acc.copy_to_host())
-
-
-def _run_ftz_addmul(model: "Model", ops: Operands, acc: np.ndarray, accumulation: str, promote_every: int | None,
-                    scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
-    """FTZ-AddMul (Xie et al. 2025 Algorithms 1-2: the AMD CDNA2 presets): one
-    :func:`~workbench.engine.others.ftz_chain` per thread on float64 A and B^T, K
-    zero-padded to whole blocks of P."""
-    op = cast(FTZAddMul, operation(model.kind))
-    op.check_run(accumulation, promote_every, scale_a, scale_b)
-    ck = _kernels()
-    cuda = cuda_module()
-    P = op.block_size(model)
-    A, BT = pad_k(np.asarray(ops.A, dtype=np.float64), np.asarray(ops.BT, dtype=np.float64), P)
-    min_normal = model.in_fmt.min_normal if model.flush_subnormals else 0.0
-    d_acc = cuda.to_device(acc)
-    ck.ftz_kernel[ck.blocks(acc.size), ck.THREADS](_device(A), cuda.to_device(np.asfortranarray(BT)), d_acc, P,
-                                                   min_normal)
-    return np.asarray(d_acc.copy_to_host())
-
-
-Runner = Callable[["Model", Operands, np.ndarray, str, "int | None", "np.ndarray | None", "np.ndarray | None"],
-                  np.ndarray]
-#: The kinds the CUDA kernels compute, and how (the same arguments as
-#: :meth:`Operation.run <workbench.engine.operation.Operation.run>`).
-GPU_KINDS: dict[str, Runner] = {"t-fdpa": _run_tfdpa, "st-fdpa": _run_stfdpa, "gst-fdpa": _run_gstfdpa,
-                                 "fma": _run_fma, "e-fdpa": _run_amd, "tr-fdpa": _run_amd, "gtr-fdpa": _run_amd,
-                                 "ftz-addmul": _run_ftz_addmul}
+def gpu_kinds() -> tuple[str, ...]:
+    """The registered kinds the CUDA kernels compute (operations with
+    :attr:`~workbench.engine.model.Operation.has_cuda_kernel`)."""
+    return tuple(kind for kind, op in OPERATIONS.items() if op.has_cuda_kernel)
 
 
 def check_supported(model: "Model") -> None:
     """NotImplementedError naming ``model.kind`` when the CUDA kernels do not compute it."""
-    if model.kind not in GPU_KINDS:
+    if not model.operation.has_cuda_kernel:
         raise NotImplementedError(f"device='cuda' does not compute kind={model.kind!r} models yet (GPU kinds: "
-                                  f"{tuple(GPU_KINDS)}); use device='cpu'")
+                                  f"{gpu_kinds()}); use device='cpu'")
 
 
 def run_prepared(model: "Model", ops: Operands, C: np.ndarray, *, accumulation: str = "chain",
@@ -301,8 +161,8 @@ def run_prepared(model: "Model", ops: Operands, C: np.ndarray, *, accumulation: 
         # swaps the process's filter list, so calls from several threads at once may see each
         # other's filters until Python 3.14's thread-safe catch_warnings)
         warnings.filterwarnings("ignore", message=r".*Grid size \d+ will likely result in GPU under-utilization")
-        return GPU_KINDS[model.kind](model, ops, acc, accumulation, promote_every, scale_a, scale_b)
+        return model.operation.run_cuda(model, ops, acc, accumulation, promote_every, scale_a, scale_b)
 
 
-__all__ = ["DEVICES", "GPU_KINDS", "GPUUnavailableError", "check_device", "check_supported", "cuda_module",
+__all__ = ["DEVICES", "gpu_kinds", "GPUUnavailableError", "check_device", "check_supported", "cuda_module",
            "gpu_available", "run_prepared"]

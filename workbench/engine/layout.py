@@ -9,14 +9,12 @@ an operation sets the slots of its own kernel on top.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
+from ..formats import FloatFormat
 from .ops import MODE_CODES
-
-if TYPE_CHECKING:
-    from .model import Model
 
 (
     # shared: block size, window, product fraction bits, zero exponent, rho and its format, c's format
@@ -37,7 +35,27 @@ ACC_MODES = {"chain": 0, "outside": 1, "promote": 2}
 ACC_CHAIN, ACC_OUTSIDE, ACC_PROMOTE = (ACC_MODES[a] for a in ("chain", "outside", "promote"))
 
 
-def fused_params(model: "Model", F: int) -> np.ndarray:
+class FusedModel(Protocol):
+    """What :func:`fused_params` reads of a model (:class:`workbench.engine.model.Model`
+    has it); a protocol, so that the layout - below the model - imports no model."""
+
+    @property
+    def L(self) -> int: ...
+    @property
+    def zero_exponent(self) -> int | None: ...
+    @property
+    def rounding(self) -> str: ...
+    @property
+    def flush_output_subnormals(self) -> bool: ...
+    @property
+    def in_fmt(self) -> FloatFormat: ...
+    @property
+    def res_fmt(self) -> FloatFormat: ...
+    @property
+    def out_fmt(self) -> FloatFormat: ...
+
+
+def fused_params(model: FusedModel, F: int) -> np.ndarray:
     """A parameter vector with the shared slots of ``model`` filled (``F``: the window
     the kernel aligns to, 0 for the exact sum of E-FDPA); the others zero."""
     fin, res, out = model.in_fmt, model.res_fmt, model.out_fmt

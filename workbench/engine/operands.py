@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
@@ -25,8 +25,18 @@ from ..threads import PARALLEL_MIN_WORK, threads_for, threads_used
 from . import kernels as _k
 from . import ops as _ops
 
-if TYPE_CHECKING:
-    from .model import Model
+
+
+class InputSide(Protocol):
+    """What the decomposition reads of a model (:class:`workbench.engine.model.Model` has
+    it): the input format and whether its subnormals are flushed.  A protocol, so that
+    this module - below the model - imports no model."""
+
+    @property
+    def in_fmt(self) -> _formats.FloatFormat: ...
+
+    @property
+    def flush_subnormals(self) -> bool: ...
 
 #: Most bytes of decomposed operands kept for reuse between products (:func:`workspace_array`).
 WORKSPACE_BYTES = 512 << 20
@@ -215,7 +225,7 @@ def decompose_checked(A: np.ndarray, B: np.ndarray, fmt: _formats.FloatFormat, f
     return sa, ea, sb, eb, bool(special)
 
 
-def float_operands(model: "Model", A: np.ndarray, B: np.ndarray) -> Operands:
+def float_operands(model: InputSide, A: np.ndarray, B: np.ndarray) -> Operands:
     """A (M, K) and B (K, N) checked against ``model.in_fmt``, as float64 ``A`` and a
     C-ordered ``B^T`` (the form of the operations that do not decompose)."""
     M, K = A.shape
@@ -226,7 +236,7 @@ def float_operands(model: "Model", A: np.ndarray, B: np.ndarray) -> Operands:
     return Operands(M, K, N, A64, BT, None, None, None, None)
 
 
-def padded_decomposed(model: "Model", A: np.ndarray, BT: np.ndarray, L: int
+def padded_decomposed(model: InputSide, A: np.ndarray, BT: np.ndarray, L: int
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(A, B^T zero-padded to whole blocks of L, then the significands and exponents of
     each in ``model``'s input format, subnormals flushed when the model says so)."""
@@ -239,4 +249,4 @@ def padded_decomposed(model: "Model", A: np.ndarray, BT: np.ndarray, L: int
 
 __all__ = ["Operands", "workspace_array", "recycle", "recycle_arrays", "release_workspace", "WORKSPACE_BYTES",
            "decompose", "decompose_checked", "pad_k", "float_operands", "padded_decomposed", "threads_for",
-           "threads_used", "PARALLEL_MIN_WORK"]
+           "threads_used", "PARALLEL_MIN_WORK", "InputSide"]

@@ -559,7 +559,7 @@ def windows_of(params: Sequence[dict[str, Any]]) -> list[int]:
     keep of the products' sum at c's exponent, MMA-Sim 2.1.1's ``floor(s_dot * 2**(F2 + 1))``)
     of models' parameters, each once (none for the kinds whose operation has no window:
     FMA chains, E-FDPA, FTZ-AddMul)."""
-    from ..engine.operation import operation   # the registry, filled when the engine loads
+    from ..engine.model import operation   # the registry, filled when the engine loads
 
     return sorted({int(p[k]) + (1 if k == "F2" else 0) for p in params if operation(p["kind"]).windowed
                    for k in ("F", "F2", "group_F") if p.get(k) is not None})

@@ -486,10 +486,7 @@ def _infer(black_box: Any, in_format: str | None, out_format: str | None, n_veri
     ok: list[int | None] = []
     try:
         model = Model(**params)
-        if model.kind == "gst-fdpa":
-            from ..engine.gst import gst_params
-
-            gst_params(model)          # the engine's fixed point holds the groups, or a ValueError says why
+        model.operation.check_kernel(model)   # the engine's kernels hold it, or a ValueError says why
     except (ValueError, TypeError) as exc:
         notes.append(f"no model: {exc}")
         model = None
@@ -587,8 +584,8 @@ def _revise(bb: BlackBox, model: Model | None, params: dict[str, Any], n_verify:
         # the output can hide the final rounding and F2 from every probe (and from most random
         # inputs).  An FMA chain and an E-FDPA with L = 1 are always searched: each step of
         # both is the exact a * b + c rounded once, so the two kinds can be twins
-        twins = model.kind == "fma" or (model.kind == "e-fdpa" and model.L == 1)
-        if cex is None and not twins and (model.kind not in ("t-fdpa", "fma", "tr-fdpa", "gtr-fdpa") or not notes):
+        op = model.operation
+        if cex is None and not op.has_twin(model) and (not op.searched_when_uncertain or not notes):
             passed.update(params=model.params, n=n_ok)
             return model
     base = dict(model.params) if model is not None else {**Model().params, **params}

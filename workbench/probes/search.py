@@ -34,7 +34,7 @@ from ..engine import fdpa_amd as _amd
 from ..engine import gst as _gst
 from ..engine import kernels as _k
 from ..engine import ops as _ops
-from ..engine.model import ROUNDINGS, Model
+from ..engine.model import OPERATIONS, ROUNDINGS, Model, Operation
 from ..engine.operands import padded_decomposed
 from ..engine.operations import tfdpa as tfdpa_op
 from .blackbox import BlackBox
@@ -56,6 +56,17 @@ _CHUNK = 128                                   # battery rows drawn at once
 _KEPT = ("in_format", "out_format", "zero_exponent", "flush_subnormals", "flush_output_subnormals")
 
 
+def _realigns(op: Operation) -> bool:
+    """Whether the operation re-aligns its fused sums (TR-/GTR-FDPA: it reads
+    ``alignment_rounding``, Xie et al. Algorithms 10-11)."""
+    return "alignment_rounding" in op.param_names
+
+
+def _rounded_operations() -> list[Operation]:
+    """The registered operations that re-align their fused sums, in registration order."""
+    return [op for op in OPERATIONS.values() if _realigns(op)]
+
+
 def _rounded_candidates(base: dict[str, Any], probed: dict[str, Any], Ls: tuple[int, ...]) -> Iterator[dict[str, Any]]:
     """TR-/GTR-FDPA around the probes' proposal: both kinds (GTR-FDPA's even/odd groups
     show only where a group's products span more than F binades, which narrow inputs
@@ -63,8 +74,9 @@ def _rounded_candidates(base: dict[str, Any], probed: dict[str, Any], Ls: tuple[
     rounding, every L (GTR-FDPA: two or more), F within one bit of theirs, every F2 >= F
     and every final rounding (a window narrower than the output hides the final rounding
     from the probes' ties)."""
-    for kind in ("tr-fdpa", "gtr-fdpa"):
-        for L in (L for L in Ls if kind == "tr-fdpa" or L >= 2):
+    for op in _rounded_operations():
+        kind = op.kind
+        for L in (L for L in Ls if L >= op.min_search_L):
             for F in range(max(probed["F"] - 1, 0), min(probed["F"] + 1, 56) + 1):
                 for F2 in range(F, 57):
                     for rounding in ROUNDINGS:
@@ -208,7 +220,7 @@ def consistent_models(bb: BlackBox, base: dict[str, Any], *, seed: int = 0,
     K = max([min(2 * max(Ls) + 3, bb.max_k or 131)] + [x.size for x, _, _ in extra])
     # what the probes measured that the searched kinds read: formats, subnormal handling, zero exponent
     fixed = {k: base[k] for k in _KEPT if k in base}
-    if base.get("kind") in ("tr-fdpa", "gtr-fdpa"):
+    if base.get("kind") in OPERATIONS and _realigns(OPERATIONS[base["kind"]]):
         cands = list(_rounded_candidates(fixed, base, Ls))
     else:
         cands = list(_candidates(fixed, Ls, bb.in_format == bb.out_format, _gst_inputs(bb)))

@@ -142,7 +142,7 @@ def resolve_metric(name: str) -> Callable[[Context], Any]:
 @functools.lru_cache(maxsize=64)
 def _model(key: str) -> Any:
     spec = json.loads(key)
-    import workbench
+    from .. import catalogue
 
     if spec.get("unit") is not None:    # read again here: it registers the unit's custom formats in this process
         unit = workbench.load_unit(spec["unit"])
@@ -151,8 +151,8 @@ def _model(key: str) -> Any:
             raise ValueError(f"unit file {spec['unit']!r} changed since the experiment was parsed")
         return unit
     if spec.get("model") is not None:
-        return workbench.custom_model(spec["in_format"], spec["out_format"], **spec["model"])
-    return workbench.preset(spec["preset"], spec["in_format"], spec["out_format"],
+        return catalogue.custom_model(spec["in_format"], spec["out_format"], **spec["model"])
+    return catalogue.preset(spec["preset"], spec["in_format"], spec["out_format"],
                             instruction=spec.get("instruction"), variant=spec.get("variant"))
 
 

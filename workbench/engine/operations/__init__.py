@@ -1,5 +1,5 @@
 """The elementary operations of the engine, one module each, registered in
-:data:`workbench.engine.operation.OPERATIONS` when imported (Xie et al. 2025,
+:data:`workbench.engine.model.OPERATIONS` when imported (Xie et al. 2025,
 Section 4.1, Table 1).  See ``docs/architecture.md`` for how to add one."""
 from __future__ import annotations
 

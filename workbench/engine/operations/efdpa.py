@@ -22,11 +22,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import fdpa_amd as _amd
+from . import amd_gpu
 from .. import others as _others
-from ..explain import Block, efdpa_block
+from ..explain import efdpa_block
 from ..layout import P_K
 from ..operands import Operands, decompose_checked, threads_for
-from ..operation import BoundShape, ErrorTerm, Operation, register
+from ..trace import Block
+from ..model import BoundShape, ErrorTerm, Operation, register
 from ..checks import check_block, check_format, check_rounding
 
 if TYPE_CHECKING:
@@ -57,6 +59,7 @@ class EFDPA(Operation):
     params = EFDPAParams
     propagates_nan = True
     kernel_family = "amd"
+    has_cuda_kernel = True
     has_row_kernel = True
     #: Kernel code of :mod:`workbench.engine.fdpa_amd`.
     code = _amd.KIND_E
@@ -98,6 +101,14 @@ class EFDPA(Operation):
     def dots(self, model: "Model", a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
         """Batched dot products on the row kernels (:func:`~workbench.engine.fdpa_amd.amd_dots`)."""
         return _amd.amd_dots(model, _amd.KIND_E, a, b, acc)
+
+    def has_twin(self, model: "Model") -> bool:
+        return model.L == 1    # the exact a * b + c rounded once: an FMA chain's step
+
+    def run_cuda(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
+                 promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
+        self.check_run(accumulation, promote_every, scale_a, scale_b)
+        return amd_gpu.run_cuda(model, ops, acc, self.code)
 
     def explain_block(self, index: int, start: int, K: int, a: np.ndarray, b: np.ndarray, d: float,
                       model: "Model", scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> Block:

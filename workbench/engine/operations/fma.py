@@ -16,7 +16,7 @@ formats), :func:`~workbench.engine.kernels.fma_rows` (``dots``) and
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numba
 import numpy as np
@@ -24,9 +24,10 @@ import numpy as np
 from ... import formats as _formats
 from .. import kernels as _k
 from .. import ops as _ops
-from ..explain import Block, fma_block
+from ..explain import fma_block
 from ..operands import Operands
-from ..operation import BoundShape, ErrorTerm, Operation, register
+from ..trace import Block
+from ..model import BoundShape, ErrorTerm, Operation, register
 from ..checks import check_c_position, check_rounding
 
 if TYPE_CHECKING:
@@ -55,6 +56,8 @@ class FMAChain(Operation):
     propagates_nan = True
 
     has_row_kernel = True
+    has_cuda_kernel = True
+    searched_when_uncertain = True
 
     def check_formats(self, model: "Model") -> None:
         if model.in_fmt.name != model.out_fmt.name:
@@ -63,6 +66,9 @@ class FMAChain(Operation):
 
     def block_size(self, model: "Model") -> int:
         return 1
+
+    def has_twin(self, model: "Model") -> bool:
+        return True            # each step is the exact a * b + c rounded once: an E-FDPA with L = 1
 
     def late_c(self, model: "Model") -> bool:
         return model.c_position == "late"
@@ -114,6 +120,32 @@ class FMAChain(Operation):
             _k.add_late(d.reshape(-1, 1), acc.reshape(-1, 1), out.p, out.emin, out.emax,
                         _ops.MODE_CODES[model.late_rounding], model.flush_output_subnormals)
         return d
+
+    def run_cuda(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
+                 promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
+        """FMA chains (fp32 and fp64, c early or late) on float64 A and B."""
+        if accumulation != "chain":
+            raise ValueError("an FMA chain has no blocks to accumulate outside; use accumulation='chain'")
+        from .. import gpu as _gpu
+
+        self.check_run(accumulation, promote_every, scale_a, scale_b)
+        ck = _gpu.kernels_module()
+        cuda = _gpu.cuda_module()
+        out = model.out_fmt
+        A = _gpu.to_device(cast(np.ndarray, ops.A))
+        B = _gpu.to_device(cast(np.ndarray, ops.BT).T)
+        grid = ck.blocks(acc.size)
+        how, p, emin, emax = _k.fma_code(out)
+        if model.c_position == "early":
+            d_acc = cuda.to_device(acc)
+            ck.fma_kernel[grid, ck.THREADS](A, B, d_acc, how, p, emin, emax)
+            return np.asarray(d_acc.copy_to_host())
+        # c late: the chain starts from 0 and c is added once at the end, rounded on its own
+        d = cuda.to_device(np.zeros_like(acc))
+        ck.fma_kernel[grid, ck.THREADS](A, B, d, how, p, emin, emax)
+        ck.add_late_kernel[grid, ck.THREADS](d, cuda.to_device(acc), out.p, out.emin, out.emax,
+                                             _ops.MODE_CODES[model.late_rounding], model.flush_output_subnormals)
+        return np.asarray(d.copy_to_host())
 
     def explain_block(self, index: int, start: int, K: int, a: np.ndarray, b: np.ndarray, d: float,
                       model: "Model", scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> Block:

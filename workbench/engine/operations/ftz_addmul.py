@@ -23,9 +23,10 @@ import numba
 from ... import formats as _formats
 from .. import kernels as _k
 from .. import others as _others
-from ..explain import Block, ftz_block
+from ..explain import ftz_block
 from ..operands import Operands, float_operands, pad_k, recycle_arrays, workspace_array
-from ..operation import ErrorTerm, Operation, register
+from ..trace import Block
+from ..model import ErrorTerm, Operation, register
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -89,6 +90,7 @@ class FTZAddMul(Operation):
     params = FTZAddMulParams
     propagates_nan = True
     kernel_family = "amd"
+    has_cuda_kernel = True
     has_row_kernel = True
 
     def block_size(self, model: "Model") -> int:
@@ -137,6 +139,24 @@ class FTZAddMul(Operation):
             _others.ftz_addmul_rows(a2[nan_rows], b2[nan_rows], redo, P, min_normal)
             acc[nan_rows] = redo
         return acc
+
+    def run_cuda(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
+                 promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
+        """FTZ-AddMul (Xie et al. 2025 Algorithms 1-2: the AMD CDNA2 presets): one
+        :func:`~workbench.engine.others.ftz_chain` per thread on float64 A and B^T, K
+        zero-padded to whole blocks of P."""
+        from .. import gpu as _gpu
+
+        self.check_run(accumulation, promote_every, scale_a, scale_b)
+        ck = _gpu.kernels_module()
+        cuda = _gpu.cuda_module()
+        P = self.block_size(model)
+        A, BT = pad_k(np.asarray(ops.A, dtype=np.float64), np.asarray(ops.BT, dtype=np.float64), P)
+        min_normal = model.in_fmt.min_normal if model.flush_subnormals else 0.0
+        d_acc = cuda.to_device(acc)
+        ck.ftz_kernel[ck.blocks(acc.size), ck.THREADS](_gpu.to_device(A), cuda.to_device(np.asfortranarray(BT)),
+                                                       d_acc, P, min_normal)
+        return np.asarray(d_acc.copy_to_host())
 
     def explain_block(self, index: int, start: int, K: int, a: np.ndarray, b: np.ndarray, d: float,
                       model: "Model", scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> Block:

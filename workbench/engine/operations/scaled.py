@@ -23,12 +23,13 @@ import numpy as np
 
 from .. import gst as _gst
 from .. import kernels as _k
-from ..explain import Block, gst_block, st_block
+from ..explain import gst_block, st_block
 from ..layout import ACC_MODES, P_ACCMODE
 from ..operands import Operands, decompose_checked, threads_for
-from ..operation import ErrorTerm, Operation, register
+from ..trace import Block
+from ..model import ErrorTerm, Operation, register
 from ..checks import check_block, check_format, check_fused_window
-from .tfdpa import TFDPA_OPERATION, TFDPAParams, fused_sum_terms, kernel_params, run_tfdpa
+from .tfdpa import TFDPA_OPERATION, TFDPAParams, accumulation_params, fused_sum_terms, kernel_params, run_tfdpa
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -88,6 +89,7 @@ class STFDPA(Operation):
     citation = "Xie et al. 2025 Algorithm 8"
     params = STFDPAParams
     scaled = True
+    has_cuda_kernel = True
     windowed = True
     has_zero_exponent = True
     accumulations = ("chain", "outside")
@@ -133,6 +135,19 @@ class STFDPA(Operation):
                   cast(np.ndarray, sc.eb), acc, prm, sc.special)
         return acc
 
+    def run_cuda(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
+                 promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
+        """ST-FDPA (Xie et al. 2025 Algorithm 8: the MX presets; chain and outside
+        accumulation): the T-FDPA kernel on the operands whose exponents carry their
+        block's scale exponents (:meth:`STFDPA.scaled_operands
+        <workbench.engine.operations.scaled.STFDPA.scaled_operands>`, on the host), as on the CPU."""
+        from .. import gpu as _gpu
+
+        self.check_run(accumulation, promote_every, scale_a, scale_b)
+        assert scale_a is not None and scale_b is not None
+        return _gpu.launch_tfdpa(self.scaled_operands(model, ops, scale_a, scale_b), acc,
+                                 accumulation_params(model, accumulation, None))
+
     def explain_block(self, index: int, start: int, K: int, a: np.ndarray, b: np.ndarray, d: float,
                       model: "Model", scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> Block:
         return st_block(index, start, K, a, b, d, model, scale_a, scale_b)
@@ -148,7 +163,11 @@ class GSTFDPA(Operation):
     citation = "Xie et al. 2025 Algorithm 9, Table 5"
     params = GSTFDPAParams
     scaled = True
+    has_cuda_kernel = True
     has_zero_exponent = True
+
+    def check_kernel(self, model: "Model") -> None:
+        _gst.gst_params(model)     # the fixed point holds the groups, or a ValueError says why
 
     def prepare(self, model: "Model", A: np.ndarray, B: np.ndarray) -> Operands:
         """A and B checked and decomposed in one compiled pass, K zero-padded to whole
@@ -167,6 +186,39 @@ class GSTFDPA(Operation):
         assert scale_a is not None and scale_b is not None
         sa, ea, sb, eb = cast("tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]", (ops.sa, ops.ea, ops.sb, ops.eb))
         return _gst.run_gst(model, sa, ea, sb, eb, acc, scale_a, scale_b, ops.special)
+
+    def run_cuda(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
+                 promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
+        """GST-FDPA (Xie et al. 2025 Algorithm 9: the NVFP4/MXFP4 k64 presets; chain
+        accumulation): one :func:`~workbench.engine.gst.gst_chain` per thread on the
+        decomposed operands and scales (:func:`~workbench.engine.gst.scale_operands`)."""
+        from .. import gpu as _gpu
+
+        self.check_run(accumulation, promote_every, scale_a, scale_b)
+        assert scale_a is not None and scale_b is not None
+        ck = _gpu.kernels_module()
+        cuda = _gpu.cuda_module()
+        groups = model.L // cast(int, model.G)
+        if groups > ck.MAX_GROUPS:
+            raise NotImplementedError(f"device='cuda': GST-FDPA with L/G={groups} groups per block; the kernel's "
+                                      f"per-thread group terms hold at most {ck.MAX_GROUPS} (use device='cpu')")
+        r = _gst.gst_params(model)
+        sa, ea = cast(np.ndarray, ops.sa), cast(np.ndarray, ops.ea)
+        sb, eb = cast(np.ndarray, ops.sb), cast(np.ndarray, ops.eb)      # (Kp, Np)
+        xsa, xea, xsb, xeb = _gst.scale_operands(model, sa.shape[1], sb.shape[1], scale_a, scale_b)
+        N = ops.N
+
+        def by_column(x: np.ndarray) -> Any:
+            """(N, rows) on the device, stored (rows, N): gst_chain reads ``x[j, k]`` and a
+            warp's threads (consecutive j) read adjacent elements."""
+            return cuda.to_device(np.ascontiguousarray(x[:, :N]).T)
+
+        d_acc = cuda.to_device(acc)
+        ck.gst_kernel[ck.blocks(acc.size), ck.THREADS](
+            _gpu.to_device(sa), _gpu.to_device(ea), by_column(sb),
+            by_column(eb), cuda.to_device(xsa), cuda.to_device(xea), by_column(xsb), by_column(xeb), d_acc,
+            cuda.to_device(r))
+        return np.asarray(d_acc.copy_to_host())
 
     def explain_block(self, index: int, start: int, K: int, a: np.ndarray, b: np.ndarray, d: float,
                       model: "Model", scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> Block:

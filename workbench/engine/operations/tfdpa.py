@@ -19,6 +19,7 @@ for bit.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -39,9 +40,10 @@ from ..layout import (
     fused_params,
 )
 from ..ops import MODE_CODES
-from ..explain import Block, tfdpa_block
+from ..explain import tfdpa_block
 from ..operands import Operands, decompose_checked, padded_decomposed, threads_for
-from ..operation import BoundShape, ErrorTerm, Operation, register
+from ..trace import Block
+from ..model import BoundShape, ErrorTerm, Operation, register
 from ..checks import check_c_position, check_F, check_fused_window, check_rounding, positive_int
 
 if TYPE_CHECKING:
@@ -148,6 +150,9 @@ class TFDPA(Operation):
     has_zero_exponent = True
     accumulations = ("chain", "outside", "promote")
     has_row_kernel = True
+    has_cuda_kernel = True
+    searched_when_uncertain = True
+    smt_encodable = True
 
     def prepare(self, model: "Model", A: np.ndarray, B: np.ndarray) -> Operands:
         """A and B decomposed in one compiled pass (K zero-padded to whole blocks of L),
@@ -176,6 +181,29 @@ class TFDPA(Operation):
         prm = _k.pack_tfdpa(kernel_params(model), a.shape[0], 1, 1)
         _k.tfdpa_rows(sa, ea, sb.T, eb.T, acc, prm)
         return acc
+
+    def run_cuda(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
+                 promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
+        """T-FDPA (every NVIDIA preset, custom T-FDPA units: sticky bit, c late, interleaved
+        groups; chain, outside and promote accumulation) on the operands
+        :meth:`TFDPA.prepare <workbench.engine.operations.TFDPA.prepare>` decomposed."""
+        from .. import gpu as _gpu
+
+        self.check_run(accumulation, promote_every, scale_a, scale_b)
+        return _gpu.launch_tfdpa(ops, acc, accumulation_params(model, accumulation, promote_every))
+
+    def table2_features(self, model: "Model") -> dict[str, Any]:
+        """Khattak & Mikaitis 2025 Table II: product alignment ``(2, F)``, accumulator output
+        precision ``2 + F + ceil(log2(N_FMA + 1))`` (the carry bits of N_FMA + 1 addends),
+        ``N_FMA = L / interleave``, final rounding (``Trunc`` for RZ; with c added late, the
+        rounding of that addition), c order and interleaving."""
+        late = model.c_position == "late"
+        interleave = max(1, model.interleave or 1)
+        nfma = model.L // interleave
+        final = model.late_rounding if late else model.rounding
+        return {"prd_align": f"(2,{model.F})", "acc_out_prec": 2 + model.F + math.ceil(math.log2(nfma + 1)),
+                "NFMA": nfma, "final_rounding": {"rz": "Trunc", "rne": "RNE"}.get(final, final.upper()),
+                "c_order": "late" if late else "early", "interleaving": "yes" if interleave > 1 else "no"}
 
     def explain_block(self, index: int, start: int, K: int, a: np.ndarray, b: np.ndarray, d: float,
                       model: "Model", scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> Block:

@@ -21,9 +21,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import fdpa_amd as _amd
-from ..explain import Block, tr_block
+from . import amd_gpu
+from ..explain import tr_block
 from ..operands import Operands, decompose_checked, threads_for
-from ..operation import BoundShape, ErrorTerm, Operation, register
+from ..trace import Block
+from ..model import BoundShape, ErrorTerm, Operation, register
 from ..checks import check_F, check_fused_window
 from .tfdpa import fused_sum_terms
 
@@ -76,6 +78,8 @@ class TRFDPA(Operation):
     windowed = True
     has_zero_exponent = True
     kernel_family = "amd"
+    has_cuda_kernel = True
+    searched_when_uncertain = True
     has_row_kernel = True
     #: Kernel code of :mod:`workbench.engine.fdpa_amd`.
     code = _amd.KIND_TR
@@ -110,6 +114,11 @@ class TRFDPA(Operation):
         """Batched dot products on the row kernel (:func:`~workbench.engine.fdpa_amd.amd_rows`)."""
         return _amd.amd_dots(model, self.code, a, b, acc)
 
+    def run_cuda(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
+                 promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
+        self.check_run(accumulation, promote_every, scale_a, scale_b)
+        return amd_gpu.run_cuda(model, ops, acc, self.code)
+
     def explain_block(self, index: int, start: int, K: int, a: np.ndarray, b: np.ndarray, d: float,
                       model: "Model", scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> Block:
         return tr_block(index, a, b, d, model, grouped=self.code == _amd.KIND_GTR)
@@ -127,6 +136,7 @@ class GTRFDPA(TRFDPA):
     kind = "gtr-fdpa"
     citation = "Xie et al. 2025 Algorithm 11, Table 7"
     params = GTRFDPAParams
+    min_search_L = 2           # two groups (even and odd products) need two products
     code = _amd.KIND_GTR
 
 

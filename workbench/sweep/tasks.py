@@ -142,10 +142,10 @@ def resolve_metric(name: str) -> Callable[[Context], Any]:
 @functools.lru_cache(maxsize=64)
 def _model(key: str) -> Any:
     spec = json.loads(key)
-    from .. import catalogue
+    from .. import catalogue, unitfile
 
     if spec.get("unit") is not None:    # read again here: it registers the unit's custom formats in this process
-        unit = workbench.load_unit(spec["unit"])
+        unit = unitfile.load_unit(spec["unit"])
         if {k: v for k, v in unit.params.items() if v is not None and k not in ("in_format", "out_format")} != \
                 spec["model"]:
             raise ValueError(f"unit file {spec['unit']!r} changed since the experiment was parsed")

@@ -104,7 +104,7 @@ def _fl32(x: np.ndarray | float) -> np.ndarray:
 
 
 def _block_reduce_amax(x: np.ndarray, rows: int, cols: int) -> np.ndarray:
-    """max |x| over blocks of rows x cols (edge blocks smaller, NaN propagated)."""
+    """``max |x|`` over blocks of rows x cols (edge blocks smaller, NaN propagated)."""
     m, n = x.shape
     pm, pn = -(-m // rows) * rows, -(-n // cols) * cols
     padded = np.zeros((pm, pn))
@@ -198,7 +198,7 @@ def quantize_nvfp4(x: np.typing.ArrayLike, block: tuple[int, int] = (1, 16), *, 
                    rng: np.random.Generator | None = None, tensor_amax: float | None = None) -> Quantised:
     """NVFP4 two-level quantisation of a 2-D array (module docstring): fp4_e2m1 elements,
     a UE4M3 scale per ``block`` (1x16 activations/gradients, 16x16 weights) under a
-    float32 per-tensor scale from ``tensor_amax`` (default: max |x| over finite x)."""
+    float32 per-tensor scale from ``tensor_amax`` (default: ``max |x|`` over finite x)."""
     arr = _check_2d(x)
     rows, cols = _check_block(block)
     _check_mode(mode, rng)

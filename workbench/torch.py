@@ -141,7 +141,7 @@ class Policy:
         :func:`mxfp8`, ...) for the three GEMMs of every linear/conv2d layer, or a
         mapping role -> recipe or None (None: that role runs on ``high``).  Each
         quantised role's unit must be a block-scaled preset of the recipe's element
-        and scale formats and block (:func:`recipe_unit`; :meth:`for_recipe` builds the
+        and scale formats and block (:func:`recipe_unit`; ``Policy.for_recipe`` builds the
         policy).  Needs ``scaling="none"``, ``quantize=None``.
     high:
         The unit of what the recipe leaves out (kept layers, roles mapped to None,
@@ -327,7 +327,7 @@ class GemmRecord:
     ``overflowed``: finite elements quantised to Inf/NaN.  ``seconds``: time in
     :func:`workbench.gemm` (and the fp32 accumulation of ``"deepseek"``).
     Under a recipe: ``layer`` (the module's name when :func:`simulate` has the model),
-    ``recipe`` (:attr:`Recipe.name <workbench.blockscale.Recipe.name>`, ``""`` on the
+    ``recipe`` (``Recipe.name``, ``""`` on the
     ``high`` unit) and ``scale_rule``; ``saturated``: finite elements whose scaled
     value exceeded the element format's largest finite value (clamped to it);
     ``scale_min``/``scale_max``: the smallest and largest finite effective scale (block

@@ -117,7 +117,7 @@ def test_license_citation_changelog_and_typed_marker():
     assert "py.typed" in meta["tool"]["setuptools"]["package-data"]["workbench"]
     # the version is set once: pyproject reads workbench.__version__; the citation and changelog name it
     assert "version" not in meta["project"] and "version" in meta["project"]["dynamic"]
-    assert meta["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "workbench.__version__"}
+    assert meta["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "workbench._version.__version__"}
     assert re.fullmatch(r"\d+\.\d+\.\d+", workbench.__version__)
     cff = (ROOT / "CITATION.cff").read_text()
     assert re.search(r'^version: "(.*)"$', cff, re.M).group(1) == workbench.__version__

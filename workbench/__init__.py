@@ -12,9 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-#: The version of the package, set here only: pyproject.toml reads it (``dynamic``), the
-#: wheel's metadata carries it and ``workbench --version`` prints it.
-__version__ = "0.1.0"
+from ._version import __version__ as __version__  # set in workbench/_version.py only
 
 from . import cpu_target
 
@@ -63,8 +61,6 @@ if TYPE_CHECKING:
     from .matmul import gemm
     from .unitfile import load_unit, save_unit
     from .schedules import Schedule
-
-__version__ = "0.1.0"
 
 _ENGINE_NAMES = ("Model", "Operation", "register", "Trace", "TFDPA", "TFDPAParams", "FMAChain", "FMAParams",
                  "EFDPA", "EFDPAParams", "FTZAddMul", "FTZAddMulParams", "TRFDPA", "TRFDPAParams", "GTRFDPA",

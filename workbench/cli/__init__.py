@@ -32,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="workbench",
         description="Mixed-precision workbench: bit-exact models of GPU matrix multiply-accumulate units.",
     )
-    from .. import __version__
+    from .._version import __version__
 
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

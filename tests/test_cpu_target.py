@@ -31,6 +31,12 @@ def test_hosts_without_avx512_are_left_alone(host):
     assert cpu_target.wide_features(host) is None
 
 
+def _host_has_avx512() -> bool:
+    from llvmlite import binding
+
+    return cpu_target.wide_features(binding.get_host_cpu_features().flatten()) is not None
+
+
 class _Host:
     def __init__(self, features: str) -> None:
         self.features = features
@@ -45,13 +51,24 @@ def fake_host(monkeypatch):
 
     monkeypatch.setattr(binding, "get_host_cpu_features", lambda: _Host(AVX512_HOST))
     for name in ("NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", "WORKBENCH_VECTOR_WIDTH"):
-        monkeypatch.delenv(name, raising=False)
+        # set, then deleted: monkeypatch records the variable and restores its state (unset
+        # included) after the test, so the fake AVX-512 features configure() writes never
+        # reach the child processes of later tests (on a CPU without AVX-512 they died of
+        # SIGILL: sweep workers, the CUDA simulator run)
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
 
 
 def test_configure_sets_numba_features_on_an_avx512_host(fake_host, monkeypatch):
     monkeypatch.setattr(cpu_target, "numba_codegen_built", lambda: False)
     assert cpu_target.configure() == cpu_target.wide_features(AVX512_HOST)
     assert os.environ["NUMBA_CPU_FEATURES"].endswith(",-prefer-256-bit")
+
+
+def test_the_fake_hosts_features_do_not_outlive_their_test(pytestconfig):
+    """The test above wrote fake AVX-512 features into this process's environment; its
+    fixture must have taken them back (pytest runs a file's tests in order)."""
+    assert "+avx512f" not in os.environ.get("NUMBA_CPU_FEATURES", "") or _host_has_avx512()
 
 
 @pytest.mark.parametrize("name,value", [("NUMBA_CPU_FEATURES", "+avx2"), ("NUMBA_CPU_NAME", "generic"),

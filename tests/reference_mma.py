@@ -624,7 +624,10 @@ def gst_fdpa(a, b, c, scale_a, scale_b, *, F=35, G=16, rounding="rz", in_format=
     p_g = exact sum of G products; s_g = p_g * SignedSig(alpha) * SignedSig(beta),
     e_g = Exp(alpha) + Exp(beta) of the group's scales (index g*G // k_block);
     then the truncated fused sum of the L/G terms and c, d = rho(S * 2**e_max).
-    A zero group sum is a zero term (see zero_exponent).
+    A group with no non-zero product, or with a zero scale significand, is a zero term
+    (see zero_exponent); a group whose non-zero products cancel keeps e_g in the
+    maximum exponent (MMA-Sim 2.1.1's gst_fdpa: "zeros resulted from summation do not
+    apply e_zero").
     """
     if any(_is_nan(s) for s in list(scale_a) + list(scale_b)):
         return NAN
@@ -633,10 +636,11 @@ def gst_fdpa(a, b, c, scale_a, scale_b, *, F=35, G=16, rounding="rz", in_format=
         return sp
     terms = []
     for g in range(len(a) // G):
-        p = sum((to_fraction(x) * to_fraction(y) for x, y in zip(a[g * G:(g + 1) * G], b[g * G:(g + 1) * G])), Fraction(0))
+        products = [to_fraction(x) * to_fraction(y) for x, y in zip(a[g * G:(g + 1) * G], b[g * G:(g + 1) * G])]
+        p = sum(products, Fraction(0))
         sa, ea = _scale_exp_sig(scale_a[g * G // k_block], scale_format)
         sb, eb = _scale_exp_sig(scale_b[g * G // k_block], scale_format)
-        if p != 0:
+        if any(products) and sa != 0 and sb != 0:
             terms.append((p * sa * sb, ea + eb))
         elif zero_exponent is not None:
             terms.append((Fraction(0), zero_exponent))

@@ -156,3 +156,28 @@ def test_st_gemm_equals_one_output_kernel(model, M, N, Kdim, kind, seed):
     ops = core.prepare(model, A, B)          # running twice leaves the prepared operands as they were
     first = core.run_prepared(model, ops, C, scale_a=sa, scale_b=sb)
     assert (_bits(core.run_prepared(model, ops, C, scale_a=sa, scale_b=sb)) == _bits(first)).all()
+
+
+def test_a_group_that_cancels_keeps_its_scales_exponent():
+    """Xie et al. Algorithm 9, line 5: e_g = Exp(alpha) + Exp(beta) whatever p_g is, so a
+    group whose products cancel (1*1 + 1*(-1) = 0) at scale 2^20 still sets e_max = 20,
+    and c = 1 + 2^-23 aligned there loses its last bit to the F = 35 truncation:
+    c * 2^-20 needs 43 fractional bits.  MMA-Sim 2.1.1's gst_fdpa does the same ("zeros
+    resulted from summation do not apply e_zero"); only a group whose products are all
+    zero takes the zero exponent.  By hand: d = RZ(1.0) = 1.0 on every output, lanes
+    (16 columns) and one output at a time (1 column) alike."""
+    m = wb.preset("B200", "fp4_e2m1", "fp32", instruction="tcgen05.mma.block_scale.k64", variant="mxfp4")
+    assert (m.kind, m.L, m.G, m.F, m.k_block) == ("gst-fdpa", 64, 16, 35, 32)
+    c = 1 + 2.0 ** -23
+    for N in (1, 16):
+        A = np.zeros((2, 64))
+        B = np.zeros((64, N))
+        A[:, :2] = 1.0
+        B[0], B[1] = 1.0, -1.0
+        sa = np.ones((2, 2))
+        sa[:, 0] = 2.0 ** 20
+        D = wb.gemm(A, B, np.full((2, N), c), model=m, scale_a=sa, scale_b=np.ones((2, N)))
+        assert (D == 1.0).all(), D
+        # the same block with all-zero products: the group takes the zero exponent, c is kept
+        D0 = wb.gemm(np.zeros((2, 64)), B, np.full((2, N), c), model=m, scale_a=sa, scale_b=np.ones((2, N)))
+        assert (D0 == c).all(), D0

@@ -483,7 +483,7 @@ def gst_block(idx, a, b, d, m, sca, scb) -> Block:
     zero_max = False
     groups = []
     for g in range(L // G):
-        X, e, sp, p_, n_, nn = _g.gst_group(sa, ea, sb, eb, xsa, xea, xsb, xeb, 0, 0, 0, g, r)
+        X, e, sp, p_, n_, nn, live = _g.gst_group(sa, ea, sb, eb, xsa, xea, xsb, xeb, 0, 0, 0, g, r)
         X, e = int(X), int(e)
         q = g * G // kb
         lo, hi = k0 + g * G, k0 + (g + 1) * G - 1
@@ -505,7 +505,7 @@ def gst_block(idx, a, b, d, m, sca, scb) -> Block:
             f"{k0 + q * kb}..{k0 + (q + 1) * kb - 1}): s_{g} = p_{g} * SignedSig(alpha) * SignedSig(beta) = "
             f"{_p2(pg)} * {_p2(siga)} * {_p2(sigb)} = {_p2(sg)}, "
             f"e_{g} = Exp(alpha) + Exp(beta) = {int(xea[0, q])} + {int(xeb[0, q])} = {e}")
-        if X:
+        if live:    # a sum that cancels to zero keeps e_g in the maximum (MMA-Sim's gst_fdpa)
             groups.append((g, X, e))
             blk.terms.append(Term(f"group {g}", sg, e, sg * Fraction(2) ** e, role="group"))
             if e > emax:

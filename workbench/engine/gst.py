@@ -8,8 +8,12 @@ NVFP4, K_block = 16; E8M0 scales, significand 1, for MXFP4, K_block = 32), and
 carries the sum of the two scales' exponents (line 5).  The L/G group terms and c
 are then aligned at their largest exponent, truncated toward zero to F = 35
 fractional bits (sign-magnitude RZ_F), added exactly and converted with rho
-(RZ-FP32).  A group whose sum is zero is a zero term: it takes part in the maximum
-exponent only through the model's ``zero_exponent`` (as does a zero c).
+(RZ-FP32).  A group all of whose products are zero, or whose scale significands
+are zero (a UE4M3 zero scale), is a zero term: it takes part in the maximum exponent
+only through the model's ``zero_exponent`` (as does a zero c).  A group whose non-zero
+products cancel to a zero sum keeps its scales' exponent e_g in the maximum (MMA-Sim's
+``gst_fdpa``: "zeros resulted from summation do not apply e_zero"), so it can push c
+and the other groups below the F-bit window.
 
 Special values: a NaN scale factor in the block makes the result NaN (MMA-Sim's
 block-scale models check the scales first); then NaN/Inf operands as in Xie
@@ -66,10 +70,12 @@ from .ops import (
 
 @numba.njit(cache=True)
 def gst_group(sa, ea, sb, eb, xsa, xea, xsb, xeb, i, j, k0, g, r):
-    """Group ``g`` of the block starting at ``k0``: (X, e_g, special?, +inf, -inf, nan).
+    """Group ``g`` of the block starting at ``k0``: (X, e_g, special?, +inf, -inf, nan, live).
 
     X is the exact group dot product times the scales' significands, an integer
-    whose value is ``X * 2**(e_g - fx)`` with fx = ``r[P_FX]`` fractional bits."""
+    whose value is ``X * 2**(e_g - fx)`` with fx = ``r[P_FX]`` fractional bits.
+    ``live``: some product of the group and both scale significands are non-zero, so
+    e_g takes part in the block's maximum exponent even where X cancels to zero."""
     G = r[P_G]
     emin2 = 2 * r[P_EMININ]
     P = np.int64(0)
@@ -77,6 +83,7 @@ def gst_group(sa, ea, sb, eb, xsa, xea, xsb, xeb, i, j, k0, g, r):
     pos = False
     neg = False
     nan = False
+    some_product = False
     for jj in range(g * G, (g + 1) * G):
         k = k0 + jj
         e1 = ea[i, k]
@@ -88,11 +95,13 @@ def gst_group(sa, ea, sb, eb, xsa, xea, xsb, xeb, i, j, k0, g, r):
         p = np.int64(sa[i, k]) * np.int64(sb[j, k])
         if p != 0:
             P += p << (e1 + e2 - emin2)
+            some_product = True
     blk = (k0 + g * G) // r[P_KB]
     if xea[i, blk] >= SPECIAL or xeb[j, blk] >= SPECIAL:
-        return np.int64(0), 0, True, False, False, True
+        return np.int64(0), 0, True, False, False, True, False
     X = P * np.int64(xsa[i, blk]) * np.int64(xsb[j, blk])
-    return X, xea[i, blk] + xeb[j, blk], spec, pos, neg, nan
+    live = some_product and xsa[i, blk] != 0 and xsb[j, blk] != 0
+    return X, xea[i, blk] + xeb[j, blk], spec, pos, neg, nan, live
 
 
 @numba.njit(cache=True)
@@ -118,7 +127,7 @@ def gst_parts(sa, ea, sb, eb, xsa, xea, xsb, xeb, i, j, k0, c_sig, c_exp, r, Xs,
     nan = False
     emax = NEG_BIG
     for g in range(ng):
-        X, e, s, p_, n_, nn = gst_group(sa, ea, sb, eb, xsa, xea, xsb, xeb, i, j, k0, g, r)
+        X, e, s, p_, n_, nn, live = gst_group(sa, ea, sb, eb, xsa, xea, xsb, xeb, i, j, k0, g, r)
         if s:
             spec = True
             pos = pos or p_
@@ -126,7 +135,7 @@ def gst_parts(sa, ea, sb, eb, xsa, xea, xsb, xeb, i, j, k0, c_sig, c_exp, r, Xs,
             nan = nan or nn
         Xs[g] = X
         Es[g] = e
-        if X != 0:
+        if live:
             if e > emax:
                 emax = e
         elif use_ez and ez > emax:
@@ -211,7 +220,7 @@ def gst_rows(sa, ea, sb, eb, xsa, xea, xsb, xeb, acc, r):
 
 
 @numba.njit(cache=True, inline="always")
-def _gst_lane_block(sa, ea, sb, eb, xsa, xea, xsb, xeb, i, j0, nv, k0, neg, mag, q, emx, S, Xg, Eg, r, ezp, bad):
+def _gst_lane_block(sa, ea, sb, eb, xsa, xea, xsb, xeb, i, j0, nv, k0, neg, mag, q, emx, S, Xg, Eg, Og, r, ezp, bad):
     """One GST-FDPA block (k0 .. k0+L-1) for outputs (i, j0 .. j0+nv-1) side by side:
     :func:`gst_step` with the loop over outputs innermost (B, and its scales, in the
     (K, N) layout, so a step's lanes are adjacent).  The lane state ``(neg, mag, q)``
@@ -235,23 +244,28 @@ def _gst_lane_block(sa, ea, sb, eb, xsa, xea, xsb, xeb, i, j0, nv, k0, neg, mag,
     for g in range(L // G):             # each group's exact sum, times the scales' significands
         for u in range(ul):
             Xg[g, u] = 0
+            Og[u] = 0
         for kk in range(g * G, (g + 1) * G):
             k = np.uint64(k0 + kk)
             a_s = np.int64(sa[i, k])
             a_e = np.int64(ea[i, k]) - emin2
             for u in range(ul):
                 sh = a_e + np.int64(eb[k, uj0 + u])
-                Xg[g, u] += (a_s * np.int64(sb[k, uj0 + u])) << (sh if sh < 63 else 63)
+                p = a_s * np.int64(sb[k, uj0 + u])
+                Xg[g, u] += p << (sh if sh < 63 else 63)
+                Og[u] |= p          # non-zero where some product is (the group is live)
         blk = (k0 + g * G) // KB
         xs = np.int64(xsa[i, blk])
         xe = np.int64(xea[i, blk])
         ublk = np.uint64(blk)
         for u in range(ul):
-            X = Xg[g, u] * xs * np.int64(xsb[ublk, uj0 + u])
+            xsbu = np.int64(xsb[ublk, uj0 + u])
+            X = Xg[g, u] * xs * xsbu
             E = xe + np.int64(xeb[ublk, uj0 + u])
             Xg[g, u] = X
             Eg[g, u] = E
-            emx[u] = max(emx[u], E if X != 0 else ezp)
+            live = Og[u] != 0 and xs != 0 and xsbu != 0
+            emx[u] = max(emx[u], E if live else ezp)
     for u in range(ul):                 # c aligned to F fractional bits below the maximum
         t = shift_floor(mag[u], q[u] + F - emx[u])
         S[u] = -t if neg[u] else t
@@ -303,6 +317,7 @@ def gst_gemm_lanes(sa, ea, sb, eb, xsa, xea, xsb, xeb, row_special, col_special,
         S = np.empty(nv, dtype=np.int64)
         Xg = np.empty((ng, nv), dtype=np.int64)
         Eg = np.empty((ng, nv), dtype=np.int64)
+        Og = np.empty(nv, dtype=np.int64)
         for ii in range(ti):
             lanes_from_c(acc, i0 + ii, j0, nl, row_special, col_special, mc, eminc, neg[ii], mag[ii], q[ii],
                          bad[ii])
@@ -312,7 +327,7 @@ def gst_gemm_lanes(sa, ea, sb, eb, xsa, xea, xsb, xeb, row_special, col_special,
                     continue
                 for blk in range(b0, min(nblocks, b0 + BC)):
                     _gst_lane_block(sa, ea, sb, eb, xsa, xea, xsb, xeb, i0 + ii, j0, nv, blk * L, neg[ii], mag[ii],
-                                    q[ii], emx, S, Xg, Eg, r, ezp, bad[ii])
+                                    q[ii], emx, S, Xg, Eg, Og, r, ezp, bad[ii])
         Xs = np.zeros(ng, dtype=np.int64)
         Es = np.zeros(ng, dtype=np.int64)
         for ii in range(ti):

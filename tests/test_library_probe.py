@@ -5,6 +5,8 @@ OpenBLAS on this machine (numpy float64) for the K blocking and the candidate sc
 """
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
@@ -64,18 +66,69 @@ def test_the_openblas_dgemm_blocks_are_fprevs():
 
 
 @haswell_openblas
-def test_numpy_fp64_is_the_openblas_schedule_for_even_m_and_the_report_says_where_not():
-    """At 1 thread every output of even-M products (K to 4000, odd N) is the FMA chain in
-    OpenBLAS' K blocks; the last row of an odd M (the one-row edge kernel) is not, and the
-    report then says NOT verified, listing that row."""
-    shapes = ((4, 7, 700), (6, 13, 257), (2, 3, 1000), (3, 5, 100))
+def test_numpy_fp64_is_the_openblas_schedule_with_its_odd_row_edge_kernel():
+    """At 1 thread every output of numpy's float64 matmul is the candidate: FMA chains in
+    OpenBLAS' K blocks, and on the last row of an odd M (the 1 x 4 edge kernel) four
+    accumulators over k % 4 with the block's K % 8 tail on the first - odd M and N, K
+    tails of 0-7 and K past the blocking."""
+    shapes = ((3, 5, 100), (5, 9, 37), (7, 4, 260), (9, 6, 45), (4, 7, 700), (2, 3, 1000))
     r = probe_library("numpy-fp64", shapes=shapes, fprev_shape=(4, 8, 64))
     assert r.repeatable
-    by = {(s, k): (bad, rows) for s, k, bad, _, rows in r.results}
-    for s in shapes[:3]:
-        assert by[(s, "random")][0] == by[(s, "adversarial")][0] == 0, s
-    assert by[((3, 5, 100), "random")][1] == [2]
-    assert not r.verified and "NOT verified" in r.sheet() and "bit-identical" not in r.sheet()
+    assert [(s, k, bad) for s, k, bad, _, _ in r.results if bad] == []
+    assert r.verified and "bit-identical" in r.sheet()
+
+
+def _fma_chain(a: list[float], b: list[float]) -> float:
+    """An fp64 FMA chain from zero, each step rounded once (exact Fraction, then float())."""
+    acc = 0.0
+    for x, y in zip(a, b):
+        acc = float(Fraction(x) * Fraction(y) + Fraction(acc))
+    return acc
+
+
+def test_lanes_follow_the_unrolled_k_loop():
+    """Split.lanes_of: 37 elements, 4 lanes, K unrolled by 8: lane l holds l, l + 4, ... below
+    32, and lane 0 then takes the tail 32..36 (by hand)."""
+    lanes = S.Split(lanes=4, lane_block=8).lanes_of(np.arange(37))
+    assert [x.tolist() for x in lanes] == [[0, 4, 8, 12, 16, 20, 24, 28, 32, 33, 34, 35, 36], [1, 5, 9, 13, 17, 21, 25, 29],
+                                           [2, 6, 10, 14, 18, 22, 26, 30], [3, 7, 11, 15, 19, 23, 27, 31]]
+    with pytest.raises(ValueError, match="multiple of lanes"):
+        S.Split(lanes=3, lane_block=8)
+
+
+def test_regions_pick_the_rows_and_columns_of_their_kernel():
+    edge = S.Region(rows=(2, 1), cols=(0, 4), lanes=4, lane_block=8)
+    assert edge.span(3, 5) == (slice(2, 3), slice(0, 4))
+    assert edge.span(4, 11) == (slice(4, 4), slice(0, 8))     # even M: no row
+    assert S.Region(rows=(0, 4), cols=(8, 1), lanes=2, lane_block=8).span(10, 13) == (slice(0, 8), slice(8, 13))
+    with pytest.raises(ValueError, match="Region.rows"):
+        S.Region(rows=(1, 2), cols=(0, 4), lanes=2, lane_block=8)
+
+
+def test_gemm_runs_a_region_with_its_lanes():
+    """An fp64 FMA unit with a region of 4 lanes on the last (odd) row: that row is
+    ((l0 + l1) + (l2 + l3)) of four FMA chains, the other rows one chain (Fraction-exact
+    FMAs by hand); C joins in the combination (c_position='combine')."""
+    rng = np.random.default_rng(3)
+    M, N, K = 3, 2, 21
+    A = rng.standard_normal((M, K)) * np.exp2(rng.integers(-30, 30, (M, K)))
+    B = rng.standard_normal((K, N))
+    C = rng.standard_normal((M, N))
+    sched = S.Schedule(c_position="combine", combine_format="fp64",
+                       regions=(S.Region(rows=(2, 1), cols=(0, 1), lanes=4, lane_block=8),))
+    D = wb.gemm(A, B, C, model=wb.custom_model("fp64", "fp64", kind="fma"), schedule=sched)
+    for i in range(M):
+        for j in range(N):
+            if i == 2:                       # cols (0, 1): every column of the last row
+                idx = [list(range(lane, 16, 4)) for lane in range(4)]
+                idx[0] += list(range(16, K))
+                l0, l1, l2, l3 = (_fma_chain(A[i, q].tolist(), B[q, j].tolist()) for q in idx)
+                want = C[i, j] + ((l0 + l1) + (l2 + l3))
+            else:
+                want = C[i, j] + _fma_chain(A[i].tolist(), B[:, j].tolist())
+            assert D[i, j] == want, (i, j)
+    back = S.Schedule.from_dict(sched.to_dict())
+    assert back == sched
 
 
 def test_a_report_verifies_only_when_every_output_matched():

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Mapping, cast
 
 import numpy as np
@@ -132,7 +133,17 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
     sched = _resolve_schedule(schedule, accumulation, promote_every)
     sched.split(K, M, N)                           # a K the schedule holds no rule for: ValueError now
     with _core.threads_for(M * N * max(K, 1)):     # one thread count for every stage of the product
-        return _checked_gemm(A, B, C, model, alpha, beta, sched, scale_a, scale_b, input_rounding, device)
+        D = _checked_gemm(A, B, C, model, alpha, beta, sched, scale_a, scale_b, input_rounding, device)
+        for region in sched.regions:               # outputs of another micro-kernel (checked above with the rest)
+            rows, cols = region.span(M, N)
+            if rows.start < rows.stop and cols.start < cols.stop:
+                D[rows, cols] = _checked_gemm(
+                    A[rows], B[:, cols], None if C is None else np.asarray(C, dtype=np.float64)[rows, cols], model,
+                    alpha, beta, sched.in_region(region),
+                    None if scale_a is None else np.asarray(scale_a, dtype=np.float64)[rows],
+                    None if scale_b is None else np.asarray(scale_b, dtype=np.float64)[:, cols],
+                    input_rounding, device)
+        return D
 
 
 def _resolve_schedule(schedule: _schedules.Schedule | str | Mapping[str, Any] | None, accumulation: str,
@@ -188,10 +199,11 @@ def _checked_gemm(A: np.ndarray, B: np.ndarray, C: np.typing.ArrayLike | None, m
         with _core.threads_for(A.size + B.size):
             A = _formats.round(A, model.in_fmt, input_rounding)
             B = _formats.round(B, model.in_fmt, input_rounding)
-    parts = sched.parts(K, M, N)
-    whole = len(parts) == 1
+    split = sched.split(K, M, N)
+    lanes = [split.lanes_of(p) for p in split.indices(K)]    # each part's accumulators
+    whole = len(lanes) == 1 and len(lanes[0]) == 1
     try:
-        ops = [_core.prepare(model, A, B)] if whole else [_core.prepare(model, A[:, p], B[p]) for p in parts]
+        ops = [_core.prepare(model, A, B)] if whole else [_core.prepare(model, A[:, q], B[q]) for p in lanes for q in p]
     except ValueError as exc:
         if input_rounding is None and "not representable" in str(exc):
             raise ValueError(f"{exc}; or let gemm convert as the hardware does: input_rounding='rz', 'rne' or "
@@ -226,17 +238,21 @@ def _checked_gemm(A: np.ndarray, B: np.ndarray, C: np.typing.ArrayLike | None, m
             raise ValueError(f"scale_a must have shape {(M, nb)} and scale_b {(nb, N)} (k_block={model.k_block}); "
                              f"got {sa.shape} and {sb.shape}")
         if not whole:
-            raise ValueError(f"schedule {sched.name!r} splits K into {len(parts)} parts; a scaled model's block "
+            raise ValueError(f"schedule {sched.name!r} splits K into {len(ops)} parts; a scaled model's block "
                              f"scale factors are applied to one part only: use a one-part schedule")
     elif model.operation.scaled:
         raise ValueError(f"model kind {model.kind!r} needs scale_a and scale_b (block scale factors)")
     run_prepared = _gpu.run_prepared if device == "cuda" else _core.run_prepared
-    results = []
+    chains = []
     for n, part in enumerate(ops):
-        results.append(run_prepared(model, part, C_unit if n == 0 else np.zeros((M, N)), accumulation=sched.inner,
-                                    promote_every=sched.promote_every, scale_a=sa, scale_b=sb))
+        chains.append(run_prepared(model, part, C_unit if n == 0 else np.zeros((M, N)), accumulation=sched.inner,
+                                   promote_every=sched.promote_every, scale_a=sa, scale_b=sb))
         _core.recycle(part)
     with _core.threads_for(M * N):
+        results = []
+        for p in lanes:                            # a part's accumulators summed pairwise (Split.lanes)
+            sums, chains = chains[:len(p)], chains[len(p):]
+            results.append(sums[0] if len(sums) == 1 else _combine(sums, replace(sched, combine="pairwise")))
         if sched.inner != "chain" and fout.name != "fp32":
             results = [_formats.round(D, fout, "rne") for D in results]
         if in_unit and beta == 1 and sched.c_position == "combine":

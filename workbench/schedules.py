@@ -28,7 +28,7 @@ The named schedules of :data:`SCHEDULES`:
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Mapping
 
 import numpy as np
@@ -36,7 +36,7 @@ import numpy as np
 from . import formats as _formats
 from .gate import unknown_name
 
-__all__ = ["Split", "KRule", "Schedule", "SCHEDULES", "get", "from_accumulation",
+__all__ = ["Split", "KRule", "Region", "Schedule", "SCHEDULES", "get", "from_accumulation",
            "INNER", "C_POSITIONS", "COMBINES"]
 
 #: how the unit consumes one part (:func:`workbench.gemm`'s ``accumulation``)
@@ -56,13 +56,24 @@ class Split:
     ``part_size``: parts of that many elements, the last one shorter (cuBLAS'
     split-K: whole k-tiles per part).  ``interleave``: the parts are not contiguous
     but interleaved by tiles of that many elements (part p holds tiles p, p + parts,
-    ...): several accumulators per output, each a chain over its tiles."""
+    ...): several accumulators per output, each a chain over its tiles.  ``block``:
+    a BLAS driver's K blocking (GEMM_Q): parts of ``block`` elements, the last two
+    halved (each half rounded up to ``block_unroll``) when less than two blocks remain.
+
+    ``lanes``: each part is itself consumed by that many accumulators (vector
+    registers of a micro-kernel whose K loop is unrolled by ``lane_block``): of a part's
+    n elements the first n - n % lane_block go to accumulator k % lanes, the rest to
+    accumulator 0 after them; each accumulator is a chain from zero, and they are summed
+    pairwise, ((l_0 + l_1) + (l_2 + l_3)), each addition rounded like the parts'
+    combination, before the part joins the others."""
 
     parts: int = 1
     part_size: int | None = None
     interleave: int | None = None
     block: int | None = None
     block_unroll: int = 1
+    lanes: int = 1
+    lane_block: int = 1
 
     def __post_init__(self) -> None:
         if not isinstance(self.parts, int) or self.parts < 1:
@@ -74,12 +85,27 @@ class Split:
         if self.block is not None and (not isinstance(self.block, int) or self.block < 1 or self.parts != 1
                                        or self.part_size is not None or self.interleave is not None):
             raise ValueError(f"Split.block={self.block!r}: expected a positive integer, alone")
-        if not isinstance(self.block_unroll, int) or self.block_unroll < 1:
-            raise ValueError(f"Split.block_unroll={self.block_unroll!r}: expected a positive integer")
+        for name in ("block_unroll", "lanes", "lane_block"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"Split.{name}={v!r}: expected a positive integer")
+        if self.lane_block % self.lanes:
+            raise ValueError(f"Split.lane_block={self.lane_block} must be a multiple of lanes={self.lanes} "
+                             f"(the unrolled K loop feeds every accumulator alike)")
         if self.part_size is not None and self.parts != 1:
             raise ValueError(f"Split: give parts ({self.parts}) or part_size ({self.part_size}), not both")
         if self.part_size is not None and self.interleave is not None:
             raise ValueError("Split: interleave goes with parts (that many accumulators), not part_size")
+
+    def lanes_of(self, part: np.ndarray) -> list[np.ndarray]:
+        """The positions each of the :attr:`lanes` accumulators consumes of one part, in
+        order (one list holding the part itself where ``lanes == 1``)."""
+        if self.lanes == 1:
+            return [part]
+        main = len(part) - len(part) % self.lane_block
+        out = [part[lane:main:self.lanes] for lane in range(self.lanes)]
+        out[0] = np.concatenate([out[0], part[main:]])
+        return out
 
     def indices(self, K: int) -> list[np.ndarray]:
         """The positions of K in each part, in the order the unit consumes them."""
@@ -122,6 +148,41 @@ class KRule:
         return self.k_min <= K and (self.k_max is None or K <= self.k_max)
 
 
+def _band(n: int, t: int) -> int:
+    """The end of the rows (columns) that full tiles of t cover: n - n % t (0 for t = 0)."""
+    return 0 if t == 0 else n - n % t
+
+
+@dataclass(frozen=True)
+class Region:
+    """Outputs that a library computes with another micro-kernel: their parts are
+    consumed by ``lanes`` accumulators (:attr:`Split.lanes`, ``lane_block``) instead of
+    one.  ``rows=(a, b)`` selects rows i with M - M % a <= i < M - M % b (a = 0: from the
+    first row; b = 1: to the last), the way a BLAS cuts M into tiles and its remainder
+    into smaller kernels; ``cols`` likewise over N.  ``(0, 4)``: the rows of whole
+    4-row tiles; ``(2, 1)``: the last row when M is odd (the 1-row kernel after the
+    2-row one)."""
+
+    rows: tuple[int, int]
+    cols: tuple[int, int]
+    lanes: int
+    lane_block: int
+
+    def __post_init__(self) -> None:
+        for name in ("rows", "cols"):
+            v = getattr(self, name)
+            if (not isinstance(v, tuple) or len(v) != 2 or not all(isinstance(t, int) and t >= 0 for t in v)
+                    or v[1] < 1 or (v[0] != 0 and v[0] <= v[1])):
+                raise ValueError(f"Region.{name}={v!r}: expected (a, b) with a = 0 or a > b >= 1 "
+                                 f"(rows M - M % a .. M - M % b)")
+        Split(lanes=self.lanes, lane_block=self.lane_block)     # the same checks as a Split's
+
+    def span(self, M: int, N: int) -> tuple[slice, slice]:
+        """The rows and columns of an M x N product this region covers (possibly empty)."""
+        return (slice(_band(M, self.rows[0]), _band(M, self.rows[1])),
+                slice(_band(N, self.cols[0]), _band(N, self.cols[1])))
+
+
 @dataclass(frozen=True)
 class Schedule:
     """How a library composes unit operations into D = alpha * A @ B + beta * C.
@@ -152,6 +213,10 @@ class Schedule:
         The final conversion: the result (in the unit's output format) is rounded to
         ``output`` (None: kept) with ``output_rounding`` - cuBLAS' fp16 output of an
         fp32 computation (``CUBLAS_COMPUTE_32F``).
+    ``regions``
+        :class:`Region` s: outputs whose parts another micro-kernel consumes with
+        several accumulators (OpenBLAS' edge kernels); a later region wins where two
+        overlap.
     ``shapes``, ``threads``
         Where the schedule was verified: the products (M, N, K) in words, and the
         thread count (None: the library's result does not depend on it).
@@ -169,6 +234,7 @@ class Schedule:
     combine_rounding: str = "rne"
     output: str | None = None
     output_rounding: str = "rne"
+    regions: tuple[Region, ...] = ()
     shapes: str = "any"
     threads: int | None = None
     evidence: str = ""
@@ -194,6 +260,9 @@ class Schedule:
         for r in self.rules:
             if not isinstance(r, KRule):
                 raise TypeError(f"Schedule.rules holds {r!r}: expected KRule records")
+        for g in self.regions:
+            if not isinstance(g, Region):
+                raise TypeError(f"Schedule.regions holds {g!r}: expected Region records")
         if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
             raise ValueError(f"Schedule.threads={self.threads!r}: expected None or a positive integer")
 
@@ -215,6 +284,13 @@ class Schedule:
         """Positions of K in each part (:meth:`Split.indices` of :meth:`split`)."""
         return self.split(K, M, N).indices(K)
 
+    def in_region(self, region: Region) -> "Schedule":
+        """This schedule as the outputs of ``region`` see it: every split consumed by the
+        region's lanes, no regions."""
+        lanes = {"lanes": region.lanes, "lane_block": region.lane_block}
+        rules = tuple(replace(r, split=None if r.split is None else replace(r.split, **lanes)) for r in self.rules)
+        return replace(self, rules=rules or (KRule(0, None, Split(**lanes)),), regions=())
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields (:func:`from_dict` reads them back): for sweep specs."""
         return asdict(self)
@@ -231,6 +307,9 @@ class Schedule:
                             KRule(r["k_min"], r["k_max"], r["split"] if r["split"] is None or isinstance(r["split"], Split)
                                   else Split(**r["split"]), None if r.get("mn") is None else tuple(r["mn"]))
                             for r in kw.get("rules", ()))
+        kw["regions"] = tuple(g if isinstance(g, Region) else
+                              Region(tuple(g["rows"]), tuple(g["cols"]), g["lanes"], g["lane_block"])
+                              for g in kw.get("regions", ()))
         return cls(**kw)
 
 

@@ -51,14 +51,30 @@ def _fma(fmt: str) -> Model:
     return custom_model(fmt, fmt, kind="fma")
 
 
+#: the outputs OpenBLAS' Haswell kernels sum with several accumulators, found with FPRev per
+#: output (one fixed position, every other position in every column): DGEMM's 1 x 4 edge
+#: kernel (the last row when M is odd, the columns of whole 4-column groups) keeps four
+#: accumulators over k % 4, unrolls K by 8 and finishes the block's K % 8 tail on
+#: accumulator 0.  SGEMM sums some outputs over k % 2 in two accumulators, in a pattern of
+#: 6-row and 8-column tiles that depends on M and N (e.g. 12 x 16: rows 0-5 two, rows 6-11
+#: one; 16 x 8: rows 12-15 two) and is not yet captured: no region is claimed for it
+_OPENBLAS_REGIONS = {
+    "fp64": (_schedules.Region(rows=(2, 1), cols=(0, 4), lanes=4, lane_block=8),),
+    "fp32": (),
+}
+
+
 def _openblas(fmt: str, q: int) -> LibraryCandidate:
     name = "dgemm" if fmt == "fp64" else "sgemm"
     return LibraryCandidate(lambda: _fma(fmt), _schedules.Schedule(
         name=f"openblas-haswell-{name}", rules=(_schedules.KRule(1, None, _schedules.Split(block=q, block_unroll=4)),),
-        c_position="combine", combine_format=fmt, shapes="M, N >= 2 (numpy's gemm path)", threads=1,
+        c_position="combine", combine_format=fmt, regions=_OPENBLAS_REGIONS[fmt],
+        shapes="M, N >= 2 (numpy's gemm path)", threads=1,
         evidence=f"OpenBLAS Haswell kernels ({name.upper()}_DEFAULT_Q = {q}; driver/level3 halves the last two "
-                 f"blocks), each block an FMA chain (vfmadd231) from zero added to C in order"),
-        f"OpenBLAS {name} for the Haswell core: GEMM_Q = {q}, the driver's K blocking; FPRev's blocks")
+                 f"blocks), each block an FMA chain (vfmadd231) from zero added to C in order; the edge/tile "
+                 f"kernels' accumulators as the regions say (FPRev per output)"),
+        f"OpenBLAS {name} for the Haswell core: GEMM_Q = {q}, the driver's K blocking; FPRev's blocks and "
+        f"per-output accumulators")
 
 
 def _torch_single(fmt: str) -> LibraryCandidate:

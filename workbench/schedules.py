@@ -98,7 +98,7 @@ class Split:
             raise ValueError("Split: interleave goes with parts (that many accumulators), not part_size")
 
     def lanes_of(self, part: np.ndarray) -> list[np.ndarray]:
-        """The positions each of the :attr:`lanes` accumulators consumes of one part, in
+        """The positions each of the ``lanes`` accumulators consumes of one part, in
         order (one list holding the part itself where ``lanes == 1``)."""
         if self.lanes == 1:
             return [part]
@@ -156,7 +156,7 @@ def _band(n: int, t: int) -> int:
 @dataclass(frozen=True)
 class Region:
     """Outputs that a library computes with another micro-kernel: their parts are
-    consumed by ``lanes`` accumulators (:attr:`Split.lanes`, ``lane_block``) instead of
+    consumed by ``lanes`` accumulators (``Split.lanes``, ``lane_block``) instead of
     one.  ``rows=(a, b)`` selects rows i with M - M % a <= i < M - M % b (a = 0: from the
     first row; b = 1: to the last), the way a BLAS cuts M into tiles and its remainder
     into smaller kernels; ``cols`` likewise over N.  ``(0, 4)``: the rows of whole

@@ -44,7 +44,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from workbench import formats, matmul
-from workbench.engine.model import Model
+from workbench.units import UnitSpec
 
 from ._common import ORDERS, as_matrices, chain, check_model, split
 
@@ -64,7 +64,7 @@ def _scales(X: np.ndarray, theta: float, axis: int) -> np.ndarray:
 
 
 def multiword(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike | None = None, *,
-              model: Model, words: int = 2, word_format: str | None = None, products: str = "triangle",
+              model: UnitSpec, words: int = 2, word_format: str | None = None, products: str = "triangle",
               alpha_placement: str = "input", scaling: bool = True, order: str = "sequential",
               split_rounding: str = "rne", return_words: bool = False,
               input_rounding: str | None = None, device: str = "cpu") -> np.ndarray | tuple[np.ndarray, dict[str, object]]:
@@ -123,8 +123,7 @@ def multiword(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.Array
     float64 array, or ``(D, words)``.
     """
     A64, B64, C64 = as_matrices(A, B, C)
-    if not isinstance(model, Model):
-        raise ValueError("multiword: model= must be a matrix-unit model from workbench.preset(...)")
+    model = check_model(model, None, "multiword")
     unit_fmt = formats.format(model.in_format)
     wf = formats.format(word_format if word_format is not None else model.in_format)
     if wf.name not in WORD_FORMATS:

@@ -45,7 +45,13 @@ from .evidence import Evidence, stored as _stored_evidence
 from .gate import unknown_name
 
 __all__ = ["Preset", "preset", "presets", "custom_model", "architecture_of", "PresetTable", "ARCHITECTURES", "DEVICES",
-           "Evidence", "evidence_table"]
+           "Evidence", "evidence_table", "by_name", "FORMAT_FAMILIES", "unit_format"]
+
+#: a format family named where one unit's format is expected stands for this member
+#: (on AMD CDNA3 its FNUZ encoding, the one the hardware uses): ``preset("B200", "fp8")``
+#: is the E4M3 unit, as ``DEVICE:fp8:OUT`` is in every entry point (:mod:`workbench.units`).
+#: ``fp4`` is a format alias of ``fp4_e2m1`` already (:func:`workbench.format`).
+FORMAT_FAMILIES: dict[str, str] = {"fp8": "fp8_e4m3", "fp6": "fp6_e2m3"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,6 +81,24 @@ class Preset(Model):
     def model(self) -> Model:
         """The bare arithmetic (a plain :class:`Model`)."""
         return Model(**self.params)
+
+    @property
+    def unit_string(self) -> str:
+        """``DEVICE:IN:OUT[:INSTRUCTION[:VARIANT]]`` naming this record (its first device),
+        with the optional fields only where they are needed to select it; read back by
+        :func:`preset` and :func:`workbench.units.resolve`."""
+        dev = self.devices[0] if self.devices else self.architecture
+        base = f"{dev}:{self.in_format}:{self.out_format}"
+        for extra in ("", f":{self.instruction}", f":{self.instruction}:{self.variant or ''}"):
+            parts = (base + extra).split(":")
+            try:
+                got = preset(parts[0], parts[1], parts[2], instruction=(parts[3] or None) if len(parts) > 3 else None,
+                             variant=(parts[4] or None) if len(parts) > 4 else None)
+            except ValueError:
+                continue
+            if got.name == self.name:
+                return base + extra.rstrip(":")
+        raise AssertionError(f"no DEVICE:IN:OUT string selects {self.name}")  # the catalogue tests keep this false
 
     @property
     def evidence(self) -> tuple[Evidence, ...]:
@@ -314,8 +338,30 @@ def architecture_of(device_or_arch: str) -> str:
     raise unknown_name("device or architecture", device_or_arch, [*ARCHITECTURES, *devices])
 
 
-def _fmt_name(name: str) -> str:
+def _fmt_name(name: str | _formats.FloatFormat) -> str:
     return _formats.format(name).name
+
+
+def unit_format(device_or_arch: str, name: str | _formats.FloatFormat) -> str:
+    """The canonical input format a unit of ``device_or_arch`` uses for ``name``: a format
+    name, alias or object gives its own name, a family of :data:`FORMAT_FAMILIES` its
+    default member, and on AMD CDNA3 ``fp8_e4m3``/``fp8_e5m2`` the FNUZ encodings the
+    hardware uses.  ValueError naming the value for anything else."""
+    arch = architecture_of(device_or_arch)
+    key = name.strip().lower() if isinstance(name, str) else name
+    if isinstance(key, str) and key in FORMAT_FAMILIES:
+        key = FORMAT_FAMILIES[key]
+    fin = _fmt_name(key)
+    if arch == "cdna3" and fin in ("fp8_e4m3", "fp8_e5m2"):
+        fin += "fnuz"
+    return fin
+
+
+def by_name(name: str) -> Preset | None:
+    """The record whose catalogue name (``workbench presets``' first column) is ``name``,
+    case and surrounding spaces ignored; None when there is none."""
+    key = name.strip().lower()
+    return next((r for r in _RECORDS if r.name.lower() == key), None)
 
 
 def format_family(name: str) -> tuple[str, ...]:
@@ -340,7 +386,7 @@ def format_family(name: str) -> tuple[str, ...]:
     return tuple(f for f in (fin, fin + "fnuz") if f in used) or (fin,)
 
 
-def preset(device_or_arch: str, in_format: str, out_format: str = "fp32", instruction: str | None = None,
+def preset(device_or_arch: str, in_format: str | _formats.FloatFormat, out_format: str | _formats.FloatFormat = "fp32", instruction: str | None = None,
            variant: str | None = None) -> Preset:
     """The preset of a device (``"H100"``) or architecture (``"hopper"``) for given
     input and output formats.
@@ -348,19 +394,20 @@ def preset(device_or_arch: str, in_format: str, out_format: str = "fp32", instru
     Without ``instruction``/``variant`` the default record is returned (see the
     module docstring for which and why); ``instruction`` matches the record's
     instruction (``"mma.sync"``, ``"wgmma"``, ``"m8n8k4"``...), ``variant`` its variant
-    name (``"rn"``, ``"1k"``, ``"mx"``, ``"nvfp4"``...).  On AMD CDNA3, ``fp8_e4m3`` and
-    ``fp8_e5m2`` mean the FNUZ encodings the hardware uses.
+    name (``"rn"``, ``"1k"``, ``"mx"``, ``"nvfp4"``...).  Formats go through
+    :func:`unit_format`: on AMD CDNA3, ``fp8_e4m3`` and ``fp8_e5m2`` mean the FNUZ
+    encodings the hardware uses, and a family (``"fp8"``) means its default member
+    (:data:`FORMAT_FAMILIES`).  :func:`workbench.units.resolve` takes the same request
+    as one string, ``DEVICE:IN:OUT[:INSTRUCTION[:VARIANT]]``.
     """
     arch = architecture_of(device_or_arch)
-    fin = _fmt_name(in_format)
+    fin = unit_format(arch, in_format)
     fout = _fmt_name(out_format)
-    if arch == "cdna3" and fin in ("fp8_e4m3", "fp8_e5m2"):
-        fin += "fnuz"
     cands = [r for r in _RECORDS if r.architecture == arch and r.in_format == fin and r.out_format == fout]
     if instruction is not None:
         ins = instruction.strip().lower()
-        cands = [r for r in cands if r.instruction.lower() == ins or r.instruction.lower().endswith(ins)
-                 or r.variant == ins]
+        exact = [r for r in cands if r.instruction.lower() == ins]
+        cands = exact or [r for r in cands if r.instruction.lower().endswith(ins) or r.variant == ins]
     if variant is not None:
         cands = [r for r in cands if r.variant == variant]
     elif instruction is None:
@@ -372,7 +419,7 @@ def preset(device_or_arch: str, in_format: str, out_format: str = "fp32", instru
                        if r.architecture == arch})
         listing = "; ".join(f"{i}->{o} [{ins}{'/' + v if v else ''}]" for i, o, ins, v in have)
         raise ValueError(
-            f"no preset for {device_or_arch!r} ({arch}) with {in_format!r} -> {out_format!r}"
+            f"no preset for {device_or_arch!r} ({arch}) with {str(in_format)!r} -> {str(out_format)!r}"
             f"{f', instruction={instruction!r}' if instruction else ''}{f', variant={variant!r}' if variant else ''}; "
             f"available: {listing}"
         )

@@ -73,6 +73,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -92,6 +93,7 @@ from . import formats as _formats
 from .blockscale import MX_SCALE_RULES, Recipe, mxfp4, mxfp6, mxfp8, nvfp4, random_hadamard
 from .catalogue import preset as _preset
 from . import schedules as _schedules
+from . import units as _units
 from .engine import core as _core
 from .engine import gpu as _gpu
 from .engine.model import Model
@@ -115,8 +117,9 @@ class Policy:
     Parameters
     ----------
     forward, dgrad, wgrad:
-        Presets (or :class:`~workbench.engine.Model`) for the forward product and the
-        two backward products; ``dgrad`` defaults to ``forward`` and ``wgrad`` to
+        Presets (or :class:`~workbench.engine.Model`, or any unit name of
+        :func:`workbench.units.resolve`: ``"H100:fp8:fp32"``, ``"hopper/wgmma/fp16->fp32"``,
+        a unit file) for the forward product and the two backward products; ``dgrad`` defaults to ``forward`` and ``wgrad`` to
         ``dgrad``.  Each fixes its GEMM's input and output formats (e.g. e4m3 forward,
         e5m2 gradients: ``preset("H100", "fp8_e4m3")`` / ``preset("H100", "fp8_e5m2")``).
     scaling:
@@ -173,6 +176,10 @@ class Policy:
 
     def __post_init__(self) -> None:
         _gpu.check_device(self.device)
+        for role in (*ROLES, "high"):     # every spelling of a unit (workbench.units.resolve) -> its Model
+            unit = getattr(self, role)
+            if unit is not None and not isinstance(unit, Model) and isinstance(unit, (str, os.PathLike)):
+                object.__setattr__(self, role, _units.resolve(unit, what=role))
         if self.recipe is not None:
             self._check_recipe()
             return
@@ -815,11 +822,11 @@ class _SimulateMode(TorchFunctionMode):
         return route(self.session, *args, **(kwargs or {}))
 
 
-def _as_policy(policy: Policy | Model) -> Policy:
+def _as_policy(policy: Policy | Model | str) -> Policy:
     if isinstance(policy, Policy):
         return policy
-    if isinstance(policy, Model):
-        return Policy(forward=policy)
+    if isinstance(policy, (Model, str, os.PathLike)):
+        return Policy(forward=_units.resolve(policy, what="policy"))
     raise TypeError(f"policy={policy!r}: expected a workbench.torch.Policy or a preset (workbench.preset(...))")
 
 
@@ -850,11 +857,12 @@ def _layers(policy: Policy, model: torch.nn.Module | None) -> dict[int, _Layer]:
 
 
 @contextlib.contextmanager
-def simulate(policy: Policy | Model, model: torch.nn.Module | None = None,
+def simulate(policy: Policy | Model | str, model: torch.nn.Module | None = None,
              rng: np.random.Generator | int | None = None) -> Iterator[Recorder]:
     """Route the matrix products inside the block through simulated units.
 
-    ``policy`` is a :class:`Policy` or a preset (the same unit for the forward, dgrad
+    ``policy`` is a :class:`Policy` or a unit - a preset, or any name
+    :func:`workbench.units.resolve` reads such as ``"H100:bf16:fp32"`` - (the same unit for the forward, dgrad
     and wgrad GEMMs, no quantisation, no scaling, chained accumulation).  Yields the
     :class:`Recorder` that collects one :class:`GemmRecord` per GEMM, including the
     backward GEMMs of products made inside the block.  ``model``: the module whose

@@ -16,7 +16,7 @@ HELP = "find the simplest input on which two presets give different bits (search
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model_a", metavar="PRESET_A", type=cli_name,
-                        help="preset name ('hopper/wgmma/fp16->fp32'), DEVICE:IN:OUT[:VARIANT] ('H100:fp16:fp32') "
+                        help="catalogue name ('hopper/wgmma/fp16->fp32'), DEVICE:IN:OUT[:INSTRUCTION[:VARIANT]] ('H100:fp16:fp32') "
                              "or a unit file (unit.toml, workbench.save_unit)")
     parser.add_argument("model_b", metavar="PRESET_B", type=cli_name, help="second preset, same forms")
     parser.add_argument("-K", type=cli_positive_int, default=None, help="dot-product length (default: the larger block size L)")

@@ -33,7 +33,9 @@ import warnings
 import numpy as np
 
 from .. import formats as _formats
+from .. import units
 from ..engine.model import Model
+from ..units import UnitSpec
 from . import _eval, smt
 from .outcome import Discrimination, DiscriminationOutcome, _score, model_label
 
@@ -51,44 +53,12 @@ class DiscriminationNotFound(UserWarning):
 
 
 # ------------------------------------------------------------------ model names
-def resolve_model(spec: Model | str) -> Model:
-    """A :class:`Model` from a model or a preset name.
-
-    Accepted names: a preset record name (``"hopper/wgmma/fp16->fp32"``,
-    ``"blackwell/tcgen05.mma/fp16->fp32/rn"``) or ``DEVICE:IN:OUT[:INSTRUCTION_OR_VARIANT]``
-    (``"H100:fp16:fp32"``, ``"B200:fp16:fp32:rn"``, ``"V100:fp16:fp16"``), or the path of a
-    unit file ending in ``.toml`` (:func:`workbench.load_unit`).
-    """
-    if isinstance(spec, Model):
-        return spec
-    if not isinstance(spec, str):
-        raise TypeError(f"model must be a workbench Model or a preset name, got {type(spec).__name__}")
-    from .. import catalogue
-
-    name = spec.strip()
-    if name.lower().endswith(".toml"):
-        from ..unitfile import load_unit
-
-        return load_unit(name)
-    if "/" in name:
-        for rec in catalogue.records():
-            if rec.name.lower() == name.lower():
-                return rec
-        known = ", ".join(r.name for r in catalogue.records()[:6])
-        raise ValueError(f"no preset named {spec!r}; names look like {known}, ... (see workbench.presets())")
-    parts = name.split(":")
-    if len(parts) not in (2, 3, 4):
-        raise ValueError(f"model name {spec!r}: expected DEVICE:IN:OUT[:INSTRUCTION_OR_VARIANT] "
-                         f"(e.g. 'H100:fp16:fp32') or a preset name such as 'hopper/wgmma/fp16->fp32'")
-    dev, fin = parts[0], parts[1]
-    fout = parts[2] if len(parts) > 2 else "fp32"
-    if len(parts) == 4:
-        extra = parts[3]
-        try:
-            return catalogue.preset(dev, fin, fout, variant=extra)
-        except ValueError:
-            return catalogue.preset(dev, fin, fout, instruction=extra)
-    return catalogue.preset(dev, fin, fout)
+def resolve_model(spec: UnitSpec) -> Model:
+    """A :class:`Model` from a model or a unit name: :func:`workbench.units.resolve`
+    (a catalogue name such as ``"hopper/wgmma/fp16->fp32"``,
+    ``DEVICE:IN:OUT[:INSTRUCTION[:VARIANT]]`` such as ``"H100:fp16:fp32"`` or
+    ``"B200:fp16:fp32::rn"``, or the path of a unit file ending in ``.toml``)."""
+    return units.resolve(spec)
 
 
 # ------------------------------------------------------------------ candidates

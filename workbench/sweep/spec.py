@@ -53,7 +53,9 @@ TOP_KEYS = ("name", "description", "source", "notes", "reference", "metrics", "d
 
 #: Keys of one task (after merging defaults and expanding the grid) -> meaning.
 TASK_KEYS: dict[str, str] = {
-    "preset": "device or architecture name for workbench.preset() (optional)",
+    "preset": "device or architecture name for workbench.preset() with in_format/out_format, or a whole unit "
+              "name (DEVICE:IN:OUT[:INSTRUCTION[:VARIANT]] or a catalogue name such as 'cdna3/mfma/fp16->fp32'), "
+              "which fills in_format and out_format (optional)",
     "instruction": "instruction passed to workbench.preset() (optional)",
     "variant": "variant passed to workbench.preset() (optional)",
     "model": "table of workbench.custom_model() arguments (kind, L, F, rounding, ...) instead of a preset",
@@ -206,6 +208,62 @@ def _check_generator_params(where: str, prefix: str, gen: str, table: Mapping[st
             raise ValueError(f"{where}: {prefix}.{key}: {err}")
 
 
+def is_unit_name(preset: str) -> bool:
+    """Whether a task's ``preset`` names a whole unit (``DEVICE:IN:OUT[:INSTRUCTION[:VARIANT]]``
+    or a catalogue name) rather than a device or architecture."""
+    return ":" in preset or "->" in preset
+
+
+def _preset_formats(out: dict[str, Any], where: str) -> None:
+    """A preset task's formats: a whole unit name (:func:`workbench.units.resolve`) fills
+    ``in_format``/``out_format`` (refusing different ones), and an input format that means
+    another format on the device (a family such as ``fp8``, e4m3 on CDNA3) becomes the
+    format the unit reads, so that the task says what runs."""
+    from .. import catalogue, units
+
+    name = out["preset"]
+    if is_unit_name(name):
+        if out.get("instruction") is not None or out.get("variant") is not None:
+            raise ValueError(f"{where}: preset={name!r} names a whole unit; drop instruction/variant")
+        try:
+            m = units.resolve(name, what="preset")
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
+        for key in ("in_format", "out_format"):
+            given = out.get(key)
+            device = name.split(":")[0] if ":" in name else str(getattr(m, "architecture", ""))
+            if given is not None and _unit_format_or_none(device, given) != getattr(m, key):
+                raise ValueError(f"{where}: {key}={given!r} but preset {name!r} has {key}={getattr(m, key)!r}")
+            out[key] = getattr(m, key)
+        return
+    fin = out.get("in_format")
+    if isinstance(fin, str):
+        try:
+            canon = catalogue.unit_format(name, fin)
+        except ValueError:
+            return                          # reported below, or by the model at run time
+        if canon != _name_or_none(fin):
+            out["in_format"] = canon
+
+
+def _name_or_none(fmt: str) -> str | None:
+    try:
+        return _formats.format(fmt).name
+    except ValueError:
+        return None
+
+
+def _unit_format_or_none(device: str, fmt: str) -> str | None:
+    from .. import catalogue
+
+    if not device:
+        return _name_or_none(fmt)
+    try:
+        return catalogue.unit_format(device, fmt)
+    except ValueError:
+        return _name_or_none(fmt)
+
+
 def validate_task(spec: dict[str, Any], where: str) -> dict[str, Any]:
     """Check one expanded task and fill defaults; raise ValueError naming the bad key."""
     for key in spec:
@@ -225,6 +283,8 @@ def validate_task(spec: dict[str, Any], where: str) -> dict[str, Any]:
             raise ValueError(f"{where}: {key}={out[key]!r} must be a string")
     if not isinstance(out["algorithm"], str) or not out["algorithm"]:
         raise ValueError(f"{where}: algorithm={out['algorithm']!r} must be a non-empty string")
+    if out.get("preset") is not None:
+        _preset_formats(out, where)
     for key in ("in_format", "out_format"):
         if out.get(key) is not None:
             _check_format(where, key, out[key])

@@ -152,6 +152,10 @@ def _model(key: str) -> Any:
         return unit
     if spec.get("model") is not None:
         return catalogue.custom_model(spec["in_format"], spec["out_format"], **spec["model"])
+    if ":" in spec["preset"] or "->" in spec["preset"]:
+        from ..units import resolve
+
+        return resolve(spec["preset"], what="preset")
     return catalogue.preset(spec["preset"], spec["in_format"], spec["out_format"],
                             instruction=spec.get("instruction"), variant=spec.get("variant"))
 

@@ -190,9 +190,9 @@ def test_explain_refuses_format_options_beside_a_whole_unit_name(capsys):
 
 def test_every_name_presets_prints_reads_back():
     text = _cli(["presets"])
-    names = [line.split()[0] for line in text.splitlines() if "->" in line.split(" ")[0]]
+    names = [t for line in text.splitlines() for t in line.split()[:2] if "->" in t]
     assert len(names) == len(RECORDS)
-    assert [units.resolve(n).name for n in names] == [r.name for r in RECORDS]
+    assert sorted(units.resolve(n).name for n in names) == sorted(r.name for r in RECORDS)
 
 
 def test_torch_policies_take_unit_names():

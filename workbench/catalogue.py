@@ -45,7 +45,8 @@ from .evidence import Evidence, stored as _stored_evidence
 from .gate import unknown_name
 
 __all__ = ["Preset", "preset", "presets", "custom_model", "architecture_of", "PresetTable", "ARCHITECTURES", "DEVICES",
-           "Evidence", "evidence_table", "by_name", "FORMAT_FAMILIES", "unit_format"]
+           "Evidence", "evidence_table", "by_name", "FORMAT_FAMILIES", "unit_format", "PRESET_LEGEND", "read_parameters",
+           "arithmetic", "render_presets"]
 
 #: a format family named where one unit's format is expected stands for this member
 #: (on AMD CDNA3 its FNUZ encoding, the one the hardware uses): ``preset("B200", "fp8")``
@@ -54,11 +55,40 @@ __all__ = ["Preset", "preset", "presets", "custom_model", "architecture_of", "Pr
 FORMAT_FAMILIES: dict[str, str] = {"fp8": "fp8_e4m3", "fp6": "fp6_e2m3"}
 
 
+#: What the preset table's ``arithmetic`` column says (``workbench presets``, ``--help``,
+#: :class:`Preset`'s docstring and :class:`PresetTable` print this same text).
+PRESET_LEGEND = """\
+Legend: each row shows only the parameters its kind reads (the registered operation's own
+parameter class, workbench.engine.operation(kind).param_names); a '*' marks the default
+record that workbench.preset(DEVICE, IN, OUT) returns without instruction/variant.
+  L=n         block size: products consumed by one operation (FMA chain: 1)
+  F=n         fractional bits kept when the terms are aligned at the largest exponent
+  F2=n        TR-/GTR-FDPA: fractional bits of the truncated two-term sum
+  round=m     rounding of the fused sum to the output (rz, rne, ...)
+  via=fmt     the sum is rounded to fmt first (e8m13: Hopper/Ada fp8)
+  align=m     TR-/GTR-FDPA: direction of the re-alignment cut (rd on CDNA3; rz: MMA-Sim's twin)
+  zero=e      exponent zero terms carry into the alignment (none: zeros take no part)
+  c=early     c is a term of each fused sum; c=late(m): added after the products, rounded m
+  il=n        interleaved groups of a block (fp8 mma.sync: 2); group_F=n their F
+  sticky      a sticky bit below the F aligned bits
+  P=n         FTZ-AddMul: products summed pairwise, 2 or 4 at a time
+  ftz-in      subnormal inputs flushed to zero; ftz-out: subnormal results flushed
+  block=n     scaled kinds: elements per scale factor; G=n GST-FDPA's group; scale=fmt
+  RNE/FMA     FMA chain: every FMA rounds to nearest even in the output format
+  RNE/op      FTZ-AddMul: every add and multiply rounds to nearest even (binary32)
+--wide prints one line per preset with devices and sources; --format csv|json gives every
+read parameter as its own field."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Preset(Model):
     """A :class:`~workbench.engine.Model` with its provenance.
 
-    ``name`` is ``"<architecture>/<instruction>/<in>-><out>[/<variant>]"``.
+    ``name`` is ``"<architecture>/<instruction>/<in>-><out>[/<variant>]"``; it and
+    :attr:`unit_string` (``DEVICE:IN:OUT[:INSTRUCTION[:VARIANT]]``) name the record in
+    every entry point (:func:`workbench.units.resolve`).  ``workbench presets`` prints the
+    records; its columns (the legend below is appended to this docstring) show for each
+    preset only the parameters its kind reads.
     """
 
     name: str = ""
@@ -111,6 +141,9 @@ class Preset(Model):
             return checks + (Evidence(kind="unchecked", what=self.assumed_from),)
         return checks
 
+
+Preset.__doc__ = (Preset.__doc__ or "") + "\n" + "\n".join("    " + line if line else ""
+                                                            for line in PRESET_LEGEND.splitlines()) + "\n"
 
 ARCHITECTURES: dict[str, tuple[str, ...]] = {
     "volta": ("V100",),
@@ -434,29 +467,129 @@ def preset(device_or_arch: str, in_format: str | _formats.FloatFormat, out_forma
     return rec
 
 
-class PresetTable(list):
-    """List of dict rows (one per preset) with a readable plain-text ``repr``."""
+#: kinds whose rounding is fixed, not a parameter (their operations read no ``rounding``)
+_FIXED_ROUNDING = {"fma": "RNE/FMA", "ftz-addmul": "RNE/op"}
 
-    COLUMNS = ("name", "devices", "kind", "L", "F", "rounding", "zero_exponent", "default", "source")
+
+def read_parameters(model: Model) -> dict[str, Any]:
+    """The parameters ``model``'s kind reads, as its registered operation names them
+    (``model.operation.param_names``), with their values; ``L`` is the block size."""
+    out: dict[str, Any] = {"L": model.operation.block_size(model)}
+    out.update({n: getattr(model, n) for n in model.operation.param_names})
+    return out
+
+
+def arithmetic(model: Model) -> list[str]:
+    """The tokens of the preset table's ``arithmetic`` column (:data:`PRESET_LEGEND`) for
+    ``model``: the parameters its kind reads, at values that change something."""
+    p = read_parameters(model)
+    tok = [f"L={p['L']}"]
+    for key in ("F", "F2"):
+        if p.get(key) is not None:
+            tok.append(f"{key}={p[key]}")
+    if "rounding" in p:
+        tok.append(f"round={p['rounding']}")
+    elif model.kind in _FIXED_ROUNDING:
+        tok.append(_FIXED_ROUNDING[model.kind])
+    if p.get("result_format") is not None:
+        tok.append(f"via={p['result_format']}")
+    if p.get("alignment_rounding") is not None:
+        tok.append(f"align={p['alignment_rounding']}")
+    if "zero_exponent" in p:
+        tok.append(f"zero={'none' if p['zero_exponent'] is None else p['zero_exponent']}")
+    if "c_position" in p:
+        tok.append("c=early" if p["c_position"] == "early" else f"c=late({p['late_rounding']})")
+    if p.get("interleave", 1) != 1:
+        tok.append(f"il={p['interleave']}")
+    if p.get("group_F") is not None:
+        tok.append(f"group_F={p['group_F']}")
+    if p.get("sticky"):
+        tok.append("sticky")
+    if p.get("P") is not None:
+        tok.append(f"P={p['P']}")
+    if p.get("flush_subnormals"):
+        tok.append("ftz-in")
+    if p.get("flush_output_subnormals"):
+        tok.append("ftz-out")
+    if p.get("k_block") is not None:
+        tok.append(f"block={p['k_block']}")
+    if p.get("G") is not None:
+        tok.append(f"G={p['G']}")
+    if p.get("scale_format") is not None:
+        tok.append(f"scale={p['scale_format']}")
+    return tok
+
+
+def _wrap(tokens: list[str], width: int) -> list[str]:
+    lines: list[str] = []
+    for t in tokens:
+        if lines and len(lines[-1]) + 1 + len(t) <= width:
+            lines[-1] += " " + t
+        else:
+            lines.append(t)
+    return lines or [""]
+
+
+def render_presets(recs: "list[Preset] | tuple[Preset, ...]", *, wide: bool = False, width: int = 100) -> str:
+    """The preset table as text: by default grouped by architecture (a header line with
+    its devices), one row per preset (``*`` default, full catalogue name, kind, the
+    arithmetic tokens wrapped to fit ``width`` columns); ``wide``: one line per preset
+    with devices and source.  :data:`PRESET_LEGEND` follows."""
+    order = {a: i for i, a in enumerate(ARCHITECTURES)}
+    recs = sorted(recs, key=lambda r: order.get(r.architecture, len(order)))     # stable: catalogue order within
+    if not recs:
+        return "(no presets)\n" + PRESET_LEGEND
+    if wide:
+        rows = [[("*" if r.default else " "), r.name, ", ".join(r.devices), r.kind, " ".join(arithmetic(r)), r.source]
+                for r in recs]
+        head = ["", "name", "devices", "kind", "arithmetic", "source"]
+        widths = [max(len(h), *(len(x[i]) for x in rows)) for i, h in enumerate(head)]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(head, widths)).rstrip()]
+        lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+        return "\n".join(lines) + "\n\n" + PRESET_LEGEND
+    nw = min(max(len(r.name) for r in recs), 40)   # a longer name takes a line of its own
+    kw = max(len("kind"), *(len(r.kind) for r in recs))
+    aw = max(width - (2 + nw + 2 + kw + 2), 24)
+    lines = [f"  {'name'.ljust(nw)}  {'kind'.ljust(kw)}  arithmetic".rstrip()]
+    arch = None
+    for r in recs:
+        if r.architecture != arch:
+            arch = r.architecture
+            lines.append(f"{arch}: {', '.join(ARCHITECTURES.get(arch, r.devices))}")
+        parts = _wrap(arithmetic(r), aw)
+        mark = "*" if r.default else " "
+        if len(r.name) > nw:
+            lines.append(f"{mark} {r.name}")
+            lines.append(f"  {''.ljust(nw)}  {r.kind.ljust(kw)}  {parts[0]}".rstrip())
+        else:
+            lines.append(f"{mark} {r.name.ljust(nw)}  {r.kind.ljust(kw)}  {parts[0]}".rstrip())
+        lines += [" " * (2 + nw + 2 + kw + 2) + more for more in parts[1:]]
+    return "\n".join(lines) + "\n\n" + PRESET_LEGEND
+
+
+class PresetTable(list):
+    """List of dict rows (one per preset) whose ``repr`` is the preset table
+    (:func:`render_presets`, with :data:`PRESET_LEGEND`)."""
+
+    COLUMNS = ("name", "devices", "kind", "parameters", "default", "source")
 
     def __repr__(self) -> str:
-        cols = ("name", "devices", "kind", "L", "F", "rounding", "zero_exponent", "default")
-        cells = [[str(r[c]) for c in cols] for r in self]
-        widths = [max(len(c), *(len(x[i]) for x in cells)) if cells else len(c) for i, c in enumerate(cols)]
-        lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths))]
-        lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in cells]
-        return "\n".join(lines)
+        recs = [r for r in (by_name(str(row["name"])) for row in self) if r is not None]
+        return render_presets(recs)
 
 
 def presets() -> PresetTable:
     """Every preset record as a table row (dict): name, architecture, devices,
-    instruction, variant, default, the arithmetic parameters and the source."""
+    instruction, variant, default, kind, ``parameters`` (only those its kind reads:
+    :func:`read_parameters`), the flat arithmetic fields of :class:`Model`, the source and
+    what the hardware does with wider inputs."""
     rows = PresetTable()
     for r in _RECORDS:
         row: dict[str, Any] = {"name": r.name, "architecture": r.architecture,
                                "devices": ", ".join(r.devices), "instruction": r.instruction,
                                "variant": r.variant, "default": r.default}
         row.update(r.params)
+        row["parameters"] = read_parameters(r)
         row["source"] = r.source
         row["wider_inputs"] = r.wider_inputs
         rows.append(row)

@@ -65,7 +65,7 @@ def to_fp32(X: np.ndarray) -> np.ndarray:
     return X.astype(np.float32).astype(np.float64)
 
 
-def split(X: np.ndarray, fmt: str, words: int, *, mode: str = "rne", scale: float = 1.0,
+def split(X: np.ndarray, fmt: str | formats.FloatFormat, words: int, *, mode: str = "rne", scale: float = 1.0,
           name: str = "A") -> list[np.ndarray]:
     """``words`` words of ``fmt``: w_1 = fl(X), w_j = fl((X - sum_{i<j} w_i s^(i-1)) / s^(j-1)).
 

@@ -607,7 +607,22 @@ def records() -> tuple[Preset, ...]:
     return tuple(_RECORDS)
 
 
-def custom_model(in_format: str, out_format: str = "fp32", *, kind: str = "t-fdpa", L: int | None = None,
+def _known_format(fmt: str | _formats.FloatFormat, what: str) -> str:
+    """The registered name of ``fmt``: a FloatFormat object is registered under its name
+    (:func:`workbench.formats.register_format`; a name taken by another encoding is a
+    ValueError), a name must be known."""
+    if isinstance(fmt, _formats.FloatFormat):
+        return _formats.register_format(fmt).name
+    try:
+        return _fmt_name(fmt)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{what}={fmt!r}: {exc}; a format that does not exist yet can be passed as an object, "
+                         f"workbench.FloatFormat.custom(name, exp_bits=..., man_bits=...), or registered with "
+                         f"workbench.formats.register_format") from None
+
+
+def custom_model(in_format: str | _formats.FloatFormat, out_format: str | _formats.FloatFormat = "fp32", *,
+                 kind: str = "t-fdpa", L: int | None = None,
                  F: int | None = None, rounding: str | None = None, fma: int | None = None,
                  neab: int | None = None, frmode: str | None = None, **params: Any) -> Model:
     """A user-defined unit (Khattak & Mikaitis' CustomTC, Section IV-C).
@@ -617,8 +632,14 @@ def custom_model(in_format: str, out_format: str = "fp32", *, kind: str = "t-fdp
     :mod:`workbench.engine.model`) or
     Khattak-Mikaitis' names: ``fma`` (= L), ``neab`` (F = output precision - 1 + neab),
     ``frmode`` (= rounding).  Giving both names of one parameter is an error.
+
+    Every format (``in_format``, ``out_format``, ``result_format``, ``scale_format``)
+    may be a registered name or a :class:`~workbench.formats.FloatFormat` object such as
+    ``FloatFormat.custom("e6m9", exp_bits=6, man_bits=9)``, which is registered under its
+    name so that the model (and :func:`workbench.gemm`, the algorithms, sweeps and
+    ``explain``) can name it.
     """
-    out = _formats.format(out_format)
+    out = _formats.format(_known_format(out_format, "out_format"))
     if fma is not None:
         if L is not None:
             raise ValueError("give L or fma (its Khattak-Mikaitis name), not both")
@@ -634,7 +655,10 @@ def custom_model(in_format: str, out_format: str = "fp32", *, kind: str = "t-fdp
     for name in params:
         if name not in PARAM_NAMES:
             raise unknown_name("model parameter", name, (*PARAM_NAMES, "fma", "neab", "frmode"))
-    kw: dict[str, Any] = {"kind": kind, "in_format": _fmt_name(in_format), "out_format": out.name}
+    for name in ("result_format", "scale_format"):
+        if params.get(name) is not None:
+            params[name] = _known_format(params[name], name)
+    kw: dict[str, Any] = {"kind": kind, "in_format": _known_format(in_format, "in_format"), "out_format": out.name}
     if L is not None:
         kw["L"] = L
     if F is not None:

@@ -69,7 +69,12 @@ TASK_KEYS: dict[str, str] = {
     "seed": "seed of the input generator (non-negative integer)",
     "input": "table: generator (workbench.inputs GENERATORS or PAIR_GENERATORS name), its parameters, round_to, c",
     "alpha": "scalar multiplying A B (default 1)", "beta": "scalar multiplying C (default 1)",
+    "formats": "table of custom formats by name, each {exp_bits, man_bits[, bias, special, subnormals, signed]} "
+               "(workbench.FloatFormat.custom): registered before the task runs, so in_format, out_format, "
+               "model and params (word_format = ...) can name them",
 }
+#: keys of one entry of ``formats``
+FORMAT_KEYS = ("exp_bits", "man_bits", "bias", "special", "subnormals", "signed")
 #: Grid-only key: a list of tables, each merged into the task (pairs values of several keys).
 CASES = "cases"
 REQUIRED = ("algorithm", "m", "k", "n", "seed", "input")
@@ -264,11 +269,32 @@ def _unit_format_or_none(device: str, fmt: str) -> str | None:
         return _name_or_none(fmt)
 
 
+def register_formats(table: Any, where: str = "formats") -> None:
+    """Register a task's custom formats (``formats = {name = {exp_bits = .., man_bits = ..}}``)
+    in this process (:func:`workbench.formats.register_format`); ValueError naming the
+    entry and what was expected."""
+    if table is None:
+        return
+    if not isinstance(table, Mapping):
+        raise ValueError(f"{where}: formats={table!r} must be a table of name = {{exp_bits, man_bits, ...}}")
+    for name, enc in table.items():
+        if not isinstance(enc, Mapping):
+            raise ValueError(f"{where}: formats.{name}={enc!r} must be a table with exp_bits and man_bits")
+        for key in enc:
+            if key not in FORMAT_KEYS:
+                raise ValueError(f"{where}: formats.{name}: {unknown_name('format key', key, FORMAT_KEYS)}")
+        try:
+            _formats.register_format(_formats.FloatFormat.custom(name, **enc))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{where}: formats.{name}: {exc}") from None
+
+
 def validate_task(spec: dict[str, Any], where: str) -> dict[str, Any]:
     """Check one expanded task and fill defaults; raise ValueError naming the bad key."""
     for key in spec:
         if key not in TASK_KEYS:
             raise ValueError(f"{where}: {unknown_name('key', key, sorted(TASK_KEYS))}")
+    register_formats(spec.get("formats"), where)
     for key in REQUIRED:
         if key not in spec:
             raise ValueError(f"{where}: missing required key {key!r} ({TASK_KEYS[key]})")
@@ -344,8 +370,11 @@ def input_key(spec: Mapping[str, Any], reference: str) -> dict[str, Any]:
         if c.get("round_to") == "output":
             c["round_to"] = spec["out_format"]
         inp["c"] = c
-    return {"input": inp, "m": spec["m"], "k": spec["k"], "n": spec["n"], "seed": spec["seed"],
-            "alpha": spec["alpha"], "beta": spec["beta"], "reference": reference}
+    key = {"input": inp, "m": spec["m"], "k": spec["k"], "n": spec["n"], "seed": spec["seed"],
+           "alpha": spec["alpha"], "beta": spec["beta"], "reference": reference}
+    if spec.get("formats"):
+        key["formats"] = spec["formats"]     # the worker registers them before it rounds the inputs
+    return key
 
 
 def _check_metrics(metrics: Any) -> list[str]:

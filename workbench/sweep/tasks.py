@@ -95,7 +95,7 @@ def validate_experiment(tasks: Sequence[Any]) -> None:
         spec = t.spec
         where = f"task {t.index} ({spec['algorithm']}, m={spec['m']} k={spec['k']} n={spec['n']})"
         key = json.dumps({k: spec.get(k) for k in ("preset", "instruction", "variant", "model", "in_format",
-                                                   "out_format")}, sort_keys=True)
+                                                   "out_format", "formats")}, sort_keys=True)
         if key not in seen_models:
             seen_models.add(key)
             try:
@@ -143,7 +143,9 @@ def resolve_metric(name: str) -> Callable[[Context], Any]:
 def _model(key: str) -> Any:
     spec = json.loads(key)
     from .. import catalogue, unitfile
+    from .spec import register_formats
 
+    register_formats(spec.get("formats"))
     if spec.get("unit") is not None:    # read again here: it registers the unit's custom formats in this process
         unit = unitfile.load_unit(spec["unit"])
         if {k: v for k, v in unit.params.items() if v is not None and k not in ("in_format", "out_format")} != \
@@ -164,7 +166,8 @@ def build_model(spec: Mapping[str, Any]) -> Any:
     """The task's MMA model (None if it names neither a preset nor a model); cached per process."""
     if spec.get("preset") is None and spec.get("model") is None:
         return None
-    key = {k: spec.get(k) for k in ("preset", "instruction", "variant", "model", "unit", "in_format", "out_format")}
+    key = {k: spec.get(k) for k in ("preset", "instruction", "variant", "model", "unit", "in_format", "out_format",
+                                    "formats")}
     return _model(json.dumps(key, sort_keys=True))
 
 
@@ -176,6 +179,9 @@ def _round(x: np.ndarray, target: str | None) -> np.ndarray:
 @functools.lru_cache(maxsize=4)
 def _inputs_cached(key_json: str) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     key = json.loads(key_json)
+    from .spec import register_formats
+
+    register_formats(key.get("formats"))
     inp = dict(key["input"])
     gen = inp.pop("generator")
     round_to = inp.pop("round_to")
@@ -274,6 +280,9 @@ def run_task(payload: Mapping[str, Any], reference: tuple[bool, Any, float] | No
     try:
         if reference is not None and not reference[0]:
             raise RuntimeError(reference[1])
+        from .spec import register_formats
+
+        register_formats(spec.get("formats"))      # custom formats the task names, in this worker
         ref = reference[1] if reference is not None else None
         row["reference_s"] = float(reference[2]) if reference is not None else 0.0
         A, B, C = make_inputs(payload["input_key"])

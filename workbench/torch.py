@@ -63,9 +63,12 @@ are known by name when :func:`simulate` is given the model.
 Accumulation (``Policy.accumulation``) is :func:`workbench.gemm`'s: ``"chain"``,
 ``"outside"`` or ``"promote"`` with ``promote_every`` (a multiple of the unit's L).
 
-Tensors must be float32 or float64 (the unit's outputs are fp32 or fp16 values,
-returned exactly in the input dtype); biases of ``linear``/``conv2d`` are added by
-PyTorch in that dtype, outside the unit.  The backward GEMMs use the policy and
+Tensors may be float16, bfloat16, float32 or float64: their values are exact in
+float64, and the policy's quantisation still decides what the unit sees.  The unit's
+outputs (fp32 or fp16 values) come back exactly in a float32/float64 tensor and, for a
+float16/bfloat16 module, rounded once to nearest even into its dtype, as a GEMM writing
+a 16-bit D does; biases of ``linear``/``conv2d`` are added by PyTorch in that dtype,
+outside the unit.  The backward GEMMs use the policy and
 recorder that were active when the forward product ran.
 """
 
@@ -614,8 +617,8 @@ class _Session:
                 layer: _Layer | None = None) -> torch.Tensor:
         """Batched ``a @ b`` ((Bt, M, K) @ (Bt, K, N)) on the role's unit, recorded;
         ``layer``: the linear/conv2d layer it belongs to (None: outside layers)."""
-        An = a.detach().numpy().astype(np.float64)
-        Bn = b.detach().numpy().astype(np.float64)
+        An = a.detach().to(torch.float64).numpy()      # exact for float16/bfloat16/float32 values
+        Bn = b.detach().to(torch.float64).numpy()
         batch, M, K = An.shape
         N = Bn.shape[2]
         counts = _Tally()
@@ -634,6 +637,8 @@ class _Session:
             scale_rule=recipe.scale_rule if recipe else "", saturated=counts.saturated,
             scale_min=counts.scale_min if counts.scale_min <= counts.scale_max else math.nan,
             scale_max=counts.scale_max if counts.scale_min <= counts.scale_max else math.nan))
+        if a.dtype in _HALF_DTYPES:    # the unit's fp32/fp16 D written in the module's dtype: one RNE rounding
+            return torch.from_numpy(out).to(a.dtype)
         return torch.from_numpy(out.astype(np.float32 if a.dtype == torch.float32 else np.float64))
 
 
@@ -662,13 +667,19 @@ class _SimulatedProduct(torch.autograd.Function):
 
 
 # --------------------------------------------------- torch functions routed
+#: 16-bit dtypes whose modules the simulation takes (their values are exact in float64)
+_HALF_DTYPES = (torch.float16, torch.bfloat16)
+_DTYPES = (torch.float32, torch.float64, *_HALF_DTYPES)
+
+
 def _check_dtypes(op: str, *tensors: torch.Tensor) -> None:
     for t in tensors:
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{op}: expected tensors, got {type(t).__name__}")
-        if t.dtype not in (torch.float32, torch.float64):
-            raise ValueError(f"{op}: tensor of dtype {t.dtype}; workbench.torch takes float32/float64 tensors (the "
-                            f"policy's units and quantisation decide the formats the unit sees)")
+        if t.dtype not in _DTYPES:
+            raise ValueError(f"{op}: tensor of dtype {t.dtype}; workbench.torch takes float16/bfloat16/float32/"
+                             f"float64 tensors (the policy's units and quantisation decide the formats the unit "
+                             f"sees)")
     if len({t.dtype for t in tensors}) > 1:
         raise ValueError(f"{op}: operands of different dtypes {[t.dtype for t in tensors]}")
 

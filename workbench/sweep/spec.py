@@ -26,7 +26,9 @@ is an axis); a list of tables is an axis whose items are expanded in turn (use i
 pair values, e.g. exponent ranges); a list inside a list is one literal value.
 The grid-only key ``cases`` is a list of tables merged into the task, to pair
 values of several task keys (``cases = [{preset = "B200"}, {preset = "B200",
-variant = "rn"}]``).
+variant = "rn"}]``).  ``exclude`` (top level or grid) is a list of tables; a task
+matching every key of one of them is left out (``exclude = [{preset = "V100",
+in_format = "bf16"}]``: combinations that do not exist).
 """
 
 from __future__ import annotations
@@ -49,7 +51,11 @@ from .. import resources as _resources
 from ..gate import unknown_name
 
 #: Keys allowed at the top of an experiment file.
-TOP_KEYS = ("name", "description", "source", "notes", "reference", "metrics", "defaults", "grid", "quick")
+TOP_KEYS = ("name", "description", "source", "notes", "reference", "metrics", "defaults", "grid", "quick",
+            "exclude")
+#: Top-level keys that describe an experiment without changing what it computes: they are
+#: left out of its :attr:`Experiment.digest`.
+DESCRIPTIVE_KEYS = ("description", "source", "notes")
 
 #: Keys of one task (after merging defaults and expanding the grid) -> meaning.
 TASK_KEYS: dict[str, str] = {
@@ -77,6 +83,9 @@ TASK_KEYS: dict[str, str] = {
 FORMAT_KEYS = ("exp_bits", "man_bits", "bias", "special", "subnormals", "signed")
 #: Grid-only key: a list of tables, each merged into the task (pairs values of several keys).
 CASES = "cases"
+#: Grid (or top-level) key: a list of tables; a task whose values match every key of one
+#: of them is left out (combinations that do not exist, e.g. ``{preset = "V100", in_format = "bf16"}``).
+EXCLUDE = "exclude"
 REQUIRED = ("algorithm", "m", "k", "n", "seed", "input")
 REFERENCE_KINDS = ("exact", "float64", "none")
 
@@ -101,7 +110,11 @@ class Task:
 
 @dataclass
 class Experiment:
-    """A parsed and validated experiment: metadata and the expanded tasks."""
+    """A parsed and validated experiment: metadata and the expanded tasks.
+
+    ``digest`` identifies the experiment's version: a hash of its definition without the
+    descriptive keys (:data:`DESCRIPTIVE_KEYS`), stored with every result row and in the
+    results folder, which refuses rows of another version."""
 
     name: str
     description: str
@@ -109,9 +122,45 @@ class Experiment:
     metrics: list[str]
     tasks: list[Task] = field(default_factory=list)
     raw: dict[str, Any] = field(default_factory=dict)
+    excluded: int = 0
+
+    @property
+    def digest(self) -> str:
+        return experiment_digest(self.raw)
 
     def __len__(self) -> int:
         return len(self.tasks)
+
+
+def experiment_digest(raw: Mapping[str, Any]) -> str:
+    """The version of an experiment definition: a hash of it without the keys that only
+    describe it (:data:`DESCRIPTIVE_KEYS`)."""
+    return stable_hash({k: v for k, v in raw.items() if k not in DESCRIPTIVE_KEYS})
+
+
+def _excluded_by(combo: Mapping[str, Any], rules: list[Mapping[str, Any]]) -> bool:
+    """Whether ``combo`` matches every key of one of the ``exclude`` tables (strings
+    compared without case and surrounding blanks)."""
+    def same(a: Any, b: Any) -> bool:
+        if isinstance(a, str) and isinstance(b, str):
+            return a.strip().lower() == b.strip().lower()
+        return bool(a == b)
+    return any(all(k in combo and same(combo[k], v) for k, v in rule.items()) for rule in rules)
+
+
+def _exclude_rules(value: Any, where: str) -> list[Mapping[str, Any]]:
+    if value is None:
+        return []
+    if isinstance(value, Mapping):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(r, Mapping) and r for r in value):
+        raise ValueError(f"{where}: exclude={value!r} must be a list of non-empty tables such as "
+                         f"[{{preset = 'V100', in_format = 'bf16'}}]")
+    for rule in value:
+        for key in rule:
+            if key not in TASK_KEYS:
+                raise ValueError(f"{where}: exclude: {unknown_name('key', key, sorted(TASK_KEYS))}")
+    return list(value)
 
 
 def canonical_json(obj: Any) -> str:
@@ -421,6 +470,19 @@ def _unit_task(combo: dict[str, Any], base: Path, where: str) -> tuple[dict[str,
     return out, {"params": params, "formats": formats}
 
 
+def task_hashes(path_or_dict: str | Path | Mapping[str, Any], exp: Experiment) -> set[str]:
+    """The task hashes of an experiment's definition: those of ``exp`` and of its other
+    size (``[quick]`` or full), which share one results folder."""
+    hashes = {t.hash for t in exp.tasks}
+    if exp.raw.get("quick"):
+        for flag in (True, False):
+            try:
+                hashes |= {t.hash for t in parse(path_or_dict, quick=flag).tasks}
+            except ValueError:
+                pass
+    return hashes
+
+
 def parse(path_or_dict: str | Path | Mapping[str, Any], *, quick: bool = False) -> Experiment:
     """Parse, validate and expand an experiment into its tasks.
 
@@ -458,7 +520,11 @@ def parse(path_or_dict: str | Path | Mapping[str, Any], *, quick: bool = False) 
             raise ValueError(f"quick: unknown key {key!r}; expected one of {sorted(TASK_KEYS)}")
     tasks: list[Task] = []
     seen: set[str] = set()
+    excluded = 0
+    top_rules = _exclude_rules(raw.get(EXCLUDE), "exclude")
     for gi, grid in enumerate(grids):
+        grid = dict(grid)
+        rules = top_rules + _exclude_rules(grid.pop(EXCLUDE, None), f"grid[{gi}]")
         merged = _merge(defaults, grid)
         if quick:
             merged = _merge(merged, quick_over)
@@ -477,6 +543,9 @@ def parse(path_or_dict: str | Path | Mapping[str, Any], *, quick: bool = False) 
                     if key in combo:
                         raise ValueError(f"grid[{gi}]: key {key!r} is set both in cases and in the grid")
                 combo.update(case)
+            if rules and _excluded_by(combo, rules):
+                excluded += 1
+                continue
             unit = None
             if combo.get("unit") is not None:
                 combo, unit = _unit_task(combo, base, f"grid[{gi}]")
@@ -489,4 +558,4 @@ def parse(path_or_dict: str | Path | Mapping[str, Any], *, quick: bool = False) 
             ih = stable_hash(input_key(spec, reference))
             tasks.append(Task(index=len(tasks), spec=spec, hash=h, input_hash=ih))
     return Experiment(name=name, description=str(raw.get("description", "")), reference=reference,
-                      metrics=metrics, tasks=tasks, raw=raw)
+                      metrics=metrics, tasks=tasks, raw=raw, excluded=excluded)

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from workbench import formats, matmul
+from workbench import units
 from workbench.engine.model import Model
 from workbench.gate import real_matrix
 
@@ -38,13 +39,18 @@ def as_matrices(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.Arr
     return A64, B64, C64
 
 
-def check_model(model: object, in_formats: Sequence[str], algorithm: str) -> Model:
-    """``model`` must be a workbench Model whose input format is one of ``in_formats``."""
-    if not isinstance(model, Model):
-        raise ValueError(f"{algorithm}: model= must be a matrix-unit model from workbench.preset(...) or "
-                         f"workbench.custom_model(...); got {type(model).__name__}")
+def check_model(model: object, in_formats: Sequence[str] | None, algorithm: str) -> Model:
+    """The unit ``model`` names (:func:`workbench.units.resolve`: a Model, a catalogue
+    name, ``DEVICE:IN:OUT[:INSTRUCTION[:VARIANT]]`` or a unit file), which must write
+    binary32 and, unless ``in_formats`` is None, read one of ``in_formats``."""
+    try:
+        model = units.resolve(model)  # type: ignore[arg-type]
+    except TypeError:
+        raise ValueError(f"{algorithm}: model={model!r}: expected {units.FORMS}; got {type(model).__name__}") from None
+    except ValueError as exc:
+        raise ValueError(f"{algorithm}: {exc}") from None
     fin = formats.format(model.in_format).name
-    if fin not in in_formats:
+    if in_formats is not None and fin not in in_formats:
         raise ValueError(f"{algorithm}: the words are {' or '.join(in_formats)} but the preset's input format is "
                          f"{fin}; choose a preset with in_format in {tuple(in_formats)}, e.g. "
                          f"workbench.preset('B200', '{in_formats[0]}', 'fp32')")
@@ -59,7 +65,7 @@ def to_fp32(X: np.ndarray) -> np.ndarray:
     return X.astype(np.float32).astype(np.float64)
 
 
-def split(X: np.ndarray, fmt: str, words: int, *, mode: str = "rne", scale: float = 1.0,
+def split(X: np.ndarray, fmt: str | formats.FloatFormat, words: int, *, mode: str = "rne", scale: float = 1.0,
           name: str = "A") -> list[np.ndarray]:
     """``words`` words of ``fmt``: w_1 = fl(X), w_j = fl((X - sum_{i<j} w_i s^(i-1)) / s^(j-1)).
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from workbench.engine.model import Model
+from workbench.units import UnitSpec
 
 from ._common import ORDERS, as_matrices, chain, check_model, split, to_fp32
 
@@ -29,7 +29,7 @@ PRODUCT_SETS: dict[int, tuple[tuple[int, int], ...]] = {
 
 
 def bf16xn(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike | None = None, *,
-           model: Model, products: int = 3, order: str = "sequential",
+           model: UnitSpec, products: int = 3, order: str = "sequential",
            return_words: bool = False, input_rounding: str | None = None, device: str = "cpu") -> np.ndarray | tuple[np.ndarray, dict[str, object]]:
     """D = A B + C by Henry et al.'s bf16x3 / bf16x6 / bf16x9 scheme.
 
@@ -61,7 +61,7 @@ def bf16xn(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLik
     float64 array holding fp32 values, or ``(D, words)``.
     """
     A64, B64, C64 = as_matrices(A, B, C)
-    check_model(model, ("bf16",), "bf16xn")
+    model = check_model(model, ("bf16",), "bf16xn")
     if products not in PRODUCT_SETS:
         raise ValueError(f"products={products!r}: expected 3, 6 or 9 (bf16x3, bf16x6, bf16x9)")
     if order not in ORDERS:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from workbench.engine.model import Model
+from workbench.units import UnitSpec
 
 from ._common import ORDERS, as_matrices, chain, check_model, split, to_fp32
 
@@ -22,7 +22,7 @@ BIG_ROUNDINGS = ("rz", "rne", "rna")
 
 
 def cutlass_xtf32(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike | None = None, *,
-                  model: Model, products: int = 3, big_rounding: str = "rz", small_rounding: str = "rna",
+                  model: UnitSpec, products: int = 3, big_rounding: str = "rz", small_rounding: str = "rna",
                   order: str = "interleaved",
                   return_words: bool = False, input_rounding: str | None = None, device: str = "cpu") -> np.ndarray | tuple[np.ndarray, dict[str, np.ndarray]]:
     """D = A B + C as CUTLASS's 3xTF32 (``products=3``) or 4xTF32 (``products=4``) GEMM.
@@ -58,7 +58,7 @@ def cutlass_xtf32(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.A
     float64 array holding fp32 values, or ``(D, words)``.
     """
     A64, B64, C64 = as_matrices(A, B, C)
-    check_model(model, ("tf32",), "cutlass_xtf32")
+    model = check_model(model, ("tf32",), "cutlass_xtf32")
     if products not in (3, 4):
         raise ValueError(f"products={products!r}: CUTLASS offers 3xTF32 (3) and 4xTF32 (4)")
     for name, mode in (("big_rounding", big_rounding), ("small_rounding", small_rounding)):

@@ -46,7 +46,9 @@ import numpy as np
 import scipy.linalg
 
 from workbench import formats, matmul
+from workbench import units
 from workbench.engine.model import Model
+from workbench.units import UnitSpec
 
 __all__ = ["PRECISIONS", "UPDATE_C", "Factorization", "FactorizationError", "cholesky", "lu"]
 
@@ -294,7 +296,7 @@ def _unit_lower_trsm(W: np.ndarray, k: int, e: int, rnd: Rounder) -> None:
         W[i + 1:e, e:] = rnd(W[i + 1:e, e:] - rnd(np.multiply.outer(W[i + 1:e, i], W[i, e:])))
 
 
-def lu(A: np.typing.ArrayLike, *, model: Model | None, block: int = 128, precision: str = "fp32",
+def lu(A: np.typing.ArrayLike, *, model: UnitSpec | None, block: int = 128, precision: str = "fp32",
        update_c: str = "epilogue", unit_format: str | None = None, device: str = "cpu") -> Factorization:
     """Right-looking blocked LU with partial pivoting, trailing updates on ``model``.
 
@@ -309,6 +311,7 @@ def lu(A: np.typing.ArrayLike, *, model: Model | None, block: int = 128, precisi
     Returns a :class:`Factorization` (it unpacks as ``L, U, perm``), with
     ``A[perm] ~ L @ U``.
     """
+    model = None if model is None else units.resolve(model)
     fin = _settings(model, unit_format, precision, update_c, block, "lu")
     W = _store(_square(A), precision)
     n = W.shape[0]
@@ -349,7 +352,7 @@ def _cholesky_panel(W: np.ndarray, k: int, e: int, rnd: Rounder, precision: str)
             W[j + 1:, j + 1:e] = rnd(W[j + 1:, j + 1:e] - rnd(np.multiply.outer(W[j + 1:, j], W[j + 1:e, j])))
 
 
-def cholesky(A: np.typing.ArrayLike, *, model: Model | None, block: int = 128, precision: str = "fp32",
+def cholesky(A: np.typing.ArrayLike, *, model: UnitSpec | None, block: int = 128, precision: str = "fp32",
              update_c: str = "epilogue", unit_format: str | None = None, device: str = "cpu") -> Factorization:
     """Right-looking blocked Cholesky ``A = L L^T`` with trailing updates on ``model``.
 
@@ -360,6 +363,7 @@ def cholesky(A: np.typing.ArrayLike, *, model: Model | None, block: int = 128, p
     square block (both triangles; only the lower one is read later).  Only the
     lower triangle of A is used.
     """
+    model = None if model is None else units.resolve(model)
     fin = _settings(model, unit_format, precision, update_c, block, "cholesky")
     A64 = _square(A)
     W = _store(np.tril(A64) + np.tril(A64, -1).T, precision)

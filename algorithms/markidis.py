@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from workbench.engine.model import Model
+from workbench.units import UnitSpec
 
 from ._common import as_matrices, chain, check_model, split
 
@@ -26,7 +26,7 @@ ORDERINGS = ("small_first", "large_first")
 
 
 def markidis(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike | None = None, *,
-             model: Model, terms: int = 3, ordering: str = SMALL_FIRST, order: str = "sequential",
+             model: UnitSpec, terms: int = 3, ordering: str = SMALL_FIRST, order: str = "sequential",
              return_words: bool = False, input_rounding: str | None = None, device: str = "cpu") -> np.ndarray | tuple[np.ndarray, dict[str, np.ndarray]]:
     """D = A B + C by Markidis et al.'s split into a half-precision word and its residual.
 
@@ -67,7 +67,7 @@ def markidis(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayL
     float64 array (fp32 values, the unit's output), or ``(D, words)``.
     """
     A64, B64, C64 = as_matrices(A, B, C)
-    check_model(model, ("fp16", "bf16", "tf32"), "markidis")
+    model = check_model(model, ("fp16", "bf16", "tf32"), "markidis")
     if terms not in (3, 4):
         raise ValueError(f"terms={terms!r}: Markidis et al. use 3 products (R_A R_B dropped) or 4")
     if ordering not in ORDERINGS:

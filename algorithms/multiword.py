@@ -44,10 +44,12 @@ from collections.abc import Iterator
 import numpy as np
 
 from workbench import formats, matmul
-from workbench.engine.model import Model
+from workbench.units import UnitSpec
 
 from ._common import ORDERS, as_matrices, chain, check_model, split
 
+#: the word formats of the paper's experiments; any signed format whose values the
+#: unit's input format holds works too (a registered name or a FloatFormat object)
 WORD_FORMATS = ("fp16", "bf16", "fp8_e4m3", "fp8_e5m2")
 PRODUCTS = ("triangle", "all")
 ALPHA_PLACEMENTS = ("input", "after")
@@ -63,8 +65,20 @@ def _scales(X: np.ndarray, theta: float, axis: int) -> np.ndarray:
     return np.ldexp(1.0, e.astype(np.int64))
 
 
+def _holds(unit: formats.FloatFormat, word: formats.FloatFormat) -> bool:
+    """Whether every value of ``word`` is a value of ``unit``: no more precision, no
+    larger finite value, and every non-zero magnitude on ``unit``'s grid (its smallest
+    spacing, or its smallest normal where it has no subnormals)."""
+    if word.p > unit.p or word.max > unit.max:
+        return False
+    word_ulp = word.emin - (word.p - 1)               # exponent of the word's finest spacing
+    if unit.subnormals:
+        return word_ulp >= unit.emin - (unit.p - 1)
+    return (word_ulp if word.subnormals else word.emin) >= unit.emin
+
+
 def multiword(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike | None = None, *,
-              model: Model, words: int = 2, word_format: str | None = None, products: str = "triangle",
+              model: UnitSpec, words: int = 2, word_format: str | formats.FloatFormat | None = None, products: str = "triangle",
               alpha_placement: str = "input", scaling: bool = True, order: str = "sequential",
               split_rounding: str = "rne", return_words: bool = False,
               input_rounding: str | None = None, device: str = "cpu") -> np.ndarray | tuple[np.ndarray, dict[str, object]]:
@@ -83,8 +97,11 @@ def multiword(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.Array
     words:
         Number of words p >= 1.
     word_format:
-        fp16, bf16, fp8_e4m3 or fp8_e5m2; ``None`` = the unit's input format.  A word
-        format different from the unit's must be exactly representable in it.
+        The format of the words: a name (fp16, bf16, fp8_e4m3, fp8_e5m2, the FNUZ fp8
+        of CDNA3, any registered format) or a :class:`~workbench.formats.FloatFormat`
+        object (``FloatFormat.custom(...)``); ``None`` = the unit's input format.  A
+        word format different from the unit's must be signed and exactly representable
+        in it (no wider precision or range, no smaller subnormals).
     products:
         ``"triangle"`` (default): the p(p+1)/2 products with j + k <= p + 1;
         ``"all"``: all p^2 products (same loop order).
@@ -123,14 +140,16 @@ def multiword(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.Array
     float64 array, or ``(D, words)``.
     """
     A64, B64, C64 = as_matrices(A, B, C)
-    if not isinstance(model, Model):
-        raise ValueError("multiword: model= must be a matrix-unit model from workbench.preset(...)")
+    model = check_model(model, None, "multiword")
     unit_fmt = formats.format(model.in_format)
-    wf = formats.format(word_format if word_format is not None else model.in_format)
-    if wf.name not in WORD_FORMATS:
-        raise ValueError(f"word_format={wf.name!r}: expected one of {WORD_FORMATS}")
-    check_model(model, (unit_fmt.name,), "multiword")
-    if wf.name != unit_fmt.name and (wf.p > unit_fmt.p or wf.emin < unit_fmt.emin or wf.max > unit_fmt.max):
+    try:
+        wf = formats.format(word_format if word_format is not None else model.in_format)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"multiword: word_format={word_format!r}: {exc}") from None
+    if not wf.signed:
+        raise ValueError(f"multiword: word_format={wf.name!r} is unsigned; words of a split carry signs, so "
+                         f"expected a signed format such as {WORD_FORMATS}")
+    if wf.name != unit_fmt.name and not _holds(unit_fmt, wf):
         raise ValueError(f"multiword: {wf.name} words are not all representable in the preset's input format "
                          f"{unit_fmt.name}; choose a preset with in_format={wf.name!r} or a narrower word_format")
     if not isinstance(words, (int, np.integer)) or words < 1:
@@ -154,8 +173,8 @@ def multiword(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.Array
     else:
         Ls = np.ones(A64.shape[0])
         Ms = np.ones(B64.shape[1])
-    Aw = split(A64 * Ls[:, None], wf.name, p, mode=split_rounding, scale=1.0 / u, name="A")
-    Bw = split(B64 * Ms[None, :], wf.name, p, mode=split_rounding, scale=1.0 / u, name="B")
+    Aw = split(A64 * Ls[:, None], wf, p, mode=split_rounding, scale=1.0 / u, name="A")
+    Bw = split(B64 * Ms[None, :], wf, p, mode=split_rounding, scale=1.0 / u, name="B")
     idx = [(j, k) for j in range(1, p + 1) for k in range(1, p + 1) if products == "all" or j + k <= p + 1]
     if alpha_placement == "input":
         def scaled_pairs() -> Iterator[tuple[np.ndarray, np.ndarray]]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from workbench import formats, matmul
-from workbench.engine.model import Model
+from workbench.units import UnitSpec
 
 from ._common import ORDERS, as_matrices, chain, check_model, fp32_add, split
 
@@ -36,7 +36,7 @@ ACCUMULATIONS = ("rn", "rz")
 
 
 def ootomo_yokota(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike | None = None, *,
-                  model: Model, variant: str = "halfhalf", accumulation: str = "rn",
+                  model: UnitSpec, variant: str = "halfhalf", accumulation: str = "rn",
                   hi_block: int | None = None, order: str = "interleaved",
                   return_words: bool = False, input_rounding: str | None = None, device: str = "cpu") -> np.ndarray | tuple[np.ndarray, dict[str, np.ndarray]]:
     """D = A B + C by Ootomo & Yokota's error-corrected split (R_A R_B dropped).
@@ -85,7 +85,7 @@ def ootomo_yokota(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.A
     if variant not in VARIANTS:
         raise ValueError(f"variant={variant!r}: expected one of {tuple(VARIANTS)}")
     fmt, mode, scale = VARIANTS[variant]
-    check_model(model, (fmt,), f"ootomo_yokota(variant={variant!r})")
+    model = check_model(model, (fmt,), f"ootomo_yokota(variant={variant!r})")
     if accumulation not in ACCUMULATIONS:
         raise ValueError(f"accumulation={accumulation!r}: expected 'rn' (outside the unit) or 'rz' (in the unit)")
     if order not in ORDERS:

@@ -42,7 +42,7 @@ import numpy as np
 import scipy.linalg
 
 from workbench import formats
-from workbench.engine.model import Model
+from workbench.units import UnitSpec
 
 from .lu import Factorization, FactorizationError, finite, lu, rounder
 
@@ -237,14 +237,14 @@ def _scaled_solve(r: np.ndarray, F: Factorization, precision: str) -> np.ndarray
     return s * F.solve(r / s, precision)
 
 
-def _factorizer(model: Model | None, block: int, lu_options: dict[str, Any] | None
+def _factorizer(model: UnitSpec | None, block: int, lu_options: dict[str, Any] | None
                 ) -> Callable[[np.ndarray], Factorization]:
     options = dict(lu_options or {})
     return lambda A: lu(A, model=model, block=block, **options)
 
 
 # ----------------------------------------------------------------- LU-IR
-def lu_ir(A: np.typing.ArrayLike, b: np.typing.ArrayLike, *, model: Model | None, block: int = 128,
+def lu_ir(A: np.typing.ArrayLike, b: np.typing.ArrayLike, *, model: UnitSpec | None, block: int = 128,
           working: str = "fp64", residual: str = "fp64", solve_precision: str = "fp32", max_iterations: int = 50,
           rho_max: float = 0.9, x_exact: np.typing.ArrayLike | None = None,
           lu_options: dict[str, Any] | None = None) -> RefinementResult:
@@ -310,7 +310,7 @@ def gmres(apply: Callable[[np.ndarray], np.ndarray], rhs: np.ndarray, *, tol: fl
     return y @ V[:k], k
 
 
-def gmres_ir(A: np.typing.ArrayLike, b: np.typing.ArrayLike, *, model: Model | None, block: int = 128,
+def gmres_ir(A: np.typing.ArrayLike, b: np.typing.ArrayLike, *, model: UnitSpec | None, block: int = 128,
              working: str = "fp64", residual: str = "fp64", solve_precision: str = "fp32",
              max_iterations: int = 20, rho_max: float = 0.9, gmres_tol: float = 1e-6,
              gmres_max_iterations: int | None = None, x_exact: np.typing.ArrayLike | None = None,
@@ -344,7 +344,7 @@ def gmres_ir(A: np.typing.ArrayLike, b: np.typing.ArrayLike, *, model: Model | N
 
 
 # ----------------------------------------------------------------- sweeps
-def solve_system(A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None, *, model: Model | None,
+def solve_system(A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None, *, model: UnitSpec | None,
                  solver: str = "lu_ir", **params: Any) -> RefinementResult:
     """A sweep algorithm (``algorithm = "algorithms.refinement:solve_system"``): solve
     ``A x = B`` (one right-hand side, B of shape (n, 1)) with ``solver`` ("lu_ir" or

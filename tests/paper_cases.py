@@ -7,7 +7,7 @@ per-device model parameters live in tests/test_reference_mma.py (DEVICE_MODELS),
 with their own citations, so other test files can map the same cases onto
 other models (e.g. the engine's presets).
 
-Sources (full texts in /work/shared/seeds):
+Sources (the papers listed in the README's references):
   [Xie]    P. Xie et al., "Bit-Accurate Modeling of GPU Matrix Multiply-Accumulate
            Units" (MMA-Sim), 2025.
   [Fasi]   M. Fasi, N. J. Higham, M. Mikaitis, S. Pranesh, "Numerical behavior of

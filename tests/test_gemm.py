@@ -64,7 +64,9 @@ def test_validation_errors_name_the_value():
         wb.gemm(np.ones((2, 3)), np.ones((2, 3)), model=m)
     with pytest.raises(ValueError, match="C has shape"):
         wb.gemm(np.ones((2, 3)), np.ones((3, 2)), np.ones((3, 3)), model=m)
-    with pytest.raises(TypeError, match="model"):
+    with pytest.raises(TypeError, match="model=3"):
+        wb.gemm(np.ones((2, 3)), np.ones((3, 2)), model=3)
+    with pytest.raises(ValueError, match=r"model='H100'.*DEVICE:IN:OUT"):   # a device alone names no unit
         wb.gemm(np.ones((2, 3)), np.ones((3, 2)), model="H100")
 
 

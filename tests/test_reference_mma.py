@@ -1,5 +1,5 @@
 """The Fraction reference models (reference_mma.py) against the papers' stated
-results (paper_cases.py) and against measured GPU results (/work/shared/hw_vectors).
+results (paper_cases.py) and against measured GPU results (tests/data/hw_vectors).
 """
 
 from __future__ import annotations

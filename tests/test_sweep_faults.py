@@ -134,7 +134,10 @@ def test_retry_errors_and_resume_keep_column_types(tmp_path, monkeypatch):
     for seeds in [(0,), (0, 1)]:
         grown = sweep_helpers.experiment(shifts=(0.0, 2.0**-10), ks=(8, 16), seeds=seeds, metrics=METRICS)
         sweep.run(grown, out=tmp_path / "grown", workers=1, progress=False)
-    _assert_same_table(sweep.run(raw, out=tmp_path / "grown", workers=1, progress=False), fresh)
+    grown = sweep.run(raw, out=tmp_path / "grown", workers=1, progress=False)
+    # the rows of the smaller grid keep the digest of the version that computed them (issue 39)
+    assert grown["experiment_digest"].nunique() >= 2
+    _assert_same_table(grown.drop(columns=["experiment_digest"]), fresh.drop(columns=["experiment_digest"]))
 
 
 _ROW_VALUES = {"max_abs_error": st.none() | st.floats(),

@@ -269,9 +269,12 @@ def test_policy_rejects_inconsistent_settings(kwargs, match):
         wt.Policy(forward=workbench.preset("H100", "fp8_e4m3"), **kwargs)
 
 
-def test_half_tensors_and_unrouted_einsums_are_refused():
+def test_integer_tensors_and_unrouted_einsums_are_refused():
     policy = wt.Policy(forward=workbench.preset("A100", "fp16"), quantize="rne")
-    with wt.simulate(policy), pytest.raises(ValueError, match="float32/float64"):
-        torch.ones(2, 2, dtype=torch.float16) @ torch.ones(2, 2, dtype=torch.float16)
+    with wt.simulate(policy), pytest.raises(ValueError, match="float16/bfloat16/float32/float64"):
+        torch.ones(2, 2, dtype=torch.int32) @ torch.ones(2, 2, dtype=torch.int32)
+    with wt.simulate(policy):       # half tensors run (issue 39): 2 * (1 * 1) in float16
+        assert (torch.ones(2, 2, dtype=torch.float16) @ torch.ones(2, 2, dtype=torch.float16)).tolist() == \
+            [[2.0, 2.0], [2.0, 2.0]]
     with wt.simulate(policy), pytest.raises(ValueError, match="summed within one operand"):
         torch.einsum("ij,kl->ik", torch.ones(2, 2), torch.ones(2, 2))

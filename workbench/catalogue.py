@@ -45,14 +45,50 @@ from .evidence import Evidence, stored as _stored_evidence
 from .gate import unknown_name
 
 __all__ = ["Preset", "preset", "presets", "custom_model", "architecture_of", "PresetTable", "ARCHITECTURES", "DEVICES",
-           "Evidence", "evidence_table"]
+           "Evidence", "evidence_table", "by_name", "FORMAT_FAMILIES", "unit_format", "PRESET_LEGEND", "read_parameters",
+           "arithmetic", "render_presets"]
+
+#: a format family named where one unit's format is expected stands for this member
+#: (on AMD CDNA3 its FNUZ encoding, the one the hardware uses): ``preset("B200", "fp8")``
+#: is the E4M3 unit, as ``DEVICE:fp8:OUT`` is in every entry point (:mod:`workbench.units`).
+#: ``fp4`` is a format alias of ``fp4_e2m1`` already (:func:`workbench.format`).
+FORMAT_FAMILIES: dict[str, str] = {"fp8": "fp8_e4m3", "fp6": "fp6_e2m3"}
+
+
+#: What the preset table's ``arithmetic`` column says (``workbench presets``, ``--help``,
+#: :class:`Preset`'s docstring and :class:`PresetTable` print this same text).
+PRESET_LEGEND = """\
+Legend: each row shows only the parameters its kind reads (the registered operation's own
+parameter class, workbench.engine.operation(kind).param_names); a '*' marks the default
+record that workbench.preset(DEVICE, IN, OUT) returns without instruction/variant.
+  L=n         block size: products consumed by one operation (FMA chain: 1)
+  F=n         fractional bits kept when the terms are aligned at the largest exponent
+  F2=n        TR-/GTR-FDPA: fractional bits of the truncated two-term sum
+  round=m     rounding of the fused sum to the output (rz, rne, ...)
+  via=fmt     the sum is rounded to fmt first (e8m13: Hopper/Ada fp8)
+  align=m     TR-/GTR-FDPA: direction of the re-alignment cut (rd on CDNA3; rz: MMA-Sim's twin)
+  zero=e      exponent zero terms carry into the alignment (none: zeros take no part)
+  c=early     c is a term of each fused sum; c=late(m): added after the products, rounded m
+  il=n        interleaved groups of a block (fp8 mma.sync: 2); group_F=n their F
+  sticky      a sticky bit below the F aligned bits
+  P=n         FTZ-AddMul: products summed pairwise, 2 or 4 at a time
+  ftz-in      subnormal inputs flushed to zero; ftz-out: subnormal results flushed
+  block=n     scaled kinds: elements per scale factor; G=n GST-FDPA's group; scale=fmt
+  RNE/FMA     FMA chain: every FMA rounds to nearest even in the output format
+  RNE/op      FTZ-AddMul: every add and multiply rounds to nearest even (binary32)
+--wide prints one line per preset with devices and sources; --format csv|json gives every
+read parameter as its own field."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class Preset(Model):
     """A :class:`~workbench.engine.Model` with its provenance.
 
-    ``name`` is ``"<architecture>/<instruction>/<in>-><out>[/<variant>]"``.
+    ``name`` is ``"<architecture>/<instruction>/<in>-><out>[/<variant>]"``; it and
+    :attr:`unit_string` (``DEVICE:IN:OUT[:INSTRUCTION[:VARIANT]]``) name the record in
+    every entry point (:func:`workbench.units.resolve`).  ``workbench presets`` prints the
+    records; its columns (the legend below is appended to this docstring) show for each
+    preset only the parameters its kind reads.
     """
 
     name: str = ""
@@ -77,6 +113,24 @@ class Preset(Model):
         return Model(**self.params)
 
     @property
+    def unit_string(self) -> str:
+        """``DEVICE:IN:OUT[:INSTRUCTION[:VARIANT]]`` naming this record (its first device),
+        with the optional fields only where they are needed to select it; read back by
+        :func:`preset` and :func:`workbench.units.resolve`."""
+        dev = self.devices[0] if self.devices else self.architecture
+        base = f"{dev}:{self.in_format}:{self.out_format}"
+        for extra in ("", f":{self.instruction}", f":{self.instruction}:{self.variant or ''}"):
+            parts = (base + extra).split(":")
+            try:
+                got = preset(parts[0], parts[1], parts[2], instruction=(parts[3] or None) if len(parts) > 3 else None,
+                             variant=(parts[4] or None) if len(parts) > 4 else None)
+            except ValueError:
+                continue
+            if got.name == self.name:
+                return base + extra.rstrip(":")
+        raise AssertionError(f"no DEVICE:IN:OUT string selects {self.name}")  # the catalogue tests keep this false
+
+    @property
     def evidence(self) -> tuple[Evidence, ...]:
         """What this preset was checked against and how much (:mod:`workbench.evidence`):
         the GPU vectors (per device and set), the real-GPU witness, the MMA-Sim
@@ -87,6 +141,9 @@ class Preset(Model):
             return checks + (Evidence(kind="unchecked", what=self.assumed_from),)
         return checks
 
+
+Preset.__doc__ = (Preset.__doc__ or "") + "\n" + "\n".join("    " + line if line else ""
+                                                            for line in PRESET_LEGEND.splitlines()) + "\n"
 
 ARCHITECTURES: dict[str, tuple[str, ...]] = {
     "volta": ("V100",),
@@ -314,8 +371,30 @@ def architecture_of(device_or_arch: str) -> str:
     raise unknown_name("device or architecture", device_or_arch, [*ARCHITECTURES, *devices])
 
 
-def _fmt_name(name: str) -> str:
+def _fmt_name(name: str | _formats.FloatFormat) -> str:
     return _formats.format(name).name
+
+
+def unit_format(device_or_arch: str, name: str | _formats.FloatFormat) -> str:
+    """The canonical input format a unit of ``device_or_arch`` uses for ``name``: a format
+    name, alias or object gives its own name, a family of :data:`FORMAT_FAMILIES` its
+    default member, and on AMD CDNA3 ``fp8_e4m3``/``fp8_e5m2`` the FNUZ encodings the
+    hardware uses.  ValueError naming the value for anything else."""
+    arch = architecture_of(device_or_arch)
+    key = name.strip().lower() if isinstance(name, str) else name
+    if isinstance(key, str) and key in FORMAT_FAMILIES:
+        key = FORMAT_FAMILIES[key]
+    fin = _fmt_name(key)
+    if arch == "cdna3" and fin in ("fp8_e4m3", "fp8_e5m2"):
+        fin += "fnuz"
+    return fin
+
+
+def by_name(name: str) -> Preset | None:
+    """The record whose catalogue name (``workbench presets``' first column) is ``name``,
+    case and surrounding spaces ignored; None when there is none."""
+    key = name.strip().lower()
+    return next((r for r in _RECORDS if r.name.lower() == key), None)
 
 
 def format_family(name: str) -> tuple[str, ...]:
@@ -340,7 +419,7 @@ def format_family(name: str) -> tuple[str, ...]:
     return tuple(f for f in (fin, fin + "fnuz") if f in used) or (fin,)
 
 
-def preset(device_or_arch: str, in_format: str, out_format: str = "fp32", instruction: str | None = None,
+def preset(device_or_arch: str, in_format: str | _formats.FloatFormat, out_format: str | _formats.FloatFormat = "fp32", instruction: str | None = None,
            variant: str | None = None) -> Preset:
     """The preset of a device (``"H100"``) or architecture (``"hopper"``) for given
     input and output formats.
@@ -348,19 +427,20 @@ def preset(device_or_arch: str, in_format: str, out_format: str = "fp32", instru
     Without ``instruction``/``variant`` the default record is returned (see the
     module docstring for which and why); ``instruction`` matches the record's
     instruction (``"mma.sync"``, ``"wgmma"``, ``"m8n8k4"``...), ``variant`` its variant
-    name (``"rn"``, ``"1k"``, ``"mx"``, ``"nvfp4"``...).  On AMD CDNA3, ``fp8_e4m3`` and
-    ``fp8_e5m2`` mean the FNUZ encodings the hardware uses.
+    name (``"rn"``, ``"1k"``, ``"mx"``, ``"nvfp4"``...).  Formats go through
+    :func:`unit_format`: on AMD CDNA3, ``fp8_e4m3`` and ``fp8_e5m2`` mean the FNUZ
+    encodings the hardware uses, and a family (``"fp8"``) means its default member
+    (:data:`FORMAT_FAMILIES`).  :func:`workbench.units.resolve` takes the same request
+    as one string, ``DEVICE:IN:OUT[:INSTRUCTION[:VARIANT]]``.
     """
     arch = architecture_of(device_or_arch)
-    fin = _fmt_name(in_format)
+    fin = unit_format(arch, in_format)
     fout = _fmt_name(out_format)
-    if arch == "cdna3" and fin in ("fp8_e4m3", "fp8_e5m2"):
-        fin += "fnuz"
     cands = [r for r in _RECORDS if r.architecture == arch and r.in_format == fin and r.out_format == fout]
     if instruction is not None:
         ins = instruction.strip().lower()
-        cands = [r for r in cands if r.instruction.lower() == ins or r.instruction.lower().endswith(ins)
-                 or r.variant == ins]
+        exact = [r for r in cands if r.instruction.lower() == ins]
+        cands = exact or [r for r in cands if r.instruction.lower().endswith(ins) or r.variant == ins]
     if variant is not None:
         cands = [r for r in cands if r.variant == variant]
     elif instruction is None:
@@ -372,7 +452,7 @@ def preset(device_or_arch: str, in_format: str, out_format: str = "fp32", instru
                        if r.architecture == arch})
         listing = "; ".join(f"{i}->{o} [{ins}{'/' + v if v else ''}]" for i, o, ins, v in have)
         raise ValueError(
-            f"no preset for {device_or_arch!r} ({arch}) with {in_format!r} -> {out_format!r}"
+            f"no preset for {device_or_arch!r} ({arch}) with {str(in_format)!r} -> {str(out_format)!r}"
             f"{f', instruction={instruction!r}' if instruction else ''}{f', variant={variant!r}' if variant else ''}; "
             f"available: {listing}"
         )
@@ -387,29 +467,129 @@ def preset(device_or_arch: str, in_format: str, out_format: str = "fp32", instru
     return rec
 
 
-class PresetTable(list):
-    """List of dict rows (one per preset) with a readable plain-text ``repr``."""
+#: kinds whose rounding is fixed, not a parameter (their operations read no ``rounding``)
+_FIXED_ROUNDING = {"fma": "RNE/FMA", "ftz-addmul": "RNE/op"}
 
-    COLUMNS = ("name", "devices", "kind", "L", "F", "rounding", "zero_exponent", "default", "source")
+
+def read_parameters(model: Model) -> dict[str, Any]:
+    """The parameters ``model``'s kind reads, as its registered operation names them
+    (``model.operation.param_names``), with their values; ``L`` is the block size."""
+    out: dict[str, Any] = {"L": model.operation.block_size(model)}
+    out.update({n: getattr(model, n) for n in model.operation.param_names})
+    return out
+
+
+def arithmetic(model: Model) -> list[str]:
+    """The tokens of the preset table's ``arithmetic`` column (:data:`PRESET_LEGEND`) for
+    ``model``: the parameters its kind reads, at values that change something."""
+    p = read_parameters(model)
+    tok = [f"L={p['L']}"]
+    for key in ("F", "F2"):
+        if p.get(key) is not None:
+            tok.append(f"{key}={p[key]}")
+    if "rounding" in p:
+        tok.append(f"round={p['rounding']}")
+    elif model.kind in _FIXED_ROUNDING:
+        tok.append(_FIXED_ROUNDING[model.kind])
+    if p.get("result_format") is not None:
+        tok.append(f"via={p['result_format']}")
+    if p.get("alignment_rounding") is not None:
+        tok.append(f"align={p['alignment_rounding']}")
+    if "zero_exponent" in p:
+        tok.append(f"zero={'none' if p['zero_exponent'] is None else p['zero_exponent']}")
+    if "c_position" in p:
+        tok.append("c=early" if p["c_position"] == "early" else f"c=late({p['late_rounding']})")
+    if p.get("interleave", 1) != 1:
+        tok.append(f"il={p['interleave']}")
+    if p.get("group_F") is not None:
+        tok.append(f"group_F={p['group_F']}")
+    if p.get("sticky"):
+        tok.append("sticky")
+    if p.get("P") is not None:
+        tok.append(f"P={p['P']}")
+    if p.get("flush_subnormals"):
+        tok.append("ftz-in")
+    if p.get("flush_output_subnormals"):
+        tok.append("ftz-out")
+    if p.get("k_block") is not None:
+        tok.append(f"block={p['k_block']}")
+    if p.get("G") is not None:
+        tok.append(f"G={p['G']}")
+    if p.get("scale_format") is not None:
+        tok.append(f"scale={p['scale_format']}")
+    return tok
+
+
+def _wrap(tokens: list[str], width: int) -> list[str]:
+    lines: list[str] = []
+    for t in tokens:
+        if lines and len(lines[-1]) + 1 + len(t) <= width:
+            lines[-1] += " " + t
+        else:
+            lines.append(t)
+    return lines or [""]
+
+
+def render_presets(recs: "list[Preset] | tuple[Preset, ...]", *, wide: bool = False, width: int = 100) -> str:
+    """The preset table as text: by default grouped by architecture (a header line with
+    its devices), one row per preset (``*`` default, full catalogue name, kind, the
+    arithmetic tokens wrapped to fit ``width`` columns); ``wide``: one line per preset
+    with devices and source.  :data:`PRESET_LEGEND` follows."""
+    order = {a: i for i, a in enumerate(ARCHITECTURES)}
+    recs = sorted(recs, key=lambda r: order.get(r.architecture, len(order)))     # stable: catalogue order within
+    if not recs:
+        return "(no presets)\n" + PRESET_LEGEND
+    if wide:
+        rows = [[("*" if r.default else " "), r.name, ", ".join(r.devices), r.kind, " ".join(arithmetic(r)), r.source]
+                for r in recs]
+        head = ["", "name", "devices", "kind", "arithmetic", "source"]
+        widths = [max(len(h), *(len(x[i]) for x in rows)) for i, h in enumerate(head)]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(head, widths)).rstrip()]
+        lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+        return "\n".join(lines) + "\n\n" + PRESET_LEGEND
+    nw = min(max(len(r.name) for r in recs), 40)   # a longer name takes a line of its own
+    kw = max(len("kind"), *(len(r.kind) for r in recs))
+    aw = max(width - (2 + nw + 2 + kw + 2), 24)
+    lines = [f"  {'name'.ljust(nw)}  {'kind'.ljust(kw)}  arithmetic".rstrip()]
+    arch = None
+    for r in recs:
+        if r.architecture != arch:
+            arch = r.architecture
+            lines.append(f"{arch}: {', '.join(ARCHITECTURES.get(arch, r.devices))}")
+        parts = _wrap(arithmetic(r), aw)
+        mark = "*" if r.default else " "
+        if len(r.name) > nw:
+            lines.append(f"{mark} {r.name}")
+            lines.append(f"  {''.ljust(nw)}  {r.kind.ljust(kw)}  {parts[0]}".rstrip())
+        else:
+            lines.append(f"{mark} {r.name.ljust(nw)}  {r.kind.ljust(kw)}  {parts[0]}".rstrip())
+        lines += [" " * (2 + nw + 2 + kw + 2) + more for more in parts[1:]]
+    return "\n".join(lines) + "\n\n" + PRESET_LEGEND
+
+
+class PresetTable(list):
+    """List of dict rows (one per preset) whose ``repr`` is the preset table
+    (:func:`render_presets`, with :data:`PRESET_LEGEND`)."""
+
+    COLUMNS = ("name", "devices", "kind", "parameters", "default", "source")
 
     def __repr__(self) -> str:
-        cols = ("name", "devices", "kind", "L", "F", "rounding", "zero_exponent", "default")
-        cells = [[str(r[c]) for c in cols] for r in self]
-        widths = [max(len(c), *(len(x[i]) for x in cells)) if cells else len(c) for i, c in enumerate(cols)]
-        lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths))]
-        lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in cells]
-        return "\n".join(lines)
+        recs = [r for r in (by_name(str(row["name"])) for row in self) if r is not None]
+        return render_presets(recs)
 
 
 def presets() -> PresetTable:
     """Every preset record as a table row (dict): name, architecture, devices,
-    instruction, variant, default, the arithmetic parameters and the source."""
+    instruction, variant, default, kind, ``parameters`` (only those its kind reads:
+    :func:`read_parameters`), the flat arithmetic fields of :class:`Model`, the source and
+    what the hardware does with wider inputs."""
     rows = PresetTable()
     for r in _RECORDS:
         row: dict[str, Any] = {"name": r.name, "architecture": r.architecture,
                                "devices": ", ".join(r.devices), "instruction": r.instruction,
                                "variant": r.variant, "default": r.default}
         row.update(r.params)
+        row["parameters"] = read_parameters(r)
         row["source"] = r.source
         row["wider_inputs"] = r.wider_inputs
         rows.append(row)
@@ -427,7 +607,22 @@ def records() -> tuple[Preset, ...]:
     return tuple(_RECORDS)
 
 
-def custom_model(in_format: str, out_format: str = "fp32", *, kind: str = "t-fdpa", L: int | None = None,
+def _known_format(fmt: str | _formats.FloatFormat, what: str) -> str:
+    """The registered name of ``fmt``: a FloatFormat object is registered under its name
+    (:func:`workbench.formats.register_format`; a name taken by another encoding is a
+    ValueError), a name must be known."""
+    if isinstance(fmt, _formats.FloatFormat):
+        return _formats.register_format(fmt).name
+    try:
+        return _fmt_name(fmt)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{what}={fmt!r}: {exc}; a format that does not exist yet can be passed as an object, "
+                         f"workbench.FloatFormat.custom(name, exp_bits=..., man_bits=...), or registered with "
+                         f"workbench.formats.register_format") from None
+
+
+def custom_model(in_format: str | _formats.FloatFormat, out_format: str | _formats.FloatFormat = "fp32", *,
+                 kind: str = "t-fdpa", L: int | None = None,
                  F: int | None = None, rounding: str | None = None, fma: int | None = None,
                  neab: int | None = None, frmode: str | None = None, **params: Any) -> Model:
     """A user-defined unit (Khattak & Mikaitis' CustomTC, Section IV-C).
@@ -437,8 +632,14 @@ def custom_model(in_format: str, out_format: str = "fp32", *, kind: str = "t-fdp
     :mod:`workbench.engine.model`) or
     Khattak-Mikaitis' names: ``fma`` (= L), ``neab`` (F = output precision - 1 + neab),
     ``frmode`` (= rounding).  Giving both names of one parameter is an error.
+
+    Every format (``in_format``, ``out_format``, ``result_format``, ``scale_format``)
+    may be a registered name or a :class:`~workbench.formats.FloatFormat` object such as
+    ``FloatFormat.custom("e6m9", exp_bits=6, man_bits=9)``, which is registered under its
+    name so that the model (and :func:`workbench.gemm`, the algorithms, sweeps and
+    ``explain``) can name it.
     """
-    out = _formats.format(out_format)
+    out = _formats.format(_known_format(out_format, "out_format"))
     if fma is not None:
         if L is not None:
             raise ValueError("give L or fma (its Khattak-Mikaitis name), not both")
@@ -454,7 +655,10 @@ def custom_model(in_format: str, out_format: str = "fp32", *, kind: str = "t-fdp
     for name in params:
         if name not in PARAM_NAMES:
             raise unknown_name("model parameter", name, (*PARAM_NAMES, "fma", "neab", "frmode"))
-    kw: dict[str, Any] = {"kind": kind, "in_format": _fmt_name(in_format), "out_format": out.name}
+    for name in ("result_format", "scale_format"):
+        if params.get(name) is not None:
+            params[name] = _known_format(params[name], name)
+    kw: dict[str, Any] = {"kind": kind, "in_format": _known_format(in_format, "in_format"), "out_format": out.name}
     if L is not None:
         kw["L"] = L
     if F is not None:

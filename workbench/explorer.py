@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import bounds, catalogue, exact, inputs, metrics, unitfile
+from . import bounds, catalogue, exact, inputs, metrics, unitfile, units
 from .engine import ROUNDINGS, Model
 from .formats import round as round_to
 from .report import feature_row
@@ -122,7 +122,8 @@ class Explorer:
 
     The keyword arguments are the initial control values (the ``parameters`` cell of
     ``explore.ipynb``); ``preset`` (a device or a preset name) starts on that preset
-    instead of the custom unit; ``unit`` (the path of a unit file, :func:`workbench.load_unit`)
+    instead of the custom unit (a device with ``in_format``/``out_format``, or a whole unit name
+    such as ``"H100:fp16:fp32"`` or ``"hopper/wgmma/fp16->fp32"``, :func:`workbench.units.resolve`); ``unit`` (the path of a unit file, :func:`workbench.load_unit`)
     adds that unit to the preset list as ``"file: <name>"`` and starts on it.  Raises
     ValueError for values the controls do not offer.
     """
@@ -241,6 +242,12 @@ class Explorer:
     def _resolve_preset(self, name: str, in_format: str, out_format: str) -> str:
         if name in self._records:
             return name
+        if ":" in name or "->" in name:     # a whole unit name (workbench.units.resolve)
+            key = str(getattr(units.resolve(name, what="preset"), "name", ""))
+            if key not in self._records:
+                raise ValueError(f"preset={name!r} is {key}, which takes block scale factors; the explorer "
+                                 f"offers the unscaled presets")
+            return key
         return catalogue.preset(name, in_format, out_format).name
 
     def model(self) -> Model:

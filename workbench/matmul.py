@@ -17,6 +17,7 @@ from .engine import core as _core
 from .engine import gpu as _gpu
 from .engine.model import Model
 from .gate import real_matrix
+from .units import UnitSpec, resolve as _resolve_unit
 
 __all__ = ["gemm", "INPUT_ROUNDINGS"]
 
@@ -34,7 +35,7 @@ _NAN_BITS = {np.dtype(np.float32): (np.uint32, 0x7FFFFFFF), np.dtype(np.float16)
 
 
 def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike | None = None, *,
-         model: Model, alpha: float = 1.0, beta: float = 1.0, accumulation: str = "chain",
+         model: UnitSpec, alpha: float = 1.0, beta: float = 1.0, accumulation: str = "chain",
          promote_every: int | None = None, scale_a: np.typing.ArrayLike | None = None,
          scale_b: np.typing.ArrayLike | None = None, input_rounding: str | None = None,
          device: str = "cpu", schedule: _schedules.Schedule | str | Mapping[str, Any] | None = None) -> np.ndarray:
@@ -48,8 +49,11 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
     C:
         (M, N) array representable in ``model.out_format``; ``None`` means zeros.
     model:
-        A :class:`~workbench.engine.Model` - a preset from :func:`workbench.preset`
-        or :func:`workbench.custom_model`.
+        The unit: a :class:`~workbench.engine.Model` - a preset from
+        :func:`workbench.preset` or :func:`workbench.custom_model` - or any name
+        :func:`workbench.units.resolve` reads: ``"H100:fp16:fp32"``
+        (``DEVICE:IN:OUT[:INSTRUCTION[:VARIANT]]``), a catalogue name such as
+        ``"cdna3/mfma/fp16->fp32"``, or the path of a unit file (``.toml``).
     alpha, beta:
         With ``alpha == 1`` and ``beta`` in {0, 1} nothing leaves the unit: C (or 0)
         is the accumulator input of the first block, as a GEMM kernel that keeps its
@@ -119,8 +123,7 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
     for the kinds that propagate NaN payloads (``model.propagates_nan``: FMA chain,
     E-FDPA, FTZ-AddMul; rules in :mod:`workbench.engine.nans`).
     """
-    if not isinstance(model, Model):
-        raise TypeError(f"model must be a workbench Model/Preset (workbench.preset(...)), got {type(model).__name__}")
+    model = _resolve_unit(model)
     if _gpu.check_device(device) == "cuda":
         _gpu.check_supported(model)
         _gpu.cuda_module()

@@ -63,9 +63,12 @@ are known by name when :func:`simulate` is given the model.
 Accumulation (``Policy.accumulation``) is :func:`workbench.gemm`'s: ``"chain"``,
 ``"outside"`` or ``"promote"`` with ``promote_every`` (a multiple of the unit's L).
 
-Tensors must be float32 or float64 (the unit's outputs are fp32 or fp16 values,
-returned exactly in the input dtype); biases of ``linear``/``conv2d`` are added by
-PyTorch in that dtype, outside the unit.  The backward GEMMs use the policy and
+Tensors may be float16, bfloat16, float32 or float64: their values are exact in
+float64, and the policy's quantisation still decides what the unit sees.  The unit's
+outputs (fp32 or fp16 values) come back exactly in a float32/float64 tensor and, for a
+float16/bfloat16 module, rounded once to nearest even into its dtype, as a GEMM writing
+a 16-bit D does; biases of ``linear``/``conv2d`` are added by PyTorch in that dtype,
+outside the unit.  The backward GEMMs use the policy and
 recorder that were active when the forward product ran.
 """
 
@@ -73,6 +76,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -92,6 +96,7 @@ from . import formats as _formats
 from .blockscale import MX_SCALE_RULES, Recipe, mxfp4, mxfp6, mxfp8, nvfp4, random_hadamard
 from .catalogue import preset as _preset
 from . import schedules as _schedules
+from . import units as _units
 from .engine import core as _core
 from .engine import gpu as _gpu
 from .engine.model import Model
@@ -115,8 +120,9 @@ class Policy:
     Parameters
     ----------
     forward, dgrad, wgrad:
-        Presets (or :class:`~workbench.engine.Model`) for the forward product and the
-        two backward products; ``dgrad`` defaults to ``forward`` and ``wgrad`` to
+        Presets (or :class:`~workbench.engine.Model`, or any unit name of
+        :func:`workbench.units.resolve`: ``"H100:fp8:fp32"``, ``"hopper/wgmma/fp16->fp32"``,
+        a unit file) for the forward product and the two backward products; ``dgrad`` defaults to ``forward`` and ``wgrad`` to
         ``dgrad``.  Each fixes its GEMM's input and output formats (e.g. e4m3 forward,
         e5m2 gradients: ``preset("H100", "fp8_e4m3")`` / ``preset("H100", "fp8_e5m2")``).
     scaling:
@@ -173,6 +179,10 @@ class Policy:
 
     def __post_init__(self) -> None:
         _gpu.check_device(self.device)
+        for role in (*ROLES, "high"):     # every spelling of a unit (workbench.units.resolve) -> its Model
+            unit = getattr(self, role)
+            if unit is not None and not isinstance(unit, Model) and isinstance(unit, (str, os.PathLike)):
+                object.__setattr__(self, role, _units.resolve(unit, what=role))
         if self.recipe is not None:
             self._check_recipe()
             return
@@ -607,8 +617,8 @@ class _Session:
                 layer: _Layer | None = None) -> torch.Tensor:
         """Batched ``a @ b`` ((Bt, M, K) @ (Bt, K, N)) on the role's unit, recorded;
         ``layer``: the linear/conv2d layer it belongs to (None: outside layers)."""
-        An = a.detach().numpy().astype(np.float64)
-        Bn = b.detach().numpy().astype(np.float64)
+        An = a.detach().to(torch.float64).numpy()      # exact for float16/bfloat16/float32 values
+        Bn = b.detach().to(torch.float64).numpy()
         batch, M, K = An.shape
         N = Bn.shape[2]
         counts = _Tally()
@@ -627,6 +637,8 @@ class _Session:
             scale_rule=recipe.scale_rule if recipe else "", saturated=counts.saturated,
             scale_min=counts.scale_min if counts.scale_min <= counts.scale_max else math.nan,
             scale_max=counts.scale_max if counts.scale_min <= counts.scale_max else math.nan))
+        if a.dtype in _HALF_DTYPES:    # the unit's fp32/fp16 D written in the module's dtype: one RNE rounding
+            return torch.from_numpy(out).to(a.dtype)
         return torch.from_numpy(out.astype(np.float32 if a.dtype == torch.float32 else np.float64))
 
 
@@ -655,13 +667,19 @@ class _SimulatedProduct(torch.autograd.Function):
 
 
 # --------------------------------------------------- torch functions routed
+#: 16-bit dtypes whose modules the simulation takes (their values are exact in float64)
+_HALF_DTYPES = (torch.float16, torch.bfloat16)
+_DTYPES = (torch.float32, torch.float64, *_HALF_DTYPES)
+
+
 def _check_dtypes(op: str, *tensors: torch.Tensor) -> None:
     for t in tensors:
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{op}: expected tensors, got {type(t).__name__}")
-        if t.dtype not in (torch.float32, torch.float64):
-            raise ValueError(f"{op}: tensor of dtype {t.dtype}; workbench.torch takes float32/float64 tensors (the "
-                            f"policy's units and quantisation decide the formats the unit sees)")
+        if t.dtype not in _DTYPES:
+            raise ValueError(f"{op}: tensor of dtype {t.dtype}; workbench.torch takes float16/bfloat16/float32/"
+                             f"float64 tensors (the policy's units and quantisation decide the formats the unit "
+                             f"sees)")
     if len({t.dtype for t in tensors}) > 1:
         raise ValueError(f"{op}: operands of different dtypes {[t.dtype for t in tensors]}")
 
@@ -815,11 +833,11 @@ class _SimulateMode(TorchFunctionMode):
         return route(self.session, *args, **(kwargs or {}))
 
 
-def _as_policy(policy: Policy | Model) -> Policy:
+def _as_policy(policy: Policy | Model | str) -> Policy:
     if isinstance(policy, Policy):
         return policy
-    if isinstance(policy, Model):
-        return Policy(forward=policy)
+    if isinstance(policy, (Model, str, os.PathLike)):
+        return Policy(forward=_units.resolve(policy, what="policy"))
     raise TypeError(f"policy={policy!r}: expected a workbench.torch.Policy or a preset (workbench.preset(...))")
 
 
@@ -850,11 +868,12 @@ def _layers(policy: Policy, model: torch.nn.Module | None) -> dict[int, _Layer]:
 
 
 @contextlib.contextmanager
-def simulate(policy: Policy | Model, model: torch.nn.Module | None = None,
+def simulate(policy: Policy | Model | str, model: torch.nn.Module | None = None,
              rng: np.random.Generator | int | None = None) -> Iterator[Recorder]:
     """Route the matrix products inside the block through simulated units.
 
-    ``policy`` is a :class:`Policy` or a preset (the same unit for the forward, dgrad
+    ``policy`` is a :class:`Policy` or a unit - a preset, or any name
+    :func:`workbench.units.resolve` reads such as ``"H100:bf16:fp32"`` - (the same unit for the forward, dgrad
     and wgrad GEMMs, no quantisation, no scaling, chained accumulation).  Yields the
     :class:`Recorder` that collects one :class:`GemmRecord` per GEMM, including the
     backward GEMMs of products made inside the block.  ``model``: the module whose

@@ -12,12 +12,16 @@ HELP = "print one dot product step by step on a device's matrix unit"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``workbench explain``."""
     p = parser
-    p.add_argument("--device", default=None, type=cli_name, help="device or architecture (or give --unit)")
-    p.add_argument("--unit", default=None, metavar="UNIT.toml",
-                   help="a unit file (workbench.save_unit) instead of --device and the formats")
+    p.add_argument("--device", default=None, type=cli_name,
+                   help="device or architecture with the format options, or a whole unit name: "
+                        "DEVICE:IN:OUT[:INSTRUCTION[:VARIANT]] ('H100:bf16:fp32'), a catalogue name "
+                        "('hopper/wgmma/bf16->fp32', as workbench presets prints it) or a unit file (.toml)")
+    p.add_argument("--unit", default=None, metavar="UNIT",
+                   help="a unit file (workbench.save_unit) or any unit name --device takes, instead of --device "
+                        "and the formats")
     p.add_argument("--in-format", default=None, type=cli_name,
                    help="input format (default fp16, or the one input format of the --variant/--instruction)")
-    p.add_argument("--out-format", default="fp32", type=cli_name)
+    p.add_argument("--out-format", default=None, type=cli_name, help="output format (default fp32)")
     p.add_argument("--instruction", default=None, type=cli_name)
     p.add_argument("--variant", default=None, type=cli_name)
     p.add_argument("--a", required=True, type=cli_float_list, help="comma-separated values (decimal or hex floats)")
@@ -49,21 +53,31 @@ def run_command(args: argparse.Namespace) -> int:
     from ..engine import explain
 
     if (args.unit is None) == (args.device is None):
-        raise ValueError("give --device (with the formats) or --unit UNIT.toml, one of the two")
-    if args.unit is not None:
-        from ..unitfile import read_unit
-
-        given = [f"--{k.replace('_', '-')}" for k in ("in_format", "instruction", "variant")
+        raise ValueError("give --device (with the formats) or --unit UNIT, one of the two")
+    whole = args.unit if args.unit is not None else args.device
+    if args.unit is not None or ":" in whole or "->" in whole or whole.lower().endswith(".toml"):
+        given = [f"--{k.replace('_', '-')}" for k in ("in_format", "out_format", "instruction", "variant")
                  if getattr(args, k) is not None]
         if given:
-            raise ValueError(f"{', '.join(given)}: a unit file fixes its formats and instruction; drop them")
-        uf = read_unit(args.unit)
-        m = uf.model
-        print(f"unit {uf.path} ({uf.provenance.origin}{': ' + uf.provenance.target if uf.provenance.target else ''}): "
-              f"{m.describe()}")
+            raise ValueError(f"{', '.join(given)}: {whole!r} names a whole unit (its formats and instruction); "
+                             f"drop them")
+        if whole.lower().endswith(".toml"):
+            from ..unitfile import read_unit
+
+            uf = read_unit(whole)
+            m = uf.model
+            print(f"unit {uf.path} ({uf.provenance.origin}"
+                  f"{': ' + uf.provenance.target if uf.provenance.target else ''}): {m.describe()}")
+        else:
+            from ..units import resolve
+
+            m = resolve(whole, what="--unit" if args.unit is not None else "--device")
+            name = getattr(m, "name", "")
+            print(f"preset {name} ({getattr(m, 'source', '')})" if name else f"unit {m.describe()}")
     else:
-        in_format = args.in_format or _only_in_format(args.device, args.out_format, args.instruction, args.variant)
-        m = catalogue.preset(args.device, in_format, args.out_format, instruction=args.instruction,
+        out_format = args.out_format or "fp32"
+        in_format = args.in_format or _only_in_format(args.device, out_format, args.instruction, args.variant)
+        m = catalogue.preset(args.device, in_format, out_format, instruction=args.instruction,
                              variant=args.variant)
         print(f"preset {m.name} ({m.source})")
     scales = {k: v for k, v in (("scale_a", args.scale_a), ("scale_b", args.scale_b)) if v is not None}

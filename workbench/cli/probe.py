@@ -19,7 +19,8 @@ HELP = "probe a matrix unit or library as a black box and print its feature shee
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", metavar="TARGET", type=cli_name,
                         help="library GEMMs as unit + schedule: numpy-fp64, numpy-fp32, torch-cpu-fp32, torch-cpu-bf16; units: numpy-fp16, torch-cpu-bf16, torch-cpu-fp16, torch-cpu-fp32, mldtypes-bf16, "
-                             "preset:DEVICE:IN:OUT[:INSTRUCTION[:VARIANT]] (e.g. preset:H100:fp16:fp32), "
+                             "a unit: DEVICE:IN:OUT[:INSTRUCTION[:VARIANT]] (e.g. H100:fp16:fp32; a preset: prefix is allowed), "
+                             "a catalogue name (hopper/wgmma/fp16->fp32) or a unit file (.toml); "
                              "torch-cuda-IN-OUT, cupy-IN-OUT")
     parser.add_argument("--verify", type=cli_count, default=20000, metavar="N",
                         help="outputs compared in the randomised verification (default 20000)")

@@ -24,14 +24,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true", help="apply the file's [quick] overrides (small grid)")
     parser.add_argument("--retry-errors", action="store_true", help="re-run stored tasks that recorded an error")
     parser.add_argument("--no-progress", action="store_true", help="do not show the progress bar")
-    parser.add_argument("--dry-run", action="store_true", help="print the number of tasks and pending tasks, run nothing")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="resolve every task (unit, formats, algorithm and its params) and list every invalid "
+                             "one, check the results folder's version, print the number of tasks and pending "
+                             "tasks; run nothing (exit 1 when a task is invalid or the folder holds another "
+                             "version)")
 
 
 def run_command(args: argparse.Namespace) -> int:
     """Run the sweep described by ``args``; print a summary; 0 if every task succeeded, 1 otherwise."""
     from pathlib import Path
 
-    from ..sweep import runner, spec, store
+    from ..sweep import runner, spec, store, tasks
 
     if args.dry_run:
         exp = spec.parse(args.experiment, quick=args.quick)
@@ -39,8 +43,22 @@ def run_command(args: argparse.Namespace) -> int:
         done = store.done_hashes(out) if out.is_dir() else set()
         pending = sum(t.hash not in done for t in exp.tasks)
         inputs = len({t.input_hash for t in exp.tasks})
-        print(f"{exp.name}: {len(exp.tasks)} tasks on {inputs} inputs, {pending} pending (results in {out})")
-        return 0
+        left = f", {exp.excluded} left out by exclude" if exp.excluded else ""
+        print(f"{exp.name}: {len(exp.tasks)} tasks on {inputs} inputs, {pending} pending (results in {out}; "
+              f"version {exp.digest}{left})")
+        status = 0
+        bad = tasks.invalid_tasks(exp.tasks)
+        if bad:
+            print(f"{len(bad)} invalid tasks (a real run would refuse to start):")
+            for _, why in bad:
+                print(f"  {why}")
+            status = 1
+        try:
+            store.check_version(out, exp.name, exp.digest, spec.task_hashes(args.experiment, exp))
+        except store.StaleResultsError as exc:
+            print(f"refused: {exc}")
+            status = 1
+        return status
     df = runner.run(args.experiment, out=args.out, workers=args.workers, scheduler=args.scheduler,
                     quick=args.quick, progress=not args.no_progress, retry_errors=args.retry_errors,
                     threads_per_worker=args.threads_per_worker)

@@ -58,6 +58,20 @@ def _fmt_value(v: float) -> str:
     return f"{sign}2^{e - 1}" if sig == 1 else f"{sign}{sig!r}*2^{e - 1}"
 
 
+def exact_text(v: float) -> str:
+    """``v`` written exactly: ``0``/``-0``, ``inf``/``nan``, a power of two as ``2^e``
+    (``-2^-24``), any other value as a hex float (``0x1.8p-3``, :meth:`float.hex`)."""
+    v = float(v)
+    if v == 0:
+        return "-0" if math.copysign(1.0, v) < 0 else "0"
+    if not math.isfinite(v):
+        return str(v)
+    m, e = math.frexp(abs(v))
+    if m == 0.5:
+        return f"{'-' if v < 0 else ''}2^{e - 1}"
+    return v.hex()
+
+
 @dataclass(frozen=True)
 class Discrimination:
     """An input on which two models give different outputs.
@@ -139,4 +153,4 @@ class DiscriminationOutcome:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-__all__ = ["Discrimination", "DiscriminationOutcome", "Status", "model_label"]
+__all__ = ["Discrimination", "DiscriminationOutcome", "Status", "model_label", "exact_text"]

@@ -33,7 +33,9 @@ import warnings
 import numpy as np
 
 from .. import formats as _formats
+from .. import units
 from ..engine.model import Model
+from ..units import UnitSpec
 from . import _eval, smt
 from .outcome import Discrimination, DiscriminationOutcome, _score, model_label
 
@@ -51,44 +53,12 @@ class DiscriminationNotFound(UserWarning):
 
 
 # ------------------------------------------------------------------ model names
-def resolve_model(spec: Model | str) -> Model:
-    """A :class:`Model` from a model or a preset name.
-
-    Accepted names: a preset record name (``"hopper/wgmma/fp16->fp32"``,
-    ``"blackwell/tcgen05.mma/fp16->fp32/rn"``) or ``DEVICE:IN:OUT[:INSTRUCTION_OR_VARIANT]``
-    (``"H100:fp16:fp32"``, ``"B200:fp16:fp32:rn"``, ``"V100:fp16:fp16"``), or the path of a
-    unit file ending in ``.toml`` (:func:`workbench.load_unit`).
-    """
-    if isinstance(spec, Model):
-        return spec
-    if not isinstance(spec, str):
-        raise TypeError(f"model must be a workbench Model or a preset name, got {type(spec).__name__}")
-    from .. import catalogue
-
-    name = spec.strip()
-    if name.lower().endswith(".toml"):
-        from ..unitfile import load_unit
-
-        return load_unit(name)
-    if "/" in name:
-        for rec in catalogue.records():
-            if rec.name.lower() == name.lower():
-                return rec
-        known = ", ".join(r.name for r in catalogue.records()[:6])
-        raise ValueError(f"no preset named {spec!r}; names look like {known}, ... (see workbench.presets())")
-    parts = name.split(":")
-    if len(parts) not in (2, 3, 4):
-        raise ValueError(f"model name {spec!r}: expected DEVICE:IN:OUT[:INSTRUCTION_OR_VARIANT] "
-                         f"(e.g. 'H100:fp16:fp32') or a preset name such as 'hopper/wgmma/fp16->fp32'")
-    dev, fin = parts[0], parts[1]
-    fout = parts[2] if len(parts) > 2 else "fp32"
-    if len(parts) == 4:
-        extra = parts[3]
-        try:
-            return catalogue.preset(dev, fin, fout, variant=extra)
-        except ValueError:
-            return catalogue.preset(dev, fin, fout, instruction=extra)
-    return catalogue.preset(dev, fin, fout)
+def resolve_model(spec: UnitSpec) -> Model:
+    """A :class:`Model` from a model or a unit name: :func:`workbench.units.resolve`
+    (a catalogue name such as ``"hopper/wgmma/fp16->fp32"``,
+    ``DEVICE:IN:OUT[:INSTRUCTION[:VARIANT]]`` such as ``"H100:fp16:fp32"`` or
+    ``"B200:fp16:fp32::rn"``, or the path of a unit file ending in ``.toml``)."""
+    return units.resolve(spec)
 
 
 # ------------------------------------------------------------------ candidates
@@ -140,8 +110,11 @@ class _Space:
     """The input space of a pair of models: formats, K, value generators, and how
     outputs are compared (``"bits"`` or ``"value"``)."""
 
-    def __init__(self, ma: Model, mb: Model, K: int, compare: str = "bits") -> None:
+    def __init__(self, ma: Model, mb: Model, K: int, compare: str = "bits",
+                 exponent_range: tuple[int, int] | None = None, subnormals: bool = True) -> None:
         self.ma, self.mb, self.K, self.compare = ma, mb, K, compare
+        self.exponent_range = exponent_range
+        self.subnormals = subnormals
         self.fin = ma.in_fmt
         self.fout = ma.out_fmt
         m = self.fin.man_bits
@@ -153,14 +126,18 @@ class _Space:
         if len(Ls) > 1:
             pos |= {Ls[1] - 1, Ls[1]}
         self.positions = sorted(p for p in pos if 0 <= p < K)
-        self.emin_sub = self.fin.emin - m
+        self.emin_sub = self.fin.emin - (m if subnormals else 0)   # the smallest input exponent drawn
+        self.emax_in = self.fin.emax
+        if exponent_range is not None:
+            self.emin_sub = max(self.emin_sub, exponent_range[0])
+            self.emax_in = min(self.emax_in, exponent_range[1])
         Fs = [x.F for x in (ma, mb) if "F" in x.operation.param_names]
         self.gap_max = max(Fs + [self.fout.p]) + self.fout.p + 6
 
     def product(self, sa: float, sb: float, e: int, sign: float = 1.0) -> tuple[float, float]:
         """Operands ``a, b`` in the input format with ``a * b`` close to ``sa*sb*2^e``."""
-        ea = min(max(-((-e) // 2), self.emin_sub), self.fin.emax)
-        eb = min(max(e - ea, self.emin_sub), self.fin.emax)
+        ea = min(max(-((-e) // 2), self.emin_sub), self.emax_in)
+        eb = min(max(e - ea, self.emin_sub), self.emax_in)
         return _rep1(sign * sa * 2.0 ** ea, self.fin), _rep1(sb * 2.0 ** eb, self.fin)
 
     def c_value(self, s: float, e: int, sign: float = 1.0) -> float:
@@ -174,7 +151,25 @@ class _Space:
             ok &= _formats.is_representable(a, mdl.in_fmt).all(axis=1)
             ok &= _formats.is_representable(b, mdl.in_fmt).all(axis=1)
             ok &= _formats.is_representable(c, mdl.out_fmt)
+        ok &= self.allowed(a, self.fin).all(axis=1) & self.allowed(b, self.fin).all(axis=1)
+        ok &= self.allowed(c, self.fout)
         return ok & np.isfinite(c) & np.isfinite(a).all(axis=1) & np.isfinite(b).all(axis=1)
+
+    def allowed(self, x: np.ndarray, fmt: _formats.FloatFormat) -> np.ndarray:
+        """Entries that keep to the requested exponent range (zeros always do) and, with
+        ``subnormals=False``, are no subnormals of ``fmt``."""
+        ok = np.ones(np.shape(x), dtype=bool)
+        if self.exponent_range is None and self.subnormals:
+            return ok
+        nz = (x != 0) & np.isfinite(x)
+        with np.errstate(divide="ignore"):
+            e = np.where(nz, np.floor(np.log2(np.where(nz, np.abs(x), 1.0))), 0)
+        if self.exponent_range is not None:
+            lo, hi = self.exponent_range
+            ok &= ~nz | ((e >= lo) & (e <= hi))
+        if not self.subnormals:
+            ok &= ~nz | (e >= fmt.emin)
+        return ok
 
 
 def _structured_levels(sp: _Space) -> list[tuple[str, _Batch]]:
@@ -367,10 +362,11 @@ def _check_models(ma: Model, mb: Model) -> None:
                              f"unscaled models (pass the scaled arithmetic as a custom t-fdpa model)")
 
 
-def discriminate_outcome(model_a: Model | str, model_b: Model | str, *, K: int | None = None,
+def discriminate_outcome(model_a: UnitSpec, model_b: UnitSpec, *, K: int | None = None,
                          budget: int = 200_000, seed: int = 0, backend: str = "search",
                          shrink: bool = True, smt_timeout: float = 60.0,
-                         compare: str = "bits") -> DiscriminationOutcome:
+                         compare: str = "bits", exponent_range: tuple[int, int] | None = None,
+                         subnormals: bool = True) -> DiscriminationOutcome:
     """Like :func:`discriminate` but returns the full :class:`DiscriminationOutcome`
     (result, status and reason, candidates evaluated)."""
     ma, mb = resolve_model(model_a), resolve_model(model_b)
@@ -386,15 +382,27 @@ def discriminate_outcome(model_a: Model | str, model_b: Model | str, *, K: int |
         raise ValueError(f"budget={budget!r}: expected a non-negative number of candidates")
     if compare not in _eval.COMPARISONS:
         raise ValueError(f"compare={compare!r}: expected one of {_eval.COMPARISONS}")
+    if exponent_range is not None:
+        if (not isinstance(exponent_range, (tuple, list)) or len(exponent_range) != 2
+                or not all(isinstance(e, (int, np.integer)) and not isinstance(e, bool) for e in exponent_range)
+                or exponent_range[0] > exponent_range[1]):
+            raise ValueError(f"exponent_range={exponent_range!r}: expected (lo, hi) integers with lo <= hi "
+                             f"(every nonzero a, b and c has 2^lo <= |x| < 2^(hi + 1))")
+        exponent_range = (int(exponent_range[0]), int(exponent_range[1]))
+    if not isinstance(subnormals, bool):
+        raise TypeError(f"subnormals={subnormals!r}: expected True or False")
     if ma.params == mb.params:
         return DiscriminationOutcome(None, "none exists",
                                      f"the two models have identical arithmetic parameters "
                                      f"({ma.describe()}): no input can tell them apart")
     if backend == "smt":
+        if exponent_range is not None or not subnormals:
+            raise ValueError("exponent_range and subnormals=False restrict the search back end's inputs; the SMT "
+                             "back end searches every input: use backend='search'")
         if compare != "bits":
             raise ValueError(f"compare={compare!r}: the SMT back end compares output bits; use backend='search'")
         return smt.discriminate_smt(ma, mb, K=K, timeout=smt_timeout)
-    sp = _Space(ma, mb, K, compare)
+    sp = _Space(ma, mb, K, compare, exponent_range, subnormals)
     rng = np.random.default_rng(seed)
     tried = 0
     found: tuple[np.ndarray, np.ndarray, float, str] | None = None
@@ -437,6 +445,7 @@ def discriminate_outcome(model_a: Model | str, model_b: Model | str, *, K: int |
         okC = np.ones_like(C, dtype=bool)
         for mdl in (ma, mb):
             okC &= _formats.is_representable(C, mdl.out_fmt)
+        okC &= sp.allowed(C, sp.fout)
         A[~okA] = 0.0
         B[:, ~okB] = 0.0
         C[~okC] = 0.0
@@ -465,9 +474,10 @@ def discriminate_outcome(model_a: Model | str, model_b: Model | str, *, K: int |
     return DiscriminationOutcome(res, "found", f"found after {tried} candidates ({method})", candidates=tried)
 
 
-def discriminate(model_a: Model | str, model_b: Model | str, *, K: int | None = None, budget: int = 200_000,
+def discriminate(model_a: UnitSpec, model_b: UnitSpec, *, K: int | None = None, budget: int = 200_000,
                  seed: int = 0, backend: str = "search", shrink: bool = True,
-                 smt_timeout: float = 60.0, compare: str = "bits") -> Discrimination | None:
+                 smt_timeout: float = 60.0, compare: str = "bits", exponent_range: tuple[int, int] | None = None,
+                 subnormals: bool = True) -> Discrimination | None:
     """The simplest input found on which two models give different output bits.
 
     Parameters
@@ -494,6 +504,13 @@ def discriminate(model_a: Model | str, model_b: Model | str, *, K: int | None = 
     compare:
         ``"bits"`` (default): any difference in the output bits, the sign of a zero
         included; ``"value"``: only different numbers (+0 and -0 count as equal).
+    exponent_range:
+        ``(lo, hi)``: every nonzero input (a, b and c) has ``2^lo <= |x| < 2^(hi+1)``
+        (as :func:`find_worse`'s), to look past the underflow corners between vendors;
+        None (default): the formats' whole range.  Search back end only.
+    subnormals:
+        False: no input is subnormal in its format (a and b in the input format, c in
+        the output format); True (default) allows them.  Search back end only.
 
     Returns
     -------
@@ -504,7 +521,8 @@ def discriminate(model_a: Model | str, model_b: Model | str, *, K: int | None = 
     :func:`discriminate_outcome` to get the status as data.
     """
     out = discriminate_outcome(model_a, model_b, K=K, budget=budget, seed=seed, backend=backend,
-                               shrink=shrink, smt_timeout=smt_timeout, compare=compare)
+                               shrink=shrink, smt_timeout=smt_timeout, compare=compare,
+                               exponent_range=exponent_range, subnormals=subnormals)
     if out.result is None:
         warnings.warn(DiscriminationNotFound(f"{out.status}: {out.reason}"), stacklevel=2)
     return out.result

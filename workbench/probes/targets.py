@@ -220,23 +220,17 @@ def target(name: str) -> BlackBox:
     key = name.strip().lower()
     if key in TARGETS:
         return TARGETS[key]()
-    if key.startswith("preset:"):
-        from ..catalogue import preset
+    if key.startswith("preset:") or ":" in key or "->" in key or key.endswith(".toml"):
+        from ..units import resolve, unit_name
 
-        parts = name.strip().split(":")[1:]
-        if len(parts) < 2:
-            raise ValueError(f"{name!r}: expected preset:DEVICE:IN[:OUT[:INSTRUCTION[:VARIANT]]]")
-        dev, fin = parts[0], parts[1]
-        fout = parts[2] if len(parts) > 2 else "fp32"
-        instr = parts[3] if len(parts) > 3 and parts[3] else None
-        var = parts[4] if len(parts) > 4 else None
-        p = preset(dev, fin, fout, instruction=instr, variant=var)
-        return from_model(p, name=f"preset {p.name}")
+        m = resolve(name, what="target")
+        return from_model(m, name=f"preset {unit_name(m)}" if getattr(m, "name", "") else f"unit {name.strip()}")
     for prefix, make in (("torch-cuda-", torch_cuda), ("cupy-", cupy_matmul)):
         if key.startswith(prefix):
             fmts = key[len(prefix):].split("-")
             if len(fmts) != 2:
                 raise ValueError(f"{name!r}: expected {prefix}IN-OUT, e.g. {prefix}fp16-fp32")
             return make(fmts[0], fmts[1])
-    raise ValueError(f"unknown probe target {name!r}; known: {', '.join(TARGETS)}, preset:DEV:IN:OUT, "
-                     "torch-cuda-IN-OUT, cupy-IN-OUT")
+    raise ValueError(f"unknown probe target {name!r}; known: {', '.join(TARGETS)}, "
+                     "DEVICE:IN:OUT[:INSTRUCTION[:VARIANT]] or a catalogue name such as 'hopper/wgmma/fp16->fp32' "
+                     "or a unit file (.toml), torch-cuda-IN-OUT, cupy-IN-OUT")

@@ -158,9 +158,10 @@ def run(path_or_dict: str | Path | Mapping[str, Any], out: str | Path | None = N
     exp = _spec.parse(path_or_dict, quick=quick)
     _tasks.validate_experiment(exp.tasks)  # a bad preset, algorithm or params key fails here, before anything runs
     out = Path(out) if out is not None else default_out(exp.name)
+    _store.check_version(out, exp.name, exp.digest, _spec.task_hashes(path_or_dict, exp))   # never mix versions
     out.mkdir(parents=True, exist_ok=True)
     _store.clean_temporaries(out)
-    _store.save_experiment(out, exp.raw)
+    _store.save_experiment(out, exp.raw, exp.digest)
     done = _store.done_hashes(out)
     if retry_errors:
         done -= _store.error_hashes(out)

@@ -26,7 +26,9 @@ is an axis); a list of tables is an axis whose items are expanded in turn (use i
 pair values, e.g. exponent ranges); a list inside a list is one literal value.
 The grid-only key ``cases`` is a list of tables merged into the task, to pair
 values of several task keys (``cases = [{preset = "B200"}, {preset = "B200",
-variant = "rn"}]``).
+variant = "rn"}]``).  ``exclude`` (top level or grid) is a list of tables; a task
+matching every key of one of them is left out (``exclude = [{preset = "V100",
+in_format = "bf16"}]``: combinations that do not exist).
 """
 
 from __future__ import annotations
@@ -49,11 +51,17 @@ from .. import resources as _resources
 from ..gate import unknown_name
 
 #: Keys allowed at the top of an experiment file.
-TOP_KEYS = ("name", "description", "source", "notes", "reference", "metrics", "defaults", "grid", "quick")
+TOP_KEYS = ("name", "description", "source", "notes", "reference", "metrics", "defaults", "grid", "quick",
+            "exclude")
+#: Top-level keys that describe an experiment without changing what it computes: they are
+#: left out of its :attr:`Experiment.digest`.
+DESCRIPTIVE_KEYS = ("description", "source", "notes")
 
 #: Keys of one task (after merging defaults and expanding the grid) -> meaning.
 TASK_KEYS: dict[str, str] = {
-    "preset": "device or architecture name for workbench.preset() (optional)",
+    "preset": "device or architecture name for workbench.preset() with in_format/out_format, or a whole unit "
+              "name (DEVICE:IN:OUT[:INSTRUCTION[:VARIANT]] or a catalogue name such as 'cdna3/mfma/fp16->fp32'), "
+              "which fills in_format and out_format (optional)",
     "instruction": "instruction passed to workbench.preset() (optional)",
     "variant": "variant passed to workbench.preset() (optional)",
     "model": "table of workbench.custom_model() arguments (kind, L, F, rounding, ...) instead of a preset",
@@ -67,9 +75,17 @@ TASK_KEYS: dict[str, str] = {
     "seed": "seed of the input generator (non-negative integer)",
     "input": "table: generator (workbench.inputs GENERATORS or PAIR_GENERATORS name), its parameters, round_to, c",
     "alpha": "scalar multiplying A B (default 1)", "beta": "scalar multiplying C (default 1)",
+    "formats": "table of custom formats by name, each {exp_bits, man_bits[, bias, special, subnormals, signed]} "
+               "(workbench.FloatFormat.custom): registered before the task runs, so in_format, out_format, "
+               "model and params (word_format = ...) can name them",
 }
+#: keys of one entry of ``formats``
+FORMAT_KEYS = ("exp_bits", "man_bits", "bias", "special", "subnormals", "signed")
 #: Grid-only key: a list of tables, each merged into the task (pairs values of several keys).
 CASES = "cases"
+#: Grid (or top-level) key: a list of tables; a task whose values match every key of one
+#: of them is left out (combinations that do not exist, e.g. ``{preset = "V100", in_format = "bf16"}``).
+EXCLUDE = "exclude"
 REQUIRED = ("algorithm", "m", "k", "n", "seed", "input")
 REFERENCE_KINDS = ("exact", "float64", "none")
 
@@ -94,7 +110,11 @@ class Task:
 
 @dataclass
 class Experiment:
-    """A parsed and validated experiment: metadata and the expanded tasks."""
+    """A parsed and validated experiment: metadata and the expanded tasks.
+
+    ``digest`` identifies the experiment's version: a hash of its definition without the
+    descriptive keys (:data:`DESCRIPTIVE_KEYS`), stored with every result row and in the
+    results folder, which refuses rows of another version."""
 
     name: str
     description: str
@@ -102,9 +122,45 @@ class Experiment:
     metrics: list[str]
     tasks: list[Task] = field(default_factory=list)
     raw: dict[str, Any] = field(default_factory=dict)
+    excluded: int = 0
+
+    @property
+    def digest(self) -> str:
+        return experiment_digest(self.raw)
 
     def __len__(self) -> int:
         return len(self.tasks)
+
+
+def experiment_digest(raw: Mapping[str, Any]) -> str:
+    """The version of an experiment definition: a hash of it without the keys that only
+    describe it (:data:`DESCRIPTIVE_KEYS`)."""
+    return stable_hash({k: v for k, v in raw.items() if k not in DESCRIPTIVE_KEYS})
+
+
+def _excluded_by(combo: Mapping[str, Any], rules: list[Mapping[str, Any]]) -> bool:
+    """Whether ``combo`` matches every key of one of the ``exclude`` tables (strings
+    compared without case and surrounding blanks)."""
+    def same(a: Any, b: Any) -> bool:
+        if isinstance(a, str) and isinstance(b, str):
+            return a.strip().lower() == b.strip().lower()
+        return bool(a == b)
+    return any(all(k in combo and same(combo[k], v) for k, v in rule.items()) for rule in rules)
+
+
+def _exclude_rules(value: Any, where: str) -> list[Mapping[str, Any]]:
+    if value is None:
+        return []
+    if isinstance(value, Mapping):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(r, Mapping) and r for r in value):
+        raise ValueError(f"{where}: exclude={value!r} must be a list of non-empty tables such as "
+                         f"[{{preset = 'V100', in_format = 'bf16'}}]")
+    for rule in value:
+        for key in rule:
+            if key not in TASK_KEYS:
+                raise ValueError(f"{where}: exclude: {unknown_name('key', key, sorted(TASK_KEYS))}")
+    return list(value)
 
 
 def canonical_json(obj: Any) -> str:
@@ -206,11 +262,88 @@ def _check_generator_params(where: str, prefix: str, gen: str, table: Mapping[st
             raise ValueError(f"{where}: {prefix}.{key}: {err}")
 
 
+def is_unit_name(preset: str) -> bool:
+    """Whether a task's ``preset`` names a whole unit (``DEVICE:IN:OUT[:INSTRUCTION[:VARIANT]]``
+    or a catalogue name) rather than a device or architecture."""
+    return ":" in preset or "->" in preset
+
+
+def _preset_formats(out: dict[str, Any], where: str) -> None:
+    """A preset task's formats: a whole unit name (:func:`workbench.units.resolve`) fills
+    ``in_format``/``out_format`` (refusing different ones), and an input format that means
+    another format on the device (a family such as ``fp8``, e4m3 on CDNA3) becomes the
+    format the unit reads, so that the task says what runs."""
+    from .. import catalogue, units
+
+    name = out["preset"]
+    if is_unit_name(name):
+        if out.get("instruction") is not None or out.get("variant") is not None:
+            raise ValueError(f"{where}: preset={name!r} names a whole unit; drop instruction/variant")
+        try:
+            m = units.resolve(name, what="preset")
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
+        for key in ("in_format", "out_format"):
+            given = out.get(key)
+            device = name.split(":")[0] if ":" in name else str(getattr(m, "architecture", ""))
+            if given is not None and _unit_format_or_none(device, given) != getattr(m, key):
+                raise ValueError(f"{where}: {key}={given!r} but preset {name!r} has {key}={getattr(m, key)!r}")
+            out[key] = getattr(m, key)
+        return
+    fin = out.get("in_format")
+    if isinstance(fin, str):
+        try:
+            canon = catalogue.unit_format(name, fin)
+        except ValueError:
+            return                          # reported below, or by the model at run time
+        if canon != _name_or_none(fin):
+            out["in_format"] = canon
+
+
+def _name_or_none(fmt: str) -> str | None:
+    try:
+        return _formats.format(fmt).name
+    except ValueError:
+        return None
+
+
+def _unit_format_or_none(device: str, fmt: str) -> str | None:
+    from .. import catalogue
+
+    if not device:
+        return _name_or_none(fmt)
+    try:
+        return catalogue.unit_format(device, fmt)
+    except ValueError:
+        return _name_or_none(fmt)
+
+
+def register_formats(table: Any, where: str = "formats") -> None:
+    """Register a task's custom formats (``formats = {name = {exp_bits = .., man_bits = ..}}``)
+    in this process (:func:`workbench.formats.register_format`); ValueError naming the
+    entry and what was expected."""
+    if table is None:
+        return
+    if not isinstance(table, Mapping):
+        raise ValueError(f"{where}: formats={table!r} must be a table of name = {{exp_bits, man_bits, ...}}")
+    for name, enc in table.items():
+        if not isinstance(enc, Mapping):
+            raise ValueError(f"{where}: formats.{name}={enc!r} must be a table with exp_bits and man_bits")
+        for key in enc:
+            if key not in FORMAT_KEYS:
+                raise ValueError(f"{where}: formats.{name}: {unknown_name('format key', key, FORMAT_KEYS)}")
+        try:
+            _formats.register_format(_formats.FloatFormat.custom(name, **enc))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{where}: formats.{name}: {exc}") from None
+
+
 def validate_task(spec: dict[str, Any], where: str) -> dict[str, Any]:
     """Check one expanded task and fill defaults; raise ValueError naming the bad key."""
     for key in spec:
         if key not in TASK_KEYS:
             raise ValueError(f"{where}: {unknown_name('key', key, sorted(TASK_KEYS))}")
+    register_formats(spec.get("formats"), where)
     for key in REQUIRED:
         if key not in spec:
             raise ValueError(f"{where}: missing required key {key!r} ({TASK_KEYS[key]})")
@@ -225,6 +358,8 @@ def validate_task(spec: dict[str, Any], where: str) -> dict[str, Any]:
             raise ValueError(f"{where}: {key}={out[key]!r} must be a string")
     if not isinstance(out["algorithm"], str) or not out["algorithm"]:
         raise ValueError(f"{where}: algorithm={out['algorithm']!r} must be a non-empty string")
+    if out.get("preset") is not None:
+        _preset_formats(out, where)
     for key in ("in_format", "out_format"):
         if out.get(key) is not None:
             _check_format(where, key, out[key])
@@ -284,8 +419,11 @@ def input_key(spec: Mapping[str, Any], reference: str) -> dict[str, Any]:
         if c.get("round_to") == "output":
             c["round_to"] = spec["out_format"]
         inp["c"] = c
-    return {"input": inp, "m": spec["m"], "k": spec["k"], "n": spec["n"], "seed": spec["seed"],
-            "alpha": spec["alpha"], "beta": spec["beta"], "reference": reference}
+    key = {"input": inp, "m": spec["m"], "k": spec["k"], "n": spec["n"], "seed": spec["seed"],
+           "alpha": spec["alpha"], "beta": spec["beta"], "reference": reference}
+    if spec.get("formats"):
+        key["formats"] = spec["formats"]     # the worker registers them before it rounds the inputs
+    return key
 
 
 def _check_metrics(metrics: Any) -> list[str]:
@@ -332,6 +470,19 @@ def _unit_task(combo: dict[str, Any], base: Path, where: str) -> tuple[dict[str,
     return out, {"params": params, "formats": formats}
 
 
+def task_hashes(path_or_dict: str | Path | Mapping[str, Any], exp: Experiment) -> set[str]:
+    """The task hashes of an experiment's definition: those of ``exp`` and of its other
+    size (``[quick]`` or full), which share one results folder."""
+    hashes = {t.hash for t in exp.tasks}
+    if exp.raw.get("quick"):
+        for flag in (True, False):
+            try:
+                hashes |= {t.hash for t in parse(path_or_dict, quick=flag).tasks}
+            except ValueError:
+                pass
+    return hashes
+
+
 def parse(path_or_dict: str | Path | Mapping[str, Any], *, quick: bool = False) -> Experiment:
     """Parse, validate and expand an experiment into its tasks.
 
@@ -369,7 +520,11 @@ def parse(path_or_dict: str | Path | Mapping[str, Any], *, quick: bool = False) 
             raise ValueError(f"quick: unknown key {key!r}; expected one of {sorted(TASK_KEYS)}")
     tasks: list[Task] = []
     seen: set[str] = set()
+    excluded = 0
+    top_rules = _exclude_rules(raw.get(EXCLUDE), "exclude")
     for gi, grid in enumerate(grids):
+        grid = dict(grid)
+        rules = top_rules + _exclude_rules(grid.pop(EXCLUDE, None), f"grid[{gi}]")
         merged = _merge(defaults, grid)
         if quick:
             merged = _merge(merged, quick_over)
@@ -388,6 +543,9 @@ def parse(path_or_dict: str | Path | Mapping[str, Any], *, quick: bool = False) 
                     if key in combo:
                         raise ValueError(f"grid[{gi}]: key {key!r} is set both in cases and in the grid")
                 combo.update(case)
+            if rules and _excluded_by(combo, rules):
+                excluded += 1
+                continue
             unit = None
             if combo.get("unit") is not None:
                 combo, unit = _unit_task(combo, base, f"grid[{gi}]")
@@ -400,4 +558,4 @@ def parse(path_or_dict: str | Path | Mapping[str, Any], *, quick: bool = False) 
             ih = stable_hash(input_key(spec, reference))
             tasks.append(Task(index=len(tasks), spec=spec, hash=h, input_hash=ih))
     return Experiment(name=name, description=str(raw.get("description", "")), reference=reference,
-                      metrics=metrics, tasks=tasks, raw=raw)
+                      metrics=metrics, tasks=tasks, raw=raw, excluded=excluded)

@@ -53,7 +53,7 @@ KEEP = ("error", "traceback")
 COLUMN_TYPES: dict[str, pa.DataType] = {
     **dict.fromkeys(("task_hash", "input_hash", "experiment", "algorithm", "preset", "instruction", "variant",
                      "model", "in_format", "out_format", "reference", "generator", "params", "input",
-                     "error", "traceback", "worker"), pa.string()),
+                     "error", "traceback", "worker", "experiment_digest", "unit", "unit_params"), pa.string()),
     **dict.fromkeys(("task_index", "m", "k", "n", "seed"), pa.int64()),
     **dict.fromkeys(("alpha", "beta", "elapsed_s", "cpu_s", "reference_s", "finished_at"), pa.float64()),
 }
@@ -217,11 +217,48 @@ def compact(out: Path) -> Path | None:
     return path
 
 
-def save_experiment(out: Path, raw: Mapping[str, Any]) -> None:
-    """Record the experiment definition next to its results (``OUT/_experiment.json``)."""
+class StaleResultsError(ValueError):
+    """A results folder holds rows of another version of the experiment."""
+
+
+def check_version(out: Path, name: str, digest: str, tasks: set[str]) -> None:
+    """Refuse to write into ``out`` when it holds rows that are no task of this
+    experiment (``tasks``: the task hashes of its definition, quick and full): results
+    of another version of it (an edited grid, input, reference or metric), which would
+    otherwise be mixed with this version's.  A grown grid keeps its old tasks and is
+    resumed.  The :class:`StaleResultsError` names the versions and how to proceed."""
+    out = Path(out)
+    if not out.is_dir():
+        return
+    stale = done_hashes(out) - tasks
+    if not stale:
+        return
+    versions: set[str] = set()
+    table = load(out)
+    if "experiment_digest" in table.columns:
+        rows = table[table["task_hash"].isin(stale)]
+        versions = {str(d) for d in rows["experiment_digest"].dropna().unique()}
+    try:
+        meta = json.loads((out / METADATA).read_text())
+        if isinstance(meta, dict) and meta.get("_digest") and not versions:
+            versions.add(str(meta["_digest"]))
+    except (OSError, ValueError):
+        pass
+    seen = f" (digest {', '.join(sorted(versions))})" if versions else ""
+    raise StaleResultsError(
+        f"{out} holds {len(stale)} results of another version of experiment {name!r}{seen}, which are no task of "
+        f"this definition (digest {digest}): rows of different versions are not mixed. Run into a new folder "
+        f"(--out {out}-{digest[:8]}, or sweep.run(..., out=...)), or delete {out} to start again, or restore the "
+        f"experiment as it was to resume it")
+
+
+def save_experiment(out: Path, raw: Mapping[str, Any], digest: str | None = None) -> None:
+    """Record the experiment definition next to its results (``OUT/_experiment.json``),
+    with its version (``_digest``) when given."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    write_text(out / METADATA, json.dumps(raw, indent=2, sort_keys=True, default=str))
+    record = dict(raw) if digest is None else {**raw, "_digest": digest}
+    write_text(out / METADATA, json.dumps(record, indent=2, sort_keys=True, default=str))
     (out / _LEGACY_METADATA).unlink(missing_ok=True)  # it made pandas.read_parquet(OUT) fail
 
 

@@ -85,32 +85,48 @@ def resolve_algorithm(name: str) -> Callable[..., np.ndarray]:
 
 def validate_experiment(tasks: Sequence[Any]) -> None:
     """Check, before anything runs, everything of an expanded experiment that a task
-    would otherwise only find out when it runs: every model (the preset exists for its
-    formats, instruction and variant; a custom model's parameters are valid), every
-    algorithm name and every ``params`` key (against the algorithm's signature).  The
-    ValueError names the first task (grid order) that fails and suggests close names."""
-    seen_models: set[str] = set()
-    seen_calls: set[tuple[str, tuple[str, ...]]] = set()
+    would otherwise only find out when it runs (:func:`invalid_tasks`).  The ValueError
+    names every failing task (grid order; the first ten and a count) and suggests close
+    names."""
+    bad = invalid_tasks(tasks)
+    if bad:
+        shown = "; ".join(why for _, why in bad[:10])
+        more = f"; and {len(bad) - 10} more problems" if len(bad) > 10 else ""
+        n = len({i for i, _ in bad})
+        raise ValueError(f"{n} of {len(tasks)} tasks are invalid (nothing ran; fix them or leave the "
+                         f"combinations out with an exclude table): {shown}{more}")
+
+
+def invalid_tasks(tasks: Sequence[Any]) -> list[tuple[int, str]]:
+    """``(task index, reason)`` of every task that would fail before computing: its model
+    (the preset exists for its formats, instruction and variant; a custom model's
+    parameters are valid), its algorithm name and every ``params`` key (against the
+    algorithm's signature).  Each distinct model and call is resolved once."""
+    models: dict[str, str | None] = {}
+    calls: dict[tuple[str, tuple[str, ...]], str | None] = {}
+    bad: list[tuple[int, str]] = []
     for t in tasks:
         spec = t.spec
         where = f"task {t.index} ({spec['algorithm']}, m={spec['m']} k={spec['k']} n={spec['n']})"
         key = json.dumps({k: spec.get(k) for k in ("preset", "instruction", "variant", "model", "in_format",
-                                                   "out_format")}, sort_keys=True)
-        if key not in seen_models:
-            seen_models.add(key)
+                                                   "out_format", "formats")}, sort_keys=True)
+        if key not in models:
             try:
                 build_model(spec)
+                models[key] = None
             except (TypeError, ValueError) as exc:
-                raise ValueError(f"{where}: {exc}") from None
-        params = tuple(sorted(spec.get("params", {})))
-        if (spec["algorithm"], params) in seen_calls:
-            continue
-        seen_calls.add((spec["algorithm"], params))
-        try:
-            fn = resolve_algorithm(spec["algorithm"])
-        except ValueError as exc:
-            raise ValueError(f"{where}: {exc}") from None
-        _check_params(fn, spec, where)
+                models[key] = str(exc)
+        call = (spec["algorithm"], tuple(sorted(spec.get("params", {}))))
+        if call not in calls:
+            try:
+                _check_params(resolve_algorithm(spec["algorithm"]), spec, "")
+                calls[call] = None
+            except ValueError as exc:
+                calls[call] = str(exc).removeprefix(": ")
+        for why in (models[key], calls[call]):
+            if why is not None:
+                bad.append((t.index, f"{where}: {why}"))
+    return bad
 
 
 def _check_params(fn: Callable[..., Any], spec: Mapping[str, Any], where: str) -> None:
@@ -143,7 +159,9 @@ def resolve_metric(name: str) -> Callable[[Context], Any]:
 def _model(key: str) -> Any:
     spec = json.loads(key)
     from .. import catalogue, unitfile
+    from .spec import register_formats
 
+    register_formats(spec.get("formats"))
     if spec.get("unit") is not None:    # read again here: it registers the unit's custom formats in this process
         unit = unitfile.load_unit(spec["unit"])
         if {k: v for k, v in unit.params.items() if v is not None and k not in ("in_format", "out_format")} != \
@@ -152,6 +170,10 @@ def _model(key: str) -> Any:
         return unit
     if spec.get("model") is not None:
         return catalogue.custom_model(spec["in_format"], spec["out_format"], **spec["model"])
+    if ":" in spec["preset"] or "->" in spec["preset"]:
+        from ..units import resolve
+
+        return resolve(spec["preset"], what="preset")
     return catalogue.preset(spec["preset"], spec["in_format"], spec["out_format"],
                             instruction=spec.get("instruction"), variant=spec.get("variant"))
 
@@ -160,7 +182,8 @@ def build_model(spec: Mapping[str, Any]) -> Any:
     """The task's MMA model (None if it names neither a preset nor a model); cached per process."""
     if spec.get("preset") is None and spec.get("model") is None:
         return None
-    key = {k: spec.get(k) for k in ("preset", "instruction", "variant", "model", "unit", "in_format", "out_format")}
+    key = {k: spec.get(k) for k in ("preset", "instruction", "variant", "model", "unit", "in_format", "out_format",
+                                    "formats")}
     return _model(json.dumps(key, sort_keys=True))
 
 
@@ -172,6 +195,9 @@ def _round(x: np.ndarray, target: str | None) -> np.ndarray:
 @functools.lru_cache(maxsize=4)
 def _inputs_cached(key_json: str) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     key = json.loads(key_json)
+    from .spec import register_formats
+
+    register_formats(key.get("formats"))
     inp = dict(key["input"])
     gen = inp.pop("generator")
     round_to = inp.pop("round_to")
@@ -263,6 +289,8 @@ def run_task(payload: Mapping[str, Any], reference: tuple[bool, Any, float] | No
     spec = payload["spec"]
     row = base_row(payload["hash"], payload["input_hash"], spec, payload["experiment"], payload["index"],
                    payload["reference"])
+    row["experiment_digest"] = payload.get("digest")
+    row["unit"] = row["unit_params"] = None
     row["error"] = None
     row["traceback"] = None
     t0 = time.perf_counter()
@@ -270,10 +298,19 @@ def run_task(payload: Mapping[str, Any], reference: tuple[bool, Any, float] | No
     try:
         if reference is not None and not reference[0]:
             raise RuntimeError(reference[1])
+        from .spec import register_formats
+
+        register_formats(spec.get("formats"))      # custom formats the task names, in this worker
         ref = reference[1] if reference is not None else None
         row["reference_s"] = float(reference[2]) if reference is not None else 0.0
         A, B, C = make_inputs(payload["input_key"])
         model = build_model(spec)
+        if model is not None:                      # what ran: the resolved unit, not the name typed
+            from ..units import unit_name
+
+            row["unit"] = unit_name(model)
+            row["unit_params"] = json.dumps(model.params, sort_keys=True)
+            row["in_format"], row["out_format"] = model.in_format, model.out_format
         algorithm = resolve_algorithm(spec["algorithm"])
         kwargs = dict(spec.get("params", {}))
         if spec["alpha"] != 1.0:

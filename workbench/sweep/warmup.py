@@ -99,6 +99,7 @@ def first_tasks(tasks: Iterable[_spec.Task]) -> list[_spec.Task]:
 def payload(exp: _spec.Experiment, task: _spec.Task) -> dict[str, Any]:
     """What :func:`workbench.sweep.tasks.run_task` needs of a task (plain data: it pickles)."""
     return {"hash": task.hash, "input_hash": task.input_hash, "spec": task.spec, "experiment": exp.name,
+            "digest": exp.digest,
             "index": task.index, "reference": exp.reference, "metrics": exp.metrics,
             "input_key": _spec.input_key(task.spec, exp.reference)}
 

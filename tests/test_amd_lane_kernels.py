@@ -29,7 +29,7 @@ from workbench import formats as F
 from workbench.catalogue import records
 from workbench.engine import fdpa_amd as amd
 from workbench.engine import kernels as K
-from workbench.engine import others
+from workbench.engine.operations.ftz_addmul import kernels as others
 from workbench.engine.operands import pad_k, padded_decomposed
 
 sys.path.insert(0, str(Path(__file__).parent))

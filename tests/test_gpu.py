@@ -134,6 +134,7 @@ def test_kernels_lower_for_the_cuda_target_without_a_gpu(monkeypatch):
     from numba.cuda.compiler import compile_cuda
 
     from workbench.engine import cuda_kernels as ck
+    from workbench.engine.operations.ftz_addmul.cuda import ftz_kernel
 
     sm90 = type("SM90", (), {"compute_capability": (9, 0)})()
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: sm90)  # no driver asked for one
@@ -147,7 +148,7 @@ def test_kernels_lower_for_the_cuda_target_without_a_gpu(monkeypatch):
         "fma": (ck.fma_kernel, (f64, f64, f64) + (types.int64,) * 4, {"llvm.fma.f64", "llvm.fma.f32"}),
         "amd": (ck.amd_kernel, (f64, f64, i32, i32, i32, i32, f64, types.Array(types.int64, 1, "C")),
                 {"llvm.ctlz.i64", "__nv_ldexp", "__nv_frexp", "__nv_isinfd"}),
-        "ftz": (ck.ftz_kernel, (f64, types.Array(types.float64, 2, "F"), f64, types.int64, types.float64),
+        "ftz": (ftz_kernel, (f64, types.Array(types.float64, 2, "F"), f64, types.int64, types.float64),
                 {"__nv_isinfd"}),
         "add_late": (ck.add_late_kernel, (f64, f64) + (types.int64,) * 4 + (types.boolean,), {"__nv_frexp"}),
     }

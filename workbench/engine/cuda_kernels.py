@@ -31,7 +31,6 @@ from . import kernels as _k
 from .fdpa_amd import amd_chain
 from .gst import gst_chain
 from .layout import P_L, P_NLIMBS
-from .others import ftz_chain
 
 #: Whether numba.cuda is the CUDA simulator (NUMBA_ENABLE_CUDASIM=1 when it was first imported).
 SIMULATED = bool(getattr(cuda_config, "ENABLE_CUDASIM"))
@@ -129,16 +128,6 @@ def amd_kernel(A, BT, sa, ea, sb, eb, acc, q):  # type: ignore[no-untyped-def]
 
 
 @cuda.jit(cache=True)
-def ftz_kernel(A, BT, acc, P, in_min_normal):  # type: ignore[no-untyped-def]
-    """One FTZ-AddMul chain per thread (:func:`workbench.engine.others.ftz_chain`), from
-    C in ``acc``: ``A`` (M, Kp) and ``BT`` (N, Kp) float64, Kp a multiple of P (``BT``
-    stored column-major, so that a warp's threads read adjacent elements)."""
-    inside, i, j = _output(cuda.grid(1), acc.shape[0], acc.shape[1])
-    if inside:
-        acc[i, j] = ftz_chain(_arr(A), _arr(BT), i, j, acc[i, j], P, in_min_normal)
-
-
-@cuda.jit(cache=True)
 def add_late_kernel(D, C, p, emin, emax, mode, flush):  # type: ignore[no-untyped-def]
     """``D <- rho(D + C)`` per element (:func:`workbench.engine.kernels.exact_add`):
     c added after the products."""
@@ -153,4 +142,4 @@ def blocks(outputs: int) -> int:
 
 
 __all__ = ["SIMULATED", "THREADS", "MAX_GROUPS", "MAX_LIMBS", "tfdpa_kernel", "gst_kernel", "fma_kernel", "amd_kernel",
-           "ftz_kernel", "add_late_kernel", "blocks"]
+           "add_late_kernel", "blocks"]

@@ -247,6 +247,25 @@ def padded_decomposed(model: InputSide, A: np.ndarray, BT: np.ndarray, L: int
     return A2, BT2, sa, ea, sb, eb
 
 
+def checked_inputs(fin: _formats.FloatFormat, A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
+    """A and B as C-ordered float64 after :func:`~workbench.engine.ops.first_unrepresentable` checked each
+    against ``fin`` (a signed format with subnormals), and whether either holds Inf or
+    NaN; the first value that is not representable (A before B, C order) raises
+    :func:`~workbench.formats.not_representable_error`'s ValueError."""
+    checked = []
+    special = False
+    vmax_bits = int(np.float64(fin.max).view(np.int64))
+    for name, x in (("A", A), ("B", B)):
+        x = np.ascontiguousarray(real_array(x, name), dtype=np.float64)
+        bad, spec = _ops.first_unrepresentable(x.view(np.int64), fin.man_bits, fin.emin, vmax_bits, fin.has_nan,
+                                          fin.has_inf)
+        if bad >= 0:
+            raise _formats.not_representable_error(x, bad, fin, name)
+        checked.append(x)
+        special |= bool(spec)
+    return checked[0], checked[1], special
+
+
 __all__ = ["Operands", "workspace_array", "recycle", "recycle_arrays", "release_workspace", "WORKSPACE_BYTES",
            "decompose", "decompose_checked", "pad_k", "float_operands", "padded_decomposed", "threads_for",
-           "threads_used", "PARALLEL_MIN_WORK", "InputSide"]
+           "threads_used", "PARALLEL_MIN_WORK", "InputSide", "checked_inputs"]

@@ -487,3 +487,49 @@ def special_result(pos, neg, nan):
     if nan or (pos and neg):
         return math.nan
     return math.inf if pos else -math.inf
+
+
+#: Values per task of :func:`first_unrepresentable`.
+_CHECK_CHUNK = 1 << 14
+#: The exponent field of a float64's bit pattern in place (all ones: Inf or NaN).
+_EXP_FIELD = _EXP_MASK << 52
+
+
+@numba.njit(cache=True, parallel=True)
+def first_unrepresentable(bits, man_bits, emin, vmax_bits, has_nan, has_inf):
+    """``(first, special)``: the C-order index of the first value of ``bits`` (the
+    int64 patterns of a C-contiguous float64 array) that is not representable in a
+    signed format with subnormals (``man_bits``, ``emin``, largest finite pattern
+    ``vmax_bits``), or -1, and whether any value is Inf or NaN (meaningful when
+    ``first`` is -1), in one parallel read-only pass (the input check of FTZ-AddMul and
+    E-FDPA).  Finite values whose bits below the format's grid (``2**(max(e, emin) -
+    man_bits)``) are zero and whose magnitude is at most the largest pass a
+    branch-free test of the bit pattern; a chunk holding anything else (Inf, NaN,
+    float64 subnormals, values not representable) is redone value by value by
+    :func:`check_decompose_bits`."""
+    flat = bits.reshape(-1)
+    n = flat.size
+    nt = (n + _CHECK_CHUNK - 1) // _CHECK_CHUNK
+    first = np.full(nt, n, dtype=np.int64)
+    special = np.zeros(nt, dtype=np.bool_)
+    for t in numba.prange(nt):
+        lo = t * _CHECK_CHUNK
+        hi = min(n, lo + _CHECK_CHUNK)
+        all_ok = True
+        for k in range(np.uint64(lo), np.uint64(hi)):
+            b = flat[k]
+            ab = b & _ABS_MASK
+            below = emin + 1023 - ((b >> 52) & 0x7FF)       # > 0: a subnormal of the format
+            sh = 52 - man_bits + (below if below > 0 else 0)
+            sh = sh if sh < 63 else 63
+            full = (b & _FRAC_MASK) | (np.int64(1) << 52)
+            all_ok &= (ab == 0) | (((full & ((np.int64(1) << sh) - 1)) == 0) & (ab <= vmax_bits))
+        if not all_ok:
+            for k in range(lo, hi):
+                special[t] |= (flat[k] & _EXP_FIELD) == _EXP_FIELD
+                ok, _, _ = check_decompose_bits(flat[k], man_bits, emin, False, vmax_bits, has_nan, has_inf)
+                if not ok:
+                    first[t] = k
+                    break
+    best = first.min() if nt else n
+    return (-1 if best == n else best), special.any()

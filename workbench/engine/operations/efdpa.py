@@ -23,10 +23,9 @@ import numpy as np
 
 from .. import fdpa_amd as _amd
 from . import amd_gpu
-from .. import others as _others
 from ..explain import efdpa_block
 from ..layout import P_K
-from ..operands import Operands, decompose_checked, threads_for
+from ..operands import Operands, checked_inputs, decompose_checked, threads_for
 from ..trace import Block
 from ..model import BoundShape, ErrorTerm, Operation, register
 from ..checks import check_block, check_format, check_rounding
@@ -74,7 +73,7 @@ class EFDPA(Operation):
         fin = model.in_fmt
         if _amd.efdpa_float_fits(model, N) and fin.signed and fin.subnormals:
             with threads_for(A.size + B.size):
-                A64, B64, special = _others.checked_inputs(fin, A, B)
+                A64, B64, special = checked_inputs(fin, A, B)
             if not special:     # the binary64 lane kernel reads the values themselves
                 return Operands(M, K, N, A64, B64.T, None, None, None, None, False)
         Kp = K + (-K) % model.L if K else model.L

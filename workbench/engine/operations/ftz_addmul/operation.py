@@ -1,15 +1,15 @@
-"""FTZ-AddMul: pairwise flush-to-zero adds and multiplies (Xie et al. 2025 Algorithms
-1-2, AMD CDNA2).
+"""FTZ-AddMul's operation: parameters, dispatch, bound terms and probing hints
+(pairwise flush-to-zero adds and multiplies, Xie et al. 2025 Algorithms 1-2, AMD CDNA2).
 
 Products and sums in fp32 with round-to-nearest-even, subnormal inputs flushed to +0
 (``flush_subnormals``), subnormal results flushed to zero with their sign; P = 2 or 4
 consecutive products summed pairwise, then added to the running c.  NaN payloads
-follow MMA-Sim 2.1.1.  Kernels: :func:`~workbench.engine.others.ftz_addmul_lanes`
+follow MMA-Sim 2.1.1.  Kernels: :func:`~workbench.engine.operations.ftz_addmul.kernels.ftz_addmul_lanes`
 (outputs of a row side by side in float32) for inputs exact in fp32 and at least
 :data:`~workbench.engine.kernels.LANES_MIN_N` columns, its NaN results recomputed by
-the reference :func:`~workbench.engine.others.ftz_addmul_gemm` (one output at a time:
-:func:`~workbench.engine.others.ftz_mul` / :func:`~workbench.engine.others.ftz_add`,
-shown by :func:`~workbench.engine.explain.ftz_block`).
+the reference :func:`~workbench.engine.operations.ftz_addmul.kernels.ftz_addmul_gemm` (one output at a time:
+:func:`~workbench.engine.operations.ftz_addmul.kernels.ftz_mul` / :func:`~workbench.engine.operations.ftz_addmul.kernels.ftz_add`,
+shown by :func:`~workbench.engine.operations.ftz_addmul.explain.ftz_block`).
 """
 from __future__ import annotations
 
@@ -20,16 +20,16 @@ import numpy as np
 
 import numba
 
-from ... import formats as _formats
-from .. import kernels as _k
-from .. import others as _others
-from ..explain import ftz_block
-from ..operands import Operands, float_operands, pad_k, recycle_arrays, workspace_array
-from ..trace import Block
-from ..model import ErrorTerm, Operation, register
+from .... import formats as _formats
+from ... import kernels as _k
+from ...model import ErrorTerm, Operation, register
+from ...operands import Operands, checked_inputs, float_operands, pad_k, recycle_arrays, workspace_array
+from ...trace import Block
+from . import kernels as _kernels
+from .explain import ftz_block
 
 if TYPE_CHECKING:
-    from ..model import Model
+    from ...model import Model
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,7 +51,7 @@ _LANE_CHUNK = 1 << 14
 
 def lanes_exact(fin: _formats.FloatFormat) -> bool:
     """Whether every value of the input format is exactly an fp32 value, so that the
-    float32 lane kernel (:func:`~workbench.engine.others.ftz_addmul_lanes`) computes
+    float32 lane kernel (:func:`~workbench.engine.operations.ftz_addmul.kernels.ftz_addmul_lanes`) computes
     the products and sums of the fp32 reference bit for bit (fp16, bf16)."""
     return fin.p <= 24 and fin.emax <= 127 and fin.emin - fin.man_bits >= -149
 
@@ -70,15 +70,15 @@ def run_lanes(A: np.ndarray, BT: np.ndarray, acc: np.ndarray, P: int, min_normal
     Np = -(-N // _k.LANE_PAD) * _k.LANE_PAD
     A32 = workspace_array((M, Kp), np.float32)
     B32 = workspace_array((Kp, Np), np.float32)
-    _others.ftz_operand32(np.ascontiguousarray(A), A32, min_normal)
-    _others.ftz_operand32(np.ascontiguousarray(BT.T), B32, min_normal)
+    _kernels.ftz_operand32(np.ascontiguousarray(A), A32, min_normal)
+    _kernels.ftz_operand32(np.ascontiguousarray(BT.T), B32, min_normal)
     C = acc.copy()
-    _others.ftz_addmul_lanes(A32, B32, acc, P, TI, TJ, max(1, _LANE_CHUNK // (P * Np)))
+    _kernels.ftz_addmul_lanes(A32, B32, acc, P, TI, TJ, max(1, _LANE_CHUNK // (P * Np)))
     recycle_arrays(A32, B32)
     rows, cols = np.nonzero(np.isnan(acc))
     if rows.size:
         A2, BT2 = pad_k(A, BT, P)
-        _others.ftz_addmul_outputs(np.ascontiguousarray(A2), np.ascontiguousarray(BT2), acc, C, rows, cols, P,
+        _kernels.ftz_addmul_outputs(np.ascontiguousarray(A2), np.ascontiguousarray(BT2), acc, C, rows, cols, P,
                                    min_normal)
 
 
@@ -103,7 +103,7 @@ class FTZAddMul(Operation):
         fin = model.in_fmt
         if not (fin.signed and fin.subnormals):
             return float_operands(model, A, B)
-        A64, B64, _ = _others.checked_inputs(fin, A, B)
+        A64, B64, _ = checked_inputs(fin, A, B)
         return Operands(A64.shape[0], A64.shape[1], B64.shape[1], A64, B64.T, None, None, None, None)
 
     def run(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
@@ -117,45 +117,47 @@ class FTZAddMul(Operation):
             run_lanes(A, BT, acc, P, min_normal)
         else:
             A2, BT2 = pad_k(A, BT, P)
-            _others.ftz_addmul_gemm(np.ascontiguousarray(A2), np.ascontiguousarray(BT2), acc, P, min_normal)
+            _kernels.ftz_addmul_gemm(np.ascontiguousarray(A2), np.ascontiguousarray(BT2), acc, P, min_normal)
         return acc
 
     def dots(self, model: "Model", a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
         """Batched dot products on the row kernels: rows side by side in float32
-        (:func:`~workbench.engine.others.ftz_addmul_row_lanes`) for inputs of
+        (:func:`~workbench.engine.operations.ftz_addmul.kernels.ftz_addmul_row_lanes`) for inputs of
         :func:`lanes_exact`, their NaN results and every other format one row at a time
-        (:func:`~workbench.engine.others.ftz_addmul_rows`, which picks NaN payloads)."""
+        (:func:`~workbench.engine.operations.ftz_addmul.kernels.ftz_addmul_rows`, which picks NaN payloads)."""
         P = self.block_size(model)
         a2, b2 = (np.ascontiguousarray(x) for x in pad_k(a, b, P))
         min_normal = model.in_fmt.min_normal if model.flush_subnormals else 0.0
         if not lanes_exact(model.in_fmt):
-            _others.ftz_addmul_rows(a2, b2, acc, P, min_normal)
+            _kernels.ftz_addmul_rows(a2, b2, acc, P, min_normal)
             return acc
         c = acc.copy()
-        _others.ftz_addmul_row_lanes(a2, b2, acc, P, min_normal)
+        _kernels.ftz_addmul_row_lanes(a2, b2, acc, P, min_normal)
         nan_rows = np.flatnonzero(np.isnan(acc))
         if nan_rows.size:
             redo = c[nan_rows]
-            _others.ftz_addmul_rows(a2[nan_rows], b2[nan_rows], redo, P, min_normal)
+            _kernels.ftz_addmul_rows(a2[nan_rows], b2[nan_rows], redo, P, min_normal)
             acc[nan_rows] = redo
         return acc
 
     def run_cuda(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
                  promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
         """FTZ-AddMul (Xie et al. 2025 Algorithms 1-2: the AMD CDNA2 presets): one
-        :func:`~workbench.engine.others.ftz_chain` per thread on float64 A and B^T, K
+        :func:`~workbench.engine.operations.ftz_addmul.kernels.ftz_chain` per thread on float64 A and B^T, K
         zero-padded to whole blocks of P."""
-        from .. import gpu as _gpu
+        from ... import gpu as _gpu
 
         self.check_run(accumulation, promote_every, scale_a, scale_b)
         ck = _gpu.kernels_module()
         cuda = _gpu.cuda_module()
+        from .cuda import ftz_kernel
+
         P = self.block_size(model)
         A, BT = pad_k(np.asarray(ops.A, dtype=np.float64), np.asarray(ops.BT, dtype=np.float64), P)
         min_normal = model.in_fmt.min_normal if model.flush_subnormals else 0.0
         d_acc = cuda.to_device(acc)
-        ck.ftz_kernel[ck.blocks(acc.size), ck.THREADS](_gpu.to_device(A), cuda.to_device(np.asfortranarray(BT)),
-                                                       d_acc, P, min_normal)
+        ftz_kernel[ck.blocks(acc.size), ck.THREADS](_gpu.to_device(A), cuda.to_device(np.asfortranarray(BT)),
+                                                    d_acc, P, min_normal)
         return np.asarray(d_acc.copy_to_host())
 
     def explain_block(self, index: int, start: int, K: int, a: np.ndarray, b: np.ndarray, d: float,

@@ -1,4 +1,4 @@
-"""The kernels of FTZ-AddMul (dispatched by :mod:`workbench.engine.operations.ftz_addmul`).
+"""The compiled kernels of FTZ-AddMul (dispatched by :mod:`workbench.engine.operations.ftz_addmul`).
 
 * FTZ-AddMul (Xie et al. 2025 Algorithms 1-2, AMD CDNA2): products and sums in fp32
   with round-to-nearest-even, subnormal inputs flushed to +0, subnormal results
@@ -19,19 +19,12 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..formats import FloatFormat, not_representable_error
-from ..gate import real_array
-from .kernels import lane_tile
-from .nans import nan_add, nan_mul, narrow_nan32
-from .ops import check_decompose_bits
+from ...kernels import lane_tile
+from ...nans import nan_add, nan_mul, narrow_nan32
 
 _MIN_NORMAL32 = 2.0 ** -126
 _MIN_NORMAL32_F = np.float32(_MIN_NORMAL32)
 _ZERO_F = np.float32(0.0)
-_CHECK_CHUNK = 1 << 14          # values per task of the input check
-_ABS_MASK = (1 << 63) - 1
-_FRAC_MASK = (1 << 52) - 1
-_EXP_MASK = 0x7FF << 52
 
 
 @numba.njit(cache=True, inline="always")
@@ -141,65 +134,6 @@ def ftz_operand32(X, out, in_min_normal):
         else:
             for c in range(Co):
                 out[r, c] = _ZERO_F
-
-
-@numba.njit(cache=True, parallel=True)
-def first_unrepresentable(bits, man_bits, emin, vmax_bits, has_nan, has_inf):
-    """``(first, special)``: the C-order index of the first value of ``bits`` (the
-    int64 patterns of a C-contiguous float64 array) that is not representable in a
-    signed format with subnormals (``man_bits``, ``emin``, largest finite pattern
-    ``vmax_bits``), or -1, and whether any value is Inf or NaN (meaningful when
-    ``first`` is -1), in one parallel read-only pass (the input check of FTZ-AddMul and
-    E-FDPA).  Finite values whose bits below the format's grid (``2**(max(e, emin) -
-    man_bits)``) are zero and whose magnitude is at most the largest pass a
-    branch-free test of the bit pattern; a chunk holding anything else (Inf, NaN,
-    float64 subnormals, values not representable) is redone value by value by
-    :func:`~workbench.engine.ops.check_decompose_bits`."""
-    flat = bits.reshape(-1)
-    n = flat.size
-    nt = (n + _CHECK_CHUNK - 1) // _CHECK_CHUNK
-    first = np.full(nt, n, dtype=np.int64)
-    special = np.zeros(nt, dtype=np.bool_)
-    for t in numba.prange(nt):
-        lo = t * _CHECK_CHUNK
-        hi = min(n, lo + _CHECK_CHUNK)
-        all_ok = True
-        for k in range(np.uint64(lo), np.uint64(hi)):
-            b = flat[k]
-            ab = b & _ABS_MASK
-            below = emin + 1023 - ((b >> 52) & 0x7FF)       # > 0: a subnormal of the format
-            sh = 52 - man_bits + (below if below > 0 else 0)
-            sh = sh if sh < 63 else 63
-            full = (b & _FRAC_MASK) | (np.int64(1) << 52)
-            all_ok &= (ab == 0) | (((full & ((np.int64(1) << sh) - 1)) == 0) & (ab <= vmax_bits))
-        if not all_ok:
-            for k in range(lo, hi):
-                special[t] |= (flat[k] & _EXP_MASK) == _EXP_MASK
-                ok, _, _ = check_decompose_bits(flat[k], man_bits, emin, False, vmax_bits, has_nan, has_inf)
-                if not ok:
-                    first[t] = k
-                    break
-    best = first.min() if nt else n
-    return (-1 if best == n else best), special.any()
-
-
-def checked_inputs(fin: FloatFormat, A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
-    """A and B as C-ordered float64 after :func:`first_unrepresentable` checked each
-    against ``fin`` (a signed format with subnormals), and whether either holds Inf or
-    NaN; the first value that is not representable (A before B, C order) raises
-    :func:`~workbench.formats.not_representable_error`'s ValueError."""
-    checked = []
-    special = False
-    vmax_bits = int(np.float64(fin.max).view(np.int64))
-    for name, x in (("A", A), ("B", B)):
-        x = np.ascontiguousarray(real_array(x, name), dtype=np.float64)
-        bad, spec = first_unrepresentable(x.view(np.int64), fin.man_bits, fin.emin, vmax_bits, fin.has_nan,
-                                          fin.has_inf)
-        if bad >= 0:
-            raise not_representable_error(x, bad, fin, name)
-        checked.append(x)
-        special |= bool(spec)
-    return checked[0], checked[1], special
 
 
 @numba.njit(cache=True, inline="always")
@@ -317,5 +251,5 @@ def ftz_addmul_row_lanes(A, B, acc, P, in_min_normal):
             acc[r0 + u] = float(d[u])
 
 
-__all__ = ["checked_inputs", "first_unrepresentable", "ftz_addmul_gemm", "ftz_addmul_rows", "ftz_addmul_row_lanes", "ftz_addmul_lanes", "ftz_addmul_outputs", "ftz_operand32", "ftz_chain", "ftz_mul",
+__all__ = ["ftz_addmul_gemm", "ftz_addmul_rows", "ftz_addmul_row_lanes", "ftz_addmul_lanes", "ftz_addmul_outputs", "ftz_operand32", "ftz_chain", "ftz_mul",
            "ftz_add"]

@@ -85,7 +85,7 @@ class Preset(Model):
     """A :class:`~workbench.engine.Model` with its provenance.
 
     ``name`` is ``"<architecture>/<instruction>/<in>-><out>[/<variant>]"``; it and
-    :attr:`unit_string` (``DEVICE:IN:OUT[:INSTRUCTION[:VARIANT]]``) name the record in
+    ``unit_string`` (``DEVICE:IN:OUT[:INSTRUCTION[:VARIANT]]``) name the record in
     every entry point (:func:`workbench.units.resolve`).  ``workbench presets`` prints the
     records; its columns (the legend below is appended to this docstring) show for each
     preset only the parameters its kind reads.
@@ -142,8 +142,8 @@ class Preset(Model):
         return checks
 
 
-Preset.__doc__ = (Preset.__doc__ or "") + "\n" + "\n".join("    " + line if line else ""
-                                                            for line in PRESET_LEGEND.splitlines()) + "\n"
+Preset.__doc__ = (Preset.__doc__ or "") + "\n    The preset table's legend::\n\n" + "\n".join(
+    "        " + line if line else "" for line in PRESET_LEGEND.splitlines()) + "\n"
 
 ARCHITECTURES: dict[str, tuple[str, ...]] = {
     "volta": ("V100",),

@@ -106,7 +106,7 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
         How a library composes the unit into the GEMM
         (:class:`~workbench.schedules.Schedule`, the name of one of
         :data:`~workbench.schedules.SCHEDULES` such as ``"cublas-h100-fp16-fp32"``, or
-        :meth:`~workbench.schedules.Schedule.to_dict`'s fields): K cut into parts,
+        the fields of ``Schedule.to_dict()``): K cut into parts,
         each consumed by the unit as its ``inner`` says (from C for the first part
         where ``c_position="unit"``, else from zero); the parts' results summed
         ``in-order`` or ``pairwise`` in ``combine_format`` with ``combine_rounding``

@@ -36,7 +36,7 @@ from .engine.model import Model
 __all__ = ["UnitSpec", "resolve", "unit_name", "FORMS"]
 
 #: what :func:`resolve` accepts
-UnitSpec = Union[Model, str, "os.PathLike[str]"]
+UnitSpec = Union[Model, str, os.PathLike[str]]
 
 #: the accepted spellings, for error messages and ``--help`` texts
 FORMS = ("a workbench Model/Preset; a catalogue name such as 'cdna3/mfma/fp16->fp32' (workbench presets); "

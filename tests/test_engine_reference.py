@@ -167,8 +167,9 @@ def draw_case(rng, m, K: int, *, specials: bool):
     fin = m.in_format
     # The reference cannot take overflowing intermediates in some operations
     # (see NO_OVERFLOW): their inputs stay well inside the range.
-    ff = wb.format(fin)
-    top = max(ff.emax // 2 - 3, ff.emin - ff.man_bits + 1) if no_overflow(m) else None
+    ff, fo = wb.format(fin), wb.format(m.out_format)
+    # the output's range too: a bf16 -> fp16 block FMA overflows fp16 with bf16-range products
+    top = max(min(ff.emax, fo.emax) // 2 - 3, ff.emin - ff.man_bits + 1) if no_overflow(m) else None
     a = draw(rng, fin, K, specials=specials, top=top)
     b = draw(rng, fin, K, specials=specials, top=top)
     style = rng.integers(0, 4)

@@ -10,16 +10,19 @@ drawn to hit ties, cancellation, carries, subnormals, zeros, Inf and NaN go thro
 The Model fields are mapped onto the reference's keyword parameters in
 :func:`reference_kwargs` (the reference does not import the engine).
 
-Known, deliberate difference (asserted, not skipped): when *every* addend is -0 the
-reference applies the IEEE sum rule and returns -0; the engine returns +0, as the
-GPUs do (Valpey et al. 2025 Sec. 4.4: tensor cores never return -0 from a sum) and
-as MMA-Sim's AMD models do (their integer/float sums of zeros are +0).
+Signs of zeros are compared too.  Where the reference's IEEE sum rule (-0 when every
+addend is -0) is not what the units do, :func:`units_zero_sign` gives the expected
+zero of each block from an independent source: NVIDIA tensor cores never output -0
+(Valpey et al. 2025 Sec. 4.4; MMA-Sim's ``+ 0.0``), MMA-Sim's AMD fused sums of -0
+addends are +0.  The rule holds per block, as the GEMM chains its accumulator: a
+block that rounds to -0 hands -0 on as the next block's c.
 """
 from __future__ import annotations
 
 import math
 import struct
 import sys
+import zlib
 from functools import partial
 from pathlib import Path
 
@@ -47,7 +50,8 @@ def reference_kwargs(m):
     rf = m.result_format or m.out_format
     if m.kind == "t-fdpa":
         if _km_path(m):
-            if m.interleave not in (1, 2) or (m.group_F not in (None, m.F)) or m.late_rounding != "rne":
+            if (m.interleave not in (1, 2) or (m.group_F not in (None, m.F)) or m.late_rounding != "rne"
+                    or m.flush_output_subnormals):
                 raise NotImplementedError("reference block_fma_km: interleave 1 or 2, group_F = F, late RNE")
             n = m.L // 2 if m.interleave == 2 else m.L
             op = partial(ref.block_fma_km, n_fma=n, neab=m.F - 23, rounding=m.rounding, sticky=m.sticky,
@@ -56,9 +60,10 @@ def reference_kwargs(m):
             return dict(L=m.L, op=op), False
         return dict(L=m.L, op=ref.t_fdpa, F=m.F, rounding=m.rounding, in_format=m.in_format, out_format=rf,
                     c_format=_c_format(m), zero_exponent=m.zero_exponent,
-                    flush_subnormals=m.flush_subnormals), False
+                    flush_subnormals=m.flush_subnormals, flush_output_subnormals=m.flush_output_subnormals), False
     if m.kind == "e-fdpa":
-        return dict(L=m.L, op=ref.e_fdpa, rounding=m.rounding, out_format=rf), False
+        return dict(L=m.L, op=ref.e_fdpa, rounding=m.rounding, out_format=rf,
+                    flush_output_subnormals=m.flush_output_subnormals), False
     if m.kind == "fma":
         return dict(L=1, op=ref.fma_chain, rounding="rne", out_format=m.out_format), False
     if m.kind == "ftz-addmul":
@@ -67,14 +72,16 @@ def reference_kwargs(m):
     if m.kind in ("tr-fdpa", "gtr-fdpa"):
         op = ref.tr_fdpa if m.kind == "tr-fdpa" else ref.gtr_fdpa
         return dict(L=m.L, op=op, F=m.F, F2=m.F2, rounding=m.rounding, in_format=m.in_format, out_format=rf,
-                    zero_exponent=m.zero_exponent, alignment_rounding=m.alignment_rounding), False
+                    zero_exponent=m.zero_exponent, alignment_rounding=m.alignment_rounding,
+                    flush_output_subnormals=m.flush_output_subnormals), False
     if m.kind == "st-fdpa":
         return dict(L=m.L, op=ref.st_fdpa, F=m.F, rounding=m.rounding, in_format=m.in_format, out_format=rf,
-                    k_block=m.k_block, scale_format=m.scale_format, zero_exponent=m.zero_exponent), True
+                    k_block=m.k_block, scale_format=m.scale_format, zero_exponent=m.zero_exponent,
+                    flush_output_subnormals=m.flush_output_subnormals), True
     if m.kind == "gst-fdpa":
         return dict(L=m.L, op=ref.gst_fdpa, F=m.F, G=m.G, rounding=m.rounding, in_format=m.in_format,
                     out_format=rf, k_block=m.k_block, scale_format=m.scale_format,
-                    zero_exponent=m.zero_exponent), True
+                    zero_exponent=m.zero_exponent, flush_output_subnormals=m.flush_output_subnormals), True
     raise AssertionError(m.kind)
 
 
@@ -83,6 +90,7 @@ def reference_dot(m, a, b, c, sa=None, sb=None):
     a = [float(x) for x in a]
     b = [float(x) for x in b]
     L = kw.pop("L")
+    kw["op"] = units_zero_sign(m, kw["op"])
     # the engine zero-pads K to whole blocks; so does the reference here
     pad = (-len(a)) % (L if m.kind != "ftz-addmul" else m.P)
     a = a + [0.0] * pad
@@ -104,8 +112,6 @@ def bits(x: float, out: str) -> int:
         return struct.unpack("<Q", struct.pack("<d", x))[0]
     return ref.encode(float(x), out)
 
-
-NEG_ZERO_UNDERFLOW: list = []
 
 # --------------------------------------------------------------- input drawing
 def draw(rng, fmt: str, n: int, *, specials: bool, narrow: int = 4, top: int | None = None) -> np.ndarray:
@@ -161,8 +167,9 @@ def draw_case(rng, m, K: int, *, specials: bool):
     fin = m.in_format
     # The reference cannot take overflowing intermediates in some operations
     # (see NO_OVERFLOW): their inputs stay well inside the range.
-    ff = wb.format(fin)
-    top = max(ff.emax // 2 - 3, ff.emin - ff.man_bits + 1) if no_overflow(m) else None
+    ff, fo = wb.format(fin), wb.format(m.out_format)
+    # the output's range too: a bf16 -> fp16 block FMA overflows fp16 with bf16-range products
+    top = max(min(ff.emax, fo.emax) // 2 - 3, ff.emin - ff.man_bits + 1) if no_overflow(m) else None
     a = draw(rng, fin, K, specials=specials, top=top)
     b = draw(rng, fin, K, specials=specials, top=top)
     style = rng.integers(0, 4)
@@ -190,6 +197,46 @@ def _all_neg_zero_addends(a, b, c) -> bool:
     return all(p == 0 and math.copysign(1, p) < 0 for p in prods) and c == 0 and math.copysign(1, c) < 0
 
 
+#: Fused kinds of NVIDIA tensor cores: every zero output is +0 (Valpey et al. 2025
+#: Sec. 4.4, measured on the hardware: "tensor cores do not output -0"; MMA-Sim
+#: 2.1.1's t_fdpa, st_fdpa and gst_fdpa end in ``+ 0.0``).
+NVIDIA_FUSED = ("t-fdpa", "st-fdpa", "gst-fdpa")
+#: AMD fused kinds whose sum of zeros is +0 even when every addend is -0 (MMA-Sim
+#: 2.1.1's e_fdpa, tr_fdpa and gtr_fdpa: their float sums start from +0).
+AMD_FUSED = ("e-fdpa", "tr-fdpa", "gtr-fdpa")
+
+
+#: Open engine finding (reported to the engine's owners, issue 42): a non-zero T-FDPA
+#: fused sum that rounds to zero comes out as -0 (workbench.engine.ops.round_int keeps
+#: the sign), where NVIDIA tensor cores give +0 (Valpey Sec. 4.4; MMA-Sim's t_fdpa
+#: adds +0.0).  A test meeting it ends as XFAIL naming the rows, never as a pass;
+#: test_tfdpa_underflow_to_zero_is_plus_zero pins one case (strict xfail).
+UNDERFLOW_SIGN_FINDING = "ENGINE FINDING: T-FDPA sum rounding to zero gives -0, NVIDIA gives +0:"
+
+
+def is_underflow_sign_finding(m, got: float, want: float) -> bool:
+    return m.kind in NVIDIA_FUSED and got == 0 and want == 0 and math.copysign(1, got) < 0 < math.copysign(1, want)
+
+
+def units_zero_sign(m, op):
+    """The reference's block operation ``op`` with the units' rule for a zero output in
+    place of the reference's IEEE sum rule (-0 when every addend is -0), block by block:
+    NVIDIA fused kinds never output -0; the AMD fused kinds give +0 for a block of -0
+    addends, c (the previous block's output) included (MMA-Sim 2.1.1's e_fdpa, tr_fdpa,
+    gtr_fdpa), and a non-zero sum that rounds to zero keeps its sign there (MMA-Sim's
+    float conversion; the reference has it).  FMA chains and FTZ-AddMul follow IEEE 754
+    (the reference)."""
+    if m.kind not in NVIDIA_FUSED + AMD_FUSED:
+        return op
+
+    def block(a, b, c, *args, **kw):
+        d = op(a, b, c, *args, **kw)
+        if d == 0 and (m.kind in NVIDIA_FUSED or _all_neg_zero_addends(a, b, c)):
+            return 0.0
+        return d
+    return block
+
+
 def check_model(m, rng, n_cases: int, K_choices, *, specials: bool = True) -> int:
     """Run n_cases random dot products through gemm (one GEMM, diagonal) and the reference."""
     Ks = sorted(int(rng.choice(K_choices)) for _ in range(n_cases))
@@ -213,26 +260,18 @@ def check_model(m, rng, n_cases: int, K_choices, *, specials: bool = True) -> in
         kw = dict(scale_a=SA, scale_b=SB) if scaled else {}
         D.extend(np.diagonal(wb.gemm(A, B, C, model=m, **kw)).tolist())
     out = m.out_format
-    bad = []
+    bad, finding = [], []
     for r, (a, b, c, sa, sb) in enumerate(cases):
         want = reference_dot(m, a, b, c, sa, sb)
         got = float(D[r])
         gb = bits(got, out) if not np.isnan(got) else bits(math.nan, out)
         wbits = bits(want, out)
         if gb != wbits:
-            if want == 0 and math.copysign(1, want) < 0 and got == 0 and _all_neg_zero_addends(a, b, c):
-                assert not math.copysign(1, got) < 0  # the documented +0 (see module docstring)
-                continue
-            if (m.kind in ("t-fdpa", "tr-fdpa", "gtr-fdpa") and want == 0 and got == 0 and math.copysign(1, got) < 0
-                    and not _all_neg_zero_addends(a, b, c)):
-                # ENGINE FINDING (kernels/ops, not owned here): a negative non-zero sum that
-                # rounds to zero comes out as -0; the reference says +0 (Valpey Sec. 4.4).
-                # Recorded, not failed: the GPU vectors hold no such row to decide it (for
-                # TR/GTR-FDPA, MMA-Sim's float conversion gives -0 too, like the engine).
-                NEG_ZERO_UNDERFLOW.append((m.describe(), list(a), list(b), c))
-                continue
-            bad.append((r, list(a), list(b), c, sa, sb, got, want))
+            row = (r, list(a), list(b), c, sa, sb, got, want)
+            (finding if is_underflow_sign_finding(m, got, want) else bad).append(row)
     assert not bad, f"{m.describe()}: {len(bad)} of {n_cases} differ; first: {bad[0]}"
+    if finding:
+        pytest.xfail(f"{UNDERFLOW_SIGN_FINDING} {m.describe()}: {len(finding)} of {n_cases}; first: {finding[0]}")
     return n_cases
 
 
@@ -246,7 +285,7 @@ def _preset_id(p):
 
 @pytest.mark.parametrize("p", PRESETS, ids=_preset_id)
 def test_every_preset_single_block_and_chained(p):
-    rng = np.random.default_rng(abs(hash(p.name)) % (2**32))
+    rng = np.random.default_rng(zlib.crc32(p.name.encode()))  # the same in every process
     L = 1 if p.kind == "fma" else (p.P if p.kind == "ftz-addmul" else p.L)
     Ks = [L, L, max(1, L - 1), 2 * L + L // 2 + 1] if p.kind != "fma" else [1, 3, 8]
     check_model(p, rng, 12 if p.L >= 32 else 20, Ks)
@@ -254,6 +293,18 @@ def test_every_preset_single_block_and_chained(p):
 
 # ------------------------------------------------------- random custom models
 def _random_model(rng, kind: str):
+    m = _random_model_plain(rng, kind)
+    if kind in FLUSH_KINDS and rng.random() < 0.4 and not _km_path(m):
+        m = m.with_params(flush_output_subnormals=True)
+    return m
+
+
+#: Kinds whose flush_output_subnormals the reference models (every kind that has the
+#: parameter but FMA, whose reference is IEEE; FTZ-AddMul always flushes).
+FLUSH_KINDS = ("t-fdpa", "e-fdpa", "tr-fdpa", "gtr-fdpa", "st-fdpa", "gst-fdpa")
+
+
+def _random_model_plain(rng, kind: str):
     ri = lambda lo, hi: int(rng.integers(lo, hi + 1))  # noqa: E731
     pick = lambda xs: xs[int(rng.integers(0, len(xs)))]  # noqa: E731
     if kind == "t-fdpa":
@@ -360,3 +411,45 @@ def test_gst_zero_scale_is_a_zero_term():
     sb = np.array([[1.0], [1.0], [1.0], [448.0]])
     D = wb.gemm(A, B, np.array([[0.25]]), model=m, scale_a=sa, scale_b=sb)
     assert D[0, 0] == 0.25 + 16 * 3.0 * (1 + 2)
+
+
+@pytest.mark.xfail(strict=True, reason=UNDERFLOW_SIGN_FINDING + " (engine: workbench.engine.ops.round_int)")
+@pytest.mark.parametrize("name", ["ampere/mma/fp16->fp16", "volta/mma.m8n8k4/fp16->fp16", "hopper/wgmma/fp16->fp16"])
+def test_tfdpa_underflow_to_zero_is_plus_zero(name):
+    """2^-14 * -2^-14 = -2^-28 is below fp16's smallest subnormal 2^-24: the sum rounds to
+    zero, and an NVIDIA tensor core outputs +0 (Valpey et al. 2025 Sec. 4.4: "tensor
+    cores do not output -0"; MMA-Sim 2.1.1 t_fdpa: ``+ 0.0``)."""
+    m = next(r for r in catalogue.records() if r.name == name)
+    D = wb.gemm(np.array([[2.0**-14]]), np.array([[-2.0**-14]]), np.zeros((1, 1)), model=m)
+    assert D[0, 0] == 0 and not np.signbit(D[0, 0])
+    assert bits(reference_dot(m, [2.0**-14], [-2.0**-14], 0.0), "fp16") == 0   # the reference agrees
+
+
+#: E-FDPA chains of blocks of one product (K = 2, L = 1) and their outputs: the first
+#: block's -2^-200 (fp32) or -2^-40 (fp16) rounds to a zero of its sign (IEEE 754
+#: Sec. 6.3); the second block's addends, -0 * 1 and that -0, are all -0 and sum to +0
+#: (MMA-Sim 2.1.1's e_fdpa, checked below).
+EFDPA_ZERO_CASES = [("fp32", [-2.0**-100], [2.0**-100], -0.0), ("fp32", [-2.0**-100, -0.0], [2.0**-100, 1.0], 0.0),
+                    ("fp16", [-2.0**-20], [2.0**-20], -0.0), ("fp16", [-2.0**-20, -0.0], [2.0**-20, 1.0], 0.0)]
+
+
+@pytest.mark.parametrize("L", [1, 2])
+@pytest.mark.parametrize("out,a,b,want", EFDPA_ZERO_CASES)
+def test_efdpa_zero_signs_block_by_block(out, a, b, want, L):
+    """A non-zero E-FDPA sum that rounds to zero keeps its sign; a block of -0 addends
+    (c included) gives +0.  With L = 2 the two products share one block: -0 as well,
+    since the non-zero product decides the sign.  The branch of 4f48014 had L = 1's
+    first case as an engine finding (+0): that was the test's own rule, applied to
+    the whole row instead of each block; the engine gives what MMA-Sim does."""
+    if L == 2:
+        want = -0.0
+    m = wb.custom_model("bf16", out, kind="e-fdpa", L=L, rounding="rne")
+    D = wb.gemm(np.array([a]), np.array(b)[:, None], np.zeros((1, 1)), model=m)
+    assert D[0, 0] == 0 and np.signbit(D[0, 0]) == np.signbit(want), (out, a, b, L, D[0, 0])
+    assert bits(reference_dot(m, a, b, 0.0), out) == bits(want, out)     # the reference with the units' rule
+    if out == "fp32":                                                     # MMA-Sim models fp32 outputs only
+        torch = pytest.importorskip("torch")
+        fdpa = pytest.importorskip("mmasim.arithmetic.fdpa")
+        t = lambda v: torch.tensor([v], dtype=torch.float32)  # noqa: E731
+        got = fdpa.MMA_E_FDPA(L).dpa(t(a), t(b), torch.tensor([0.0])).item()
+        assert got == 0 and math.copysign(1, got) == math.copysign(1, want), got

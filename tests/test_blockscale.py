@@ -172,6 +172,7 @@ def test_nvfp4_16x16_weight_blocks_equal_torchao_rows_holding_the_block_amax(tao
     assume(np.max(np.abs(w)) > 0)
     ours = bs.quantize_nvfp4(w, (16, 16))
     ts, ts_scales, tel = tao.nvfp4(w)
+    assume(np.float32(1) / np.float32(ts) < np.inf)    # torchao multiplies zeros by Inf there (module docstring)
     assert ours.tensor_scale == ts
     assert _same(np.repeat(ours.scales, 16, axis=0), ts_scales)
     assert _same(ours.elements, tel)

@@ -252,10 +252,11 @@ def _checked_gemm(A: np.ndarray, B: np.ndarray, C: np.typing.ArrayLike | None, m
                                    promote_every=sched.promote_every, scale_a=sa, scale_b=sb))
         _core.recycle(part)
     with _core.threads_for(M * N):
-        results = []
+        pairwise = replace(sched, combine="pairwise") if split.lanes > 1 else sched
+        results, n = [], 0
         for p in lanes:                            # a part's accumulators summed pairwise (Split.lanes)
-            sums, chains = chains[:len(p)], chains[len(p):]
-            results.append(sums[0] if len(sums) == 1 else _combine(sums, replace(sched, combine="pairwise")))
+            sums, n = chains[n:n + len(p)], n + len(p)
+            results.append(sums[0] if len(sums) == 1 else _combine(sums, pairwise))
         if sched.inner != "chain" and fout.name != "fp32":
             results = [_formats.round(D, fout, "rne") for D in results]
         if in_unit and beta == 1 and sched.c_position == "combine":

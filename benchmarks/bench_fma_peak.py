@@ -4,7 +4,7 @@
 
 Peak: a compiled loop of nothing but independent ``llvm.fma`` (128 chains of one
 vector width, the same intrinsic as the kernels') on one thread and on every numba
-thread.  Kernel: :func:`workbench.engine.kernels.fma_gemm_lanes` alone (no checks, no
+thread.  Kernel: :func:`workbench.engine.operations.fma.kernels.fma_gemm_lanes` alone (no checks, no
 copies) at 64 x 1024 x 64 in binary64 and binary32, on one thread and on all of them.
 Each row prints min/median/max seconds over ``--repeat`` timed calls (after an untimed
 one), the FMA/s at the minimum, its share of the peak and the one-minute load average.
@@ -23,7 +23,7 @@ import numba
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from workbench.engine import kernels as K  # noqa: E402
+from workbench.engine.operations.fma import kernels as K  # noqa: E402
 
 CHAINS, STEPS = 128, 100_000
 

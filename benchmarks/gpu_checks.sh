@@ -41,7 +41,8 @@ cat "$LOG/env.txt"
 
 # the GPU back end's own check (numba-cuda, a GPU, a numpy it can compile with), named in the log
 timeout 120 $PY -c "from workbench.engine import gpu; gpu.cuda_module(); from workbench.engine import cuda_kernels; \
-print('numba-cuda kernels import: ok')" > "$LOG/kernels_import.txt" 2>&1
+import importlib; [importlib.import_module(f'workbench.engine.operations.{op}.cuda') for op in \
+('tfdpa', 'gstfdpa', 'fma', 'amd_fdpa', 'ftz_addmul')]; print('numba-cuda kernels import: ok')" > "$LOG/kernels_import.txt" 2>&1
 tail -1 "$LOG/kernels_import.txt"
 
 stamp "witness measurement and probes start"

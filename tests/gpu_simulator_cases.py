@@ -164,9 +164,9 @@ def test_custom_gst_units(unit: tuple[str, int, int, int, str], seed: int, shape
 
 
 def test_gst_units_with_more_groups_than_the_kernel_holds() -> None:
-    from workbench.engine import cuda_kernels
+    from workbench.engine.operations.gstfdpa.cuda import MAX_GROUPS
 
-    G = 64 // (2 * cuda_kernels.MAX_GROUPS)
+    G = 64 // (2 * MAX_GROUPS)
     model = wb.custom_model("fp4_e2m1", "fp32", kind="gst-fdpa", L=64, F=35, G=G, k_block=16, scale_format="ue4m3")
     with pytest.raises(NotImplementedError, match=f"L/G={64 // G} groups"):
         wb.gemm(np.zeros((2, 64)), np.zeros((64, 2)), model=model, device="cuda", scale_a=np.ones((2, 4)),
@@ -260,9 +260,9 @@ def test_empty_products(shape: tuple[int, int, int]) -> None:
 
 
 def test_an_efdpa_sum_wider_than_the_kernels_limbs_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    from workbench.engine import cuda_kernels
+    from workbench.engine.operations.amd_fdpa import cuda
 
-    monkeypatch.setattr(cuda_kernels, "MAX_LIMBS", 8)
+    monkeypatch.setattr(cuda, "MAX_LIMBS", 8)
     model = wb.custom_model("fp32", "fp64", kind="e-fdpa", L=4, rounding="rne")
     with pytest.raises(NotImplementedError, match=r"needs \d+ limbs of 30 bits; .* holds 8"):
         wb.gemm(np.ones((2, 4)), np.ones((4, 2)), model=model, device="cuda")

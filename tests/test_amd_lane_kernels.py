@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 import workbench as wb
 from workbench import formats as F
 from workbench.catalogue import records
-from workbench.engine import fdpa_amd as amd
+from workbench.engine.operations.amd_fdpa import kernels as amd
 from workbench.engine import kernels as K
 from workbench.engine.operations.ftz_addmul import kernels as others
 from workbench.engine.operands import pad_k, padded_decomposed

@@ -1,4 +1,4 @@
-"""The T-FDPA kernel's integer fast path (kernels._chain) cannot hide a bug:
+"""The T-FDPA kernel's integer fast path (operations.tfdpa.kernels._chain) cannot hide a bug:
 
 * small random chains (zeros, signed zeros, subnormals, ties, Inf/NaN, near-overflow
   values) against the Fraction reference of Xie et al. 2025 Algorithm 7
@@ -21,6 +21,7 @@ from workbench import formats as F
 from workbench.engine import core, operands
 from workbench.engine.operations import tfdpa as tfdpa_op
 from workbench.engine import kernels as K
+from workbench.engine.operations.tfdpa import kernels as TK
 
 sys.path.insert(0, str(Path(__file__).parent))
 from reference_mma import dot_chain, t_fdpa  # noqa: E402
@@ -105,11 +106,11 @@ def _general(m, A, B, C, accumulation, promote_every):
     sa, ea = core.decompose(Ap, fin.man_bits, fin.emin, m.flush_subnormals)
     sb, eb = core.decompose(BTp, fin.man_bits, fin.emin, m.flush_subnormals)
     params = tfdpa_op.kernel_params(m)
-    params[K.P_ACCMODE] = {"chain": 0, "outside": 1, "promote": 2}[accumulation]  # layout.ACC_MODES
-    params[K.P_PROMOTE] = (promote_every or m.L) // m.L
-    params[K.P_GENERAL] = 1
+    params[TK.P_ACCMODE] = {"chain": 0, "outside": 1, "promote": 2}[accumulation]  # layout.ACC_MODES
+    params[TK.P_PROMOTE] = (promote_every or m.L) // m.L
+    params[TK.P_GENERAL] = 1
     acc = np.array(C, dtype=np.float64, copy=True)
-    K.tfdpa_gemm(sa, ea, sb.T, eb.T, acc, K.pack_tfdpa(params, A.shape[0], B.shape[1], numba.get_num_threads()))
+    TK.tfdpa_gemm(sa, ea, sb.T, eb.T, acc, TK.pack_tfdpa(params, A.shape[0], B.shape[1], numba.get_num_threads()))
     return acc
 
 
@@ -184,7 +185,7 @@ def test_lane_kernel_equals_general_path(mi, vi):
     m = LANE_MODELS[mi].with_params(**VARIANTS[vi])
     assert tfdpa_op.lane_layout(m, 70)
     rng = np.random.default_rng(11 + 100 * mi + vi)
-    nblocks = K.pack_tfdpa(tfdpa_op.kernel_params(m), 1, 1, 1)[K.P_BC] + 5
+    nblocks = TK.pack_tfdpa(tfdpa_op.kernel_params(m), 1, 1, 1)[TK.P_BC] + 5
     for accumulation, pe in (("chain", None), ("outside", None), ("promote", 8 * m.L)):
         M, K_, N = 5, nblocks * m.L - 1, 70
         spread = 3 if m.out_format == "fp16" or m.in_format.startswith("fp8") else 14
@@ -247,7 +248,7 @@ AMD_LANE_MODELS = [
 
 @pytest.mark.parametrize("mi", range(len(AMD_LANE_MODELS)))
 def test_amd_lane_kernel_equals_scalar_kernel(mi, monkeypatch):
-    """TR-/GTR-FDPA products with at least 4 columns run on fdpa_amd.trfdpa_gemm_lanes;
+    """TR-/GTR-FDPA products with at least 4 columns run on amd_fdpa.kernels.trfdpa_gemm_lanes;
     the scalar amd_gemm (checked against the Fraction reference and MMA-Sim's tables
     elsewhere) gives the same bits, with scattered Inf/NaN, rows of large values and a
     row of c far below the products (GTR-FDPA's special truncation)."""

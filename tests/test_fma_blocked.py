@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import workbench as wb
-from workbench.engine import kernels as K
+from workbench.engine.operations.fma import kernels as K
 from test_fma_lanes import _one_output, _same_bits, _values
 
 

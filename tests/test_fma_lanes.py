@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 import workbench as wb
 from workbench.engine import core
-from workbench.engine import kernels as K
+from workbench.engine.kernels import add_late
+from workbench.engine.operations.fma import kernels as K
 from workbench.engine.ops import MODE_CODES
 
 #: Every FMA-chain preset (Xie et al. Tables 3, 6-7): NVIDIA DMMA fp64, AMD MFMA fp32 and fp64.
@@ -62,7 +63,7 @@ def _one_output(m: wb.Model, A: np.ndarray, B: np.ndarray, C: np.ndarray) -> np.
     d = C.copy() if m.c_position == "early" else np.zeros_like(C)
     K.fma_gemm(A, np.ascontiguousarray(B.T).T, d, how, p, emin, emax)
     if m.c_position == "late":
-        K.add_late(d, C, out.p, out.emin, out.emax, MODE_CODES[m.late_rounding], False)
+        add_late(d, C, out.p, out.emin, out.emax, MODE_CODES[m.late_rounding], False)
     return d
 
 

@@ -134,19 +134,23 @@ def test_kernels_lower_for_the_cuda_target_without_a_gpu(monkeypatch):
     from numba.cuda.compiler import compile_cuda
 
     from workbench.engine import cuda_kernels as ck
+    from workbench.engine.operations.amd_fdpa.cuda import amd_kernel
+    from workbench.engine.operations.fma.cuda import fma_kernel
     from workbench.engine.operations.ftz_addmul.cuda import ftz_kernel
+    from workbench.engine.operations.tfdpa.cuda import tfdpa_kernel
+    from workbench.engine.operations.gstfdpa.cuda import gst_kernel
 
     sm90 = type("SM90", (), {"compute_capability": (9, 0)})()
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: sm90)  # no driver asked for one
     i32, f64 = types.Array(types.int32, 2, "C"), types.Array(types.float64, 2, "C")
     i32f = types.Array(types.int32, 2, "F")     # B and its scales as gst_kernel reads them: [j, k] of (K, N)
     kernels = {
-        "tfdpa": (ck.tfdpa_kernel, (i32, i32, i32, i32, f64, types.Array(types.int64, 1, "C"), types.boolean),
+        "tfdpa": (tfdpa_kernel, (i32, i32, i32, i32, f64, types.Array(types.int64, 1, "C"), types.boolean),
                   {"llvm.ctlz.i64", "__nv_ldexp", "__nv_frexp"}),
-        "gst": (ck.gst_kernel, (i32, i32, i32f, i32f, i32, i32, i32f, i32f, f64, types.Array(types.int64, 1, "C")),
+        "gst": (gst_kernel, (i32, i32, i32f, i32f, i32, i32, i32f, i32f, f64, types.Array(types.int64, 1, "C")),
                 {"llvm.ctlz.i64", "__nv_frexp"}),
-        "fma": (ck.fma_kernel, (f64, f64, f64) + (types.int64,) * 4, {"llvm.fma.f64", "llvm.fma.f32"}),
-        "amd": (ck.amd_kernel, (f64, f64, i32, i32, i32, i32, f64, types.Array(types.int64, 1, "C")),
+        "fma": (fma_kernel, (f64, f64, f64) + (types.int64,) * 4, {"llvm.fma.f64", "llvm.fma.f32"}),
+        "amd": (amd_kernel, (f64, f64, i32, i32, i32, i32, f64, types.Array(types.int64, 1, "C")),
                 {"llvm.ctlz.i64", "__nv_ldexp", "__nv_frexp", "__nv_isinfd"}),
         "ftz": (ftz_kernel, (f64, types.Array(types.float64, 2, "F"), f64, types.int64, types.float64),
                 {"__nv_isinfd"}),

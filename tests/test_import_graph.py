@@ -127,6 +127,18 @@ def test_the_engine_imports_only_the_formats_the_gate_and_the_thread_chooser_fro
     assert outside <= {"workbench.formats", "workbench.gate", "workbench.threads"}, outside
 
 
+def test_the_shared_engine_imports_no_operation():
+    """The machinery every operation shares (docs/architecture.md, "One folder per
+    operation": ops, operands, layout, kernels, vector_chain, explain's driver, the GPU
+    machinery ...) imports no operation folder; only the engine's ``__init__`` does, to
+    register and re-export them."""
+    graph = import_graph()
+    ops = "workbench.engine.operations"
+    bad = {(m, t) for m, ts in graph.items() if m.startswith("workbench.engine.") and not m.startswith(ops)
+           for t in ts if t.startswith(ops)}
+    assert not bad, bad
+
+
 def test_the_thread_chooser_and_the_gate_import_nothing_of_the_workbench():
     graph = import_graph()
     for low in ("workbench.threads", "workbench.gate"):

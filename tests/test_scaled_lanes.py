@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 
 import workbench as wb
 from workbench import catalogue
-from workbench.engine import core, gst
-from workbench.engine import kernels as K
+from workbench.engine import core
+from workbench.engine.operations.gstfdpa import kernels as gst
+from workbench.engine.operations.tfdpa import kernels as TK
 from workbench.engine.operations.tfdpa import kernel_params
 
 GST_MODELS = [r for r in catalogue.records() if r.kind == "gst-fdpa"] + [
@@ -140,9 +141,9 @@ def _st_one_output(model, A: np.ndarray, B: np.ndarray, C: np.ndarray, sa: np.nd
         sub_e += np.where(nan | (sub_e >= 1 << 24), 0, np.nan_to_num(lg)).astype(np.int32)
         sub_s[nan] = 2
         sub_e[nan] = 1 << 24
-    prm = K.pack_tfdpa(kernel_params(model), M, N, numba.get_num_threads())
+    prm = TK.pack_tfdpa(kernel_params(model), M, N, numba.get_num_threads())
     acc = C.copy()
-    K.tfdpa_gemm(s_a, e_a, s_b.T, e_b.T, acc, prm)
+    TK.tfdpa_gemm(s_a, e_a, s_b.T, e_b.T, acc, prm)
     return acc
 
 

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 import workbench as wb
 from workbench.catalogue import records
 from workbench.engine import core
-from workbench.engine import fdpa_amd as amd
+from workbench.engine.operations.amd_fdpa import kernels as amd
 from workbench.engine import kernels as K
 from workbench.engine.operands import padded_decomposed
 

@@ -1,10 +1,10 @@
-"""The explicit-vector T-FDPA chain (workbench.engine.vector_chain) gives the bits of
+"""The explicit-vector T-FDPA chain (workbench.engine.vector_chain, driven by operations.tfdpa.vector_chain) gives the bits of
 the lane kernel and of the general per-block path, over a space of units, shapes and
 values drawn by hypothesis.
 
 Expected values come from two independent implementations: the lane kernel
-(kernels.tfdpa_gemm_lanes, numba loops that LLVM vectorises) called directly, and the
-general scalar path (P_GENERAL: one block at a time through kernels.tfdpa_step), which
+(operations.tfdpa.kernels.tfdpa_gemm_lanes, numba loops that LLVM vectorises) called directly, and the
+general scalar path (P_GENERAL: one block at a time through operations.tfdpa.kernels.tfdpa_step), which
 tests/test_engine_fastpath.py holds to the Fraction reference of Xie et al. 2025
 Algorithm 7.
 """
@@ -23,7 +23,9 @@ import workbench as wb
 from workbench import formats as F
 from workbench.engine import core
 from workbench.engine import kernels as K
+from workbench.engine.operations.tfdpa import kernels as TK
 from workbench.engine import vector_chain as vc
+from workbench.engine.operations.tfdpa import vector_chain as tvc
 from workbench.engine.operations import tfdpa as tfdpa_op
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -64,8 +66,8 @@ def _lane_kernel(m: wb.Model, A: np.ndarray, B: np.ndarray, C: np.ndarray) -> np
     N = B.shape[1]
     sb, eb, rows, cols = K.lane_operands(ops.sa, ops.ea, ops.sb, ops.eb, N, m.in_fmt.emin, True)
     acc = np.array(C, dtype=np.float64, copy=True)
-    prm = K.pack_tfdpa(tfdpa_op.accumulation_params(m, "chain", None), A.shape[0], N, numba.get_num_threads())
-    K.tfdpa_gemm_lanes(ops.sa, ops.ea, sb, eb, rows, cols, acc, prm)
+    prm = TK.pack_tfdpa(tfdpa_op.accumulation_params(m, "chain", None), A.shape[0], N, numba.get_num_threads())
+    TK.tfdpa_gemm_lanes(ops.sa, ops.ea, sb, eb, rows, cols, acc, prm)
     return acc
 
 
@@ -82,8 +84,8 @@ def units(draw: st.DrawFn) -> wb.Model:
     m = wb.custom_model(fin, fout, L=L, F=F_, rounding=draw(st.sampled_from(["rz", "rne", "rd", "ru"])),
                         sticky=draw(st.booleans()), zero_exponent=draw(st.sampled_from([None, -133, -30, -5])),
                         flush_output_subnormals=draw(st.booleans()))
-    prm = K.pack_tfdpa(tfdpa_op.accumulation_params(m, "chain", None), 1, 16, 1)
-    assume(bool(vc.simd_eligible(prm)))
+    prm = TK.pack_tfdpa(tfdpa_op.accumulation_params(m, "chain", None), 1, 16, 1)
+    assume(bool(tvc.simd_eligible(prm)))
     return m
 
 
@@ -125,8 +127,8 @@ def test_the_nvidia_presets_take_the_vector_chain(arch: str, fmt: str) -> None:
     m = wb.preset(arch, fmt, "fp32")
     assert not tfdpa_op.b_padded(m, 10)
     for accumulation, pe, want in (("chain", None, True), ("outside", None, False), ("promote", 4 * m.L, False)):
-        prm = K.pack_tfdpa(tfdpa_op.accumulation_params(m, accumulation, pe), 10, 10, 2)
-        assert bool(vc.simd_eligible(prm)) is want
+        prm = TK.pack_tfdpa(tfdpa_op.accumulation_params(m, accumulation, pe), 10, 10, 2)
+        assert bool(tvc.simd_eligible(prm)) is want
 
 
 def test_rows_per_tile() -> None:
@@ -158,9 +160,9 @@ def test_rows_run_together_in_any_tile(preset: tuple[str, str], M: int, TI: int,
     C = _values(rng, (M, 13), "fp32", 6, False)
     ops = core.prepare(m, A, B)
     sb, eb, rows, cols = K.lane_operands(ops.sa, ops.ea, ops.sb, ops.eb, 13, m.in_fmt.emin, True, pad=False)
-    prm = K.pack_tfdpa(tfdpa_op.accumulation_params(m, "chain", None), M, 13, numba.get_num_threads())
+    prm = TK.pack_tfdpa(tfdpa_op.accumulation_params(m, "chain", None), M, 13, numba.get_num_threads())
     got = np.array(C, dtype=np.float64, copy=True)
-    vc.tfdpa_gemm_simd(ops.sa, ops.ea, sb, eb, rows, cols, got, prm, TI)
+    tvc.tfdpa_gemm_simd(ops.sa, ops.ea, sb, eb, rows, cols, got, prm, TI)
     assert np.array_equal(got.view(np.uint64), _lane_kernel(m, A, B, C).view(np.uint64)), (M, TI, special_rows)
 
 
@@ -176,9 +178,9 @@ def test_tails_at_the_edge_of_32_bits(L: int, F_: int, sticky: bool) -> None:
     comes within a few units of 2**31 where the 32-bit tail is chosen, and the 64-bit
     one takes the units one bit past it; both give the general path's bits."""
     m = wb.custom_model("fp16", "fp32", L=L, F=F_, sticky=sticky, rounding="rne")
-    prm = K.pack_tfdpa(tfdpa_op.accumulation_params(m, "chain", None), 4, 8, 1)
-    assert bool(vc.simd_eligible(prm))
-    assert bool(vc.narrow_tail(prm)) == (TAIL_EDGES.index((L, F_, sticky)) < 5)
+    prm = TK.pack_tfdpa(tfdpa_op.accumulation_params(m, "chain", None), 4, 8, 1)
+    assert bool(tvc.simd_eligible(prm))
+    assert bool(tvc.narrow_tail(prm)) == (TAIL_EDGES.index((L, F_, sticky)) < 5)
     big = (2 - 2.0 ** -10) * 2.0 ** 3
     K_ = 3 * L
     A = np.full((4, K_), big)

@@ -57,5 +57,18 @@ def check_fused_window(L: int, F: int, rounding: str, result_format: str | None)
     check_format("result_format", result_format)
 
 
+def check_scales(L: int, k_block: int | None, scale_format: str | None) -> None:
+    """Scaled operations' scale block: ``k_block`` elements share one scale of
+    ``scale_format``, both given, and a block of L holds whole scale blocks (Xie et al.
+    2025 Table 5)."""
+    if k_block is None or scale_format is None:
+        raise ValueError(f"k_block={k_block!r}, scale_format={scale_format!r}: scaled operations need both "
+                         "(Xie et al. Table 5)")
+    check_block("k_block", k_block)
+    check_format("scale_format", scale_format)
+    if L % k_block:
+        raise ValueError(f"L={L} must be a multiple of k_block={k_block}")
+
+
 __all__ = ["ROUNDINGS", "check_block", "positive_int", "check_F", "check_rounding", "check_c_position", "check_format",
            "check_fused_window"]

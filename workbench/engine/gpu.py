@@ -26,12 +26,11 @@ import functools
 import importlib
 import warnings
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import core as _core
-from . import kernels as _k
 from .core import ACCUMULATIONS
 from .model import OPERATIONS
 from .operands import Operands
@@ -114,19 +113,6 @@ def kernels_module() -> ModuleType:
 def to_device(x: np.ndarray) -> Any:
     """A C-ordered copy of ``x`` on the GPU."""
     return cuda_module().to_device(np.ascontiguousarray(x))
-
-
-def launch_tfdpa(ops: Operands, acc: np.ndarray, prm: np.ndarray) -> np.ndarray:
-    """The T-FDPA kernel on decomposed operands (``sa, ea`` (M, Kp), ``sb, eb`` (Kp, N')
-    indexed ``[k, j]``, any layout) from C in ``acc``; D."""
-    ck = kernels_module()
-    sa, ea = cast(np.ndarray, ops.sa), cast(np.ndarray, ops.ea)
-    sb, eb = cast(np.ndarray, ops.sb), cast(np.ndarray, ops.eb)
-    fast = bool(_k.fast_eligible(prm))
-    d_acc = to_device(acc)
-    ck.tfdpa_kernel[ck.blocks(acc.size), ck.THREADS](to_device(sa), to_device(ea), to_device(sb[:, :ops.N]),
-                                                     to_device(eb[:, :ops.N]), d_acc, to_device(prm), fast)
-    return np.asarray(d_acc.copy_to_host())
 
 
 def gpu_kinds() -> tuple[str, ...]:

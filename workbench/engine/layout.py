@@ -1,7 +1,7 @@
 """The one parameter layout of the engine's compiled kernels.
 
 Every kernel (:mod:`workbench.engine.kernels` for T-FDPA and ST-FDPA,
-:mod:`workbench.engine.fdpa_amd` for E-/TR-/GTR-FDPA, :mod:`workbench.engine.gst`
+:mod:`workbench.engine.operations.amd_fdpa.kernels` for E-/TR-/GTR-FDPA, :mod:`workbench.engine.operations.gstfdpa.kernels`
 for GST-FDPA) reads its model from one int64 vector indexed by the ``P_*`` slots
 below; each slot means the same in every kernel.  :func:`fused_params` fills the
 slots they share (block, window, rounding rho and formats, Xie et al. 2025 Table 2);
@@ -22,7 +22,7 @@ from .ops import MODE_CODES
     # T-FDPA (kernels): sticky bit, late c, interleaved groups, accumulation, output tiles;
     # P_GENERAL = 1 forces the general per-block path (differential tests)
     P_STICKY, P_CLATE, P_LATEMODE, P_NG, P_GF, P_ACCMODE, P_PROMOTE, P_TI, P_TJ, P_BC, P_GENERAL,
-    # E-/TR-/GTR-FDPA (fdpa_amd): which one, F2, overflow exponent, limbs of the exact sum,
+    # E-/TR-/GTR-FDPA (operations/amd_fdpa): which one, F2, overflow exponent, limbs of the exact sum,
     # RZ re-alignment, the unpadded K
     P_KIND, P_F2, P_OVF, P_BASE, P_NLIMBS, P_ARZ, P_K,
     # GST-FDPA (gst): group size, scale block, input emin, fraction bits of the exact group sums

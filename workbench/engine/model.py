@@ -310,7 +310,7 @@ class Operation:
     #: Has a row kernel for batches of independent dot products (:meth:`dots`).
     has_row_kernel: ClassVar[bool] = False
     #: The compiled kernels it shares with others (``"t-fdpa"``: kernels.py; ``"amd"``:
-    #: fdpa_amd.py and FTZ-AddMul), so that both families can compile in parallel
+    #: operations/amd_fdpa/ and FTZ-AddMul), so that both families can compile in parallel
     #: (:mod:`workbench.sweep.warmup`).
     kernel_family: ClassVar[str] = "t-fdpa"
     #: Accumulations (:data:`workbench.engine.core.ACCUMULATIONS`) it implements.

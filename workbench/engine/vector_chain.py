@@ -1,6 +1,6 @@
 """Chains of fused blocks on explicit 16-lane vectors, for products with few columns.
 
-:func:`~workbench.engine.kernels.tfdpa_gemm_lanes` lets LLVM vectorise loops over the
+:func:`~workbench.engine.operations.tfdpa.kernels.tfdpa_gemm_lanes` lets LLVM vectorise loops over the
 outputs of a row; with few columns (10 x 1,000,000 x 10: ten lanes padded to 16) its
 loop set-up costs as much as the arithmetic, and each block's tail (c's exponent, its
 alignment, the rounding) runs as separate loops.  Here one compiled function,
@@ -10,19 +10,21 @@ held in registers (the rows share each load of B's lanes, and their independent
 chains keep the core busy): per block the largest exponent, c aligned to it, every
 product aligned and summed in 32 bits, and the rounding - Xie et al. 2025 Algorithm 7
 (RZ_F alignment, one rounding rho per block) and Khattak & Mikaitis 2025's generic
-block FMA with c early, the arithmetic of :func:`~workbench.engine.kernels._lane_block`
+block FMA with c early, the arithmetic of :func:`~workbench.engine.operations.tfdpa.kernels._lane_block`
 (its narrow path) and :func:`~workbench.engine.ops.round_int`, lane for lane; with
 ``tr`` the block of TR-FDPA (Xie Algorithm 10, driven by
-:func:`~workbench.engine.fdpa_amd.trfdpa_gemm_simd`).  :func:`efdpa_chain` does the
+:func:`~workbench.engine.operations.amd_fdpa.kernels.trfdpa_gemm_simd`).  :func:`efdpa_chain` does the
 same for CDNA1's E-FDPA in binary64 (driven by
-:func:`~workbench.engine.fdpa_amd.efdpa_gemm_simd`).  B's rows are read with masked
+:func:`~workbench.engine.operations.amd_fdpa.kernels.efdpa_gemm_simd`).  B's rows are read with masked
 loads, so B needs no padding columns.
 
-:func:`simd_eligible` says which T-FDPA models and products it computes (one group, c
-early, chained accumulation, 32-bit sums); :func:`tfdpa_gemm_simd` is the parallel
-driver, which hands outputs meeting Inf/NaN or overflow to the scalar path exactly as
-the lane kernel does; :func:`tile_state` and :func:`chain_tile` are the parts every
-driver shares.
+The code generation is shared below the operations because T-FDPA and TR-FDPA run the
+same block on it (``tr`` selects TR-FDPA's tail); each operation's driver is in its
+folder: T-FDPA's (:mod:`workbench.engine.operations.tfdpa.vector_chain`: which models
+and products it computes, and the parallel driver, which hands outputs meeting Inf/NaN
+or overflow to the scalar path exactly as the lane kernel does) and the AMD family's
+(:mod:`workbench.engine.operations.amd_fdpa.kernels`).  :func:`tile_state` and
+:func:`chain_tile` are the parts every driver shares.
 """
 
 from __future__ import annotations
@@ -34,9 +36,7 @@ from numba.core import types
 from numba.extending import intrinsic
 
 from ..formats import RD, RNE, RU
-from .kernels import (_accumulate, _loop, _splat, _sum_params, bit_length, fast_eligible, lane_tile, lane_value,
-                      lanes_from_c, output_tiles)
-from .layout import ACC_CHAIN, P_ACCMODE, P_BC, P_F, P_L
+from .kernels import _loop, _splat, lanes_from_c, output_tiles
 from .ops import NEG_BIG
 
 #: Lanes of one vector (16 x 32 bits: one AVX-512 register).
@@ -45,7 +45,7 @@ W = 16
 MAX_ROWS = 5
 #: Fields of the constants array the vector chain reads (:func:`chain_constants`).
 C_L, C_F, C_G, C_ROFF, C_EZP, C_EMINC, C_PR, C_EMINR, C_EMAXR, C_MODE, C_FLUSH = range(11)
-#: Fields only TR-FDPA's tail reads (:func:`workbench.engine.fdpa_amd.tr_chain_constants`): F2, the
+#: Fields only TR-FDPA's tail reads (:func:`workbench.engine.operations.amd_fdpa.kernels.tr_chain_constants`): F2, the
 #: tail's fractional bits max(F, F2 + 1), the product exponent from which a block goes to the scalar
 #: path (ovf - 1), c's exponent when c = 0 and whether that exponent is used (Xie Algorithm 10).
 C_F2, C_GT, C_OVF1, C_EZ, C_USEEZ, C_N = range(11, 17)
@@ -67,12 +67,12 @@ def _chain16(sticky: bool, wide: bool, tr: str | None = None):  # type: ignore[n
 
     With ``tr`` (``"rd"`` or ``"rz"``, the alignment rounding) the blocks are
     TR-FDPA's (Xie et al. 2025 Algorithm 10 as MMA-Sim 2.1.1 computes it, the arithmetic of
-    :func:`~workbench.engine.fdpa_amd._lane_group32` and
-    :func:`~workbench.engine.fdpa_amd._lane_tr_round`): the products alone are summed
+    :func:`~workbench.engine.operations.amd_fdpa.kernels._lane_group32` and
+    :func:`~workbench.engine.operations.amd_fdpa.kernels._lane_tr_round`): the products alone are summed
     at their largest exponent (RZ_F), then that sum and c are re-aligned at the
     larger exponent to F2 + 1 and F fractional bits, added, cut to F2 + 1 significant
     bits and rounded; ``cp`` is then
-    :func:`~workbench.engine.fdpa_amd.tr_chain_constants`, the tail 64-bit, and a
+    :func:`~workbench.engine.operations.amd_fdpa.kernels.tr_chain_constants`, the tail 64-bit, and a
     lane whose products reach the overflow threshold is flagged for the scalar path.
 
     Each block's tail (c aligned, the sum with c, the rounding) runs in 64-bit lanes
@@ -252,7 +252,7 @@ def _chain16(sticky: bool, wide: bool, tr: str | None = None):  # type: ignore[n
                 def tr_rounded(neg, mag, q, bad, T32, emx):  # type: ignore[no-untyped-def]
                     """TR-FDPA's tail (_lane_tr_round): the products' sum T32 at emx and c
                     re-aligned at E = max(c's exponent, emx) to F2 + 1 and F bits, added,
-                    cut to F2 + 1 significant bits (fdpa_amd.tr_cut), rounded; the next state."""
+                    cut to F2 + 1 significant bits (amd_fdpa.kernels.tr_cut), rounded; the next state."""
                     bad = builder.or_(bad, builder.icmp_signed(">=", emx, ovf1_v))
                     emax = to_t(emx)
                     nz = builder.icmp_signed("!=", mag, ct(0))
@@ -356,15 +356,15 @@ def _efdpa_chain16():  # type: ignore[no-untyped-def]
     columns j0 .. j0+nl-1 of B (``B`` (K, N) float64, C-ordered, nl <= 16), each lane's
     c (binary64, an fp32 value) read from and written back to ``cst[r0 + r]`` ((rows,
     16) float64); ``cp`` holds E_L and E_FLUSH.  The arithmetic of
-    :func:`~workbench.engine.fdpa_amd._round_fp32` and
-    :func:`~workbench.engine.fdpa_amd._lane_round` (Xie et al. 2025 Algorithms 5-6
+    :func:`~workbench.engine.operations.amd_fdpa.kernels._round_fp32` and
+    :func:`~workbench.engine.operations.amd_fdpa.kernels._lane_round` (Xie et al. 2025 Algorithms 5-6
     for fp32 results): the block's exact products summed with TwoSum, exact when
     every error term is zero (in any order: then every partial sum is exact), then c
     added and rounded once to fp32 through round-to-odd.  A block that is not exact
     that way, or whose result is not finite, stops the chain: the other lanes of that
     block are advanced, the lanes left to the limbs are flagged in ``wf[r0 + r]``
     (their c unchanged) and the block's index is returned for the caller to compute
-    them (:func:`~workbench.engine.fdpa_amd._limb_block`) and go on from the next
+    them (:func:`~workbench.engine.operations.amd_fdpa.kernels._limb_block`) and go on from the next
     block; b1 when every block was done."""
 
     @intrinsic
@@ -570,95 +570,10 @@ def chain_tile(variant, sa, ea, sb, eb, st, cp, i0, row_special, j0, nl, b0, b1)
         ii += run
 
 
-@numba.njit(cache=True, inline="always")
-def simd_eligible(prm):
-    """Whether :func:`tfdpa_gemm_simd` computes this model and accumulation: the fast
-    path of :func:`~workbench.engine.kernels._chain` (lane-eligible, one group, c
-    early), chained blocks, and products and block sums that fit 32 bits (the narrow
-    path of :func:`~workbench.engine.kernels._lane_block`)."""
-    if not (fast_eligible(prm) and prm[P_ACCMODE] == ACC_CHAIN):
-        return False
-    fp, ezp, sticky, mode, pr, eminr, emaxr, mc, eminc, flush = _sum_params(prm)
-    F = prm[P_F]
-    G = F - fp if F > fp else 0
-    st = 1 if sticky else 0
-    return fp + 2 + G + st <= 31 and bit_length(prm[P_L] - 1) + F + 2 + st <= 31
-
-
-@numba.njit(cache=True, inline="always")
-def narrow_tail(prm):
-    """Whether a block's tail fits 32-bit lanes (:func:`_chain16` with ``wide`` False):
-    c aligned is below 2**(F + 1 + st) and each of the L aligned terms below
-    2**(F + 2 + st), so the block's sum is below (2L + 1) 2**(F + 1 + st), which must
-    stay below 2**31; the accumulator's significand (output and result formats of at
-    most 30 bits) too.  Volta's and Ampere's fp16/bf16 units (L 4 and 8) qualify,
-    Hopper's (L 16, F 25) are one bit past it."""
-    fp, ezp, sticky, mode, pr, eminr, emaxr, mc, eminc, flush = _sum_params(prm)
-    st = 1 if sticky else 0
-    return bit_length(2 * prm[P_L] + 1) + prm[P_F] + 1 + st <= 31 and mc <= 29 and pr <= 29
-
-
-@numba.njit(cache=True)
-def chain_constants(prm):
-    """The int64 constants :func:`_chain16` reads (fields ``C_*``)."""
-    fp, ezp, sticky, mode, pr, eminr, emaxr, mc, eminc, flush = _sum_params(prm)
-    F = prm[P_F]
-    G = F - fp if F > fp else 0
-    cp = np.zeros(C_N, dtype=np.int64)
-    cp[C_L] = prm[P_L]
-    cp[C_F] = F
-    cp[C_G] = G
-    cp[C_ROFF] = G - F + fp
-    cp[C_EZP] = ezp
-    cp[C_EMINC] = eminc
-    cp[C_PR] = pr
-    cp[C_EMINR] = eminr
-    cp[C_EMAXR] = emaxr
-    cp[C_MODE] = mode
-    cp[C_FLUSH] = 1 if flush else 0
-    return cp
-
-
 def simd_rows(M: int, N: int, nthreads: int) -> int:
-    """Rows per tile of :func:`tfdpa_gemm_simd` (:func:`~workbench.engine.kernels.output_tiles`
+    """Rows per tile of the vector chain's drivers (:func:`~workbench.engine.kernels.output_tiles`
     with tiles of 16 columns): at most 32, enough tiles to give every thread one."""
     return output_tiles(M, N, nthreads, W)[0]
 
 
-@numba.njit(cache=True, parallel=True)
-def tfdpa_gemm_simd(sa, ea, sb, eb, row_special, col_special, acc, prm, TI):
-    """:func:`~workbench.engine.kernels.tfdpa_gemm_lanes` for the models and
-    accumulation of :func:`simd_eligible`, on tiles of ``TI`` rows x 16 columns (one
-    vector of lanes, :func:`_chain16`): the same bits.  ``sa, ea`` (M, Kp) and ``sb, eb``
-    (Kp, NB >= N) int32, C-ordered; ``row_special``/``col_special`` as the lane
-    kernel's; outputs meeting Inf/NaN (A's row, B's column or C) or overflow are
-    recomputed by the scalar :func:`~workbench.engine.kernels._accumulate`."""
-    M, Kp = sa.shape
-    N = acc.shape[1]
-    L = prm[P_L]
-    nblocks = Kp // L
-    BC = prm[P_BC]
-    fp, ezp, sticky, mode, pr, eminr, emaxr, mc, eminc, flush = _sum_params(prm)
-    cp = chain_constants(prm)
-    variant = chain_variant(narrow_tail(prm), sticky)
-    n_it = (M + TI - 1) // TI
-    n_jt = (N + W - 1) // W
-    fast = fast_eligible(prm)
-    for t in numba.prange(n_it * n_jt):
-        # prange's index is unsigned: as int64, one compiled _accumulate for every caller
-        i0, ti, j0, nl, _ = lane_tile(np.int64(t), n_jt, TI, W, M, N, N)
-        st = tile_state(acc, i0, ti, j0, nl, row_special, col_special, mc, eminc)
-        for b0 in range(0, nblocks, BC):
-            chain_tile(variant, sa, ea, sb, eb, st, cp, i0, row_special, j0, nl, b0, min(nblocks, b0 + BC))
-        for ii in range(ti):
-            i = i0 + ii
-            for u in range(nl):
-                j = j0 + u
-                if st[ii, 3, u] != 0 or row_special[i] != 0:
-                    acc[i, j] = _accumulate(sa, ea, sb, eb, i, j, np.int64(0), nblocks, acc[i, j], 0.0, prm, fast)[0]
-                else:
-                    acc[i, j] = lane_value(st[ii, 0, u] != 0, st[ii, 1, u], st[ii, 2, u])
-
-
-__all__ = ["simd_eligible", "narrow_tail", "simd_rows", "chain_constants", "chain_variant", "tile_state", "chain_tile",
-           "tfdpa_gemm_simd", "efdpa_chain", "E_L", "E_FLUSH", "E_N", "W", "MAX_ROWS", "V_TR_RD", "V_TR_RZ"]
+__all__ = ["simd_rows", "chain_variant", "tile_state", "chain_tile", "efdpa_chain", "E_L", "E_FLUSH", "E_N", "W", "MAX_ROWS", "V_TR_RD", "V_TR_RZ"]

@@ -722,7 +722,7 @@ def _gst_fdpa(bb: BlackBox, st: _f.Structure, gr: _f.ExactGroups, allow_sub: boo
     c carrying the range, as for narrow formats.  The scales are not inputs of
     f(A, B, C): the proposed model takes NVFP4's convention (UE4M3, one scale per group)
     when the engine's fixed point holds it, else E8M0 - with unit scales they agree."""
-    from ..engine.gst import gst_params
+    from ..engine.operations.gstfdpa.kernels import gst_params
 
     assert gr.G is not None and gr.F is not None
     G, F = gr.G, gr.F

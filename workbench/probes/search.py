@@ -17,7 +17,7 @@ into the next binade (:func:`~workbench.probes.differential.random_inputs`): a w
 narrower than the output shows its final rounding only there.  Stages keep it cheap:
 a few rows reject most candidates, larger batteries the rest; every candidate runs
 as one row-kernel call per battery (T-FDPA's, and the engine's
-:func:`~workbench.engine.fdpa_amd.amd_rows` for the AMD kinds).
+:func:`~workbench.engine.operations.amd_fdpa.kernels.amd_rows` for the AMD kinds).
 What survives is the set of models the outputs cannot separate (issue 14: report them
 all, never one confident guess).
 """
@@ -30,11 +30,12 @@ from typing import Any
 import numpy as np
 
 from ..engine import core as _core
-from ..engine import fdpa_amd as _amd
-from ..engine import gst as _gst
-from ..engine import kernels as _k
+from ..engine import layout as _layout
 from ..engine import ops as _ops
 from ..engine.model import OPERATIONS, ROUNDINGS, Model, Operation
+from ..engine.operations.amd_fdpa import kernels as _amd
+from ..engine.operations.gstfdpa import kernels as _gst
+from ..engine.operations.tfdpa import kernels as _tk
 from ..engine.operands import padded_decomposed
 from ..engine.operations import tfdpa as tfdpa_op
 from .blackbox import BlackBox
@@ -48,7 +49,7 @@ SEARCHED = ("kind", "L", "F", "rounding", "sticky", "c_position", "late_rounding
 _BLOCKS = tuple(2 ** i for i in range(7))      # L = 1 .. 64
 _STAGES = (8, 64, 480, 3000)                   # battery rows of the stages
 _DISTRIBUTIONS = ("normal", "log-uniform", "cancellation", "sparse", "carry", "sparse-tiny")
-#: kernel codes of the AMD kinds, run by :func:`~workbench.engine.fdpa_amd.amd_rows`
+#: kernel codes of the AMD kinds, run by :func:`~workbench.engine.operations.amd_fdpa.kernels.amd_rows`
 _AMD_CODES = {"e-fdpa": _amd.KIND_E, "tr-fdpa": _amd.KIND_TR, "gtr-fdpa": _amd.KIND_GTR}
 _MODE_CODES = _ops.MODE_CODES
 _TERMS = 230_000                               # terms per K in agree_on_random_inputs' batteries
@@ -197,13 +198,13 @@ def _survivors(cands: list[dict[str, Any]], a: np.ndarray, b: np.ndarray, c: np.
                 shape = (p["L"], p["c_position"], p["late_rounding"]) + tuple(p.get(k) for k in _KEPT)
                 if shape not in templates:   # one Model per block shape; F, rounding, sticky go into its vector
                     m = Model(**{**p, "F": 0, "rounding": "rz", "sticky": False})
-                    templates[shape] = _k.pack_tfdpa(tfdpa_op.kernel_params(m), a.shape[0], 1, 1)
+                    templates[shape] = _tk.pack_tfdpa(tfdpa_op.kernel_params(m), a.shape[0], 1, 1)
                     operands[shape] = decomposed(m)
                 prm = templates[shape].copy()
-                prm[_k.P_F] = prm[_k.P_GF] = p["F"]
-                prm[_k.P_MODE] = _MODE_CODES[p["rounding"]]
-                prm[_k.P_STICKY] = p["sticky"]
-                _k.tfdpa_rows(*operands[shape][2:], acc, prm)  # type: ignore[call-arg]  # numba's Dispatcher takes *args
+                prm[_layout.P_F] = prm[_layout.P_GF] = p["F"]
+                prm[_layout.P_MODE] = _MODE_CODES[p["rounding"]]
+                prm[_layout.P_STICKY] = p["sticky"]
+                _tk.tfdpa_rows(*operands[shape][2:], acc, prm)  # type: ignore[call-arg]  # numba's Dispatcher takes *args
             if same_outputs(acc, d).all():
                 keep.append(p)
     return keep

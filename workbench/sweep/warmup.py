@@ -124,7 +124,7 @@ KERNEL_TOUR: dict[str, Any] = {
 }
 
 def _family(task: _spec.Task) -> int:
-    """1 for the operations whose kernels (:mod:`workbench.engine.fdpa_amd`, FTZ-AddMul) share
+    """1 for the operations whose kernels (:mod:`workbench.engine.operations.amd_fdpa.kernels`, FTZ-AddMul) share
     nothing heavy with the T-FDPA ones (``Operation.kernel_family == "amd"``):
     :func:`compile_experiments` compiles the two families in two processes at once."""
     model = _tasks.build_model(task.spec)

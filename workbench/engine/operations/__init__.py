@@ -1,12 +1,15 @@
-"""The elementary operations of the engine, one module each, registered in
-:data:`workbench.engine.model.OPERATIONS` when imported (Xie et al. 2025,
-Section 4.1, Table 1).  See ``docs/architecture.md`` for how to add one."""
+"""The elementary operations of the engine, one folder each (its parameters, kernels,
+trace step and CUDA kernel), registered in :data:`workbench.engine.model.OPERATIONS`
+when imported (Xie et al. 2025, Section 4.1, Table 1); ``amd_fdpa/`` is the base that
+E-FDPA and TR-/GTR-FDPA share.  See ``docs/architecture.md`` ("One folder per
+operation") for the layout and how to add one."""
 from __future__ import annotations
 
 from .efdpa import EFDPA, EFDPAParams
 from .fma import FMAChain, FMAParams
 from .ftz_addmul import FTZAddMul, FTZAddMulParams
-from .scaled import GSTFDPA, GSTFDPAParams, STFDPA, STFDPAParams
+from .stfdpa import STFDPA, STFDPAParams  # registered before GST-FDPA, as the kinds were listed
+from .gstfdpa import GSTFDPA, GSTFDPAParams
 from .tfdpa import TFDPA, TFDPAParams
 from .trfdpa import GTRFDPA, TRFDPA, GTRFDPAParams, TRFDPAParams
 

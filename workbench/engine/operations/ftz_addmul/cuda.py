@@ -13,7 +13,7 @@ from .kernels import ftz_chain
 
 @cuda.jit(cache=True)
 def ftz_kernel(A, BT, acc, P, in_min_normal):  # type: ignore[no-untyped-def]
-    """One FTZ-AddMul chain per thread (:func:`workbench.engine.others.ftz_chain`), from
+    """One FTZ-AddMul chain per thread (:func:`~workbench.engine.operations.ftz_addmul.kernels.ftz_chain`), from
     C in ``acc``: ``A`` (M, Kp) and ``BT`` (N, Kp) float64, Kp a multiple of P (``BT``
     stored column-major, so that a warp's threads read adjacent elements)."""
     inside, i, j = _output(cuda.grid(1), acc.shape[0], acc.shape[1])

@@ -33,7 +33,7 @@ def _ftz_note(exact: Fraction | None, r: float) -> str:
 
 def ftz_block(idx, a, b, d, m) -> Block:
     """One step of FTZ-AddMul (Xie et al. Algorithms 1-2, AMD CDNA2), as
-    :func:`workbench.engine.others.ftz_addmul_gemm`: P products by FTZ-Mul, summed
+    :func:`~workbench.engine.operations.ftz_addmul.kernels.ftz_addmul_gemm`: P products by FTZ-Mul, summed
     pairwise by FTZ-Add, the sum added to the running c by FTZ-Add."""
 
     P = int(m.P)

@@ -7,11 +7,11 @@ exponent and cut to F bits), then that sum T and c are re-aligned at a common
 exponent E - T to F2 and c to F fractional bits, cut in the direction
 ``alignment_rounding`` (``"rd"`` on CDNA3, MMA-Sim Section 6.2.4; ``"rz"`` the
 round-toward-zero twin of MMA-Sim Figure 3) - added and rounded with rho.  Kernels:
-:func:`~workbench.engine.fdpa_amd.amd_gemm` and the lane kernels
-:func:`~workbench.engine.fdpa_amd.trfdpa_gemm_lanes` (GEMMs) and
-:func:`~workbench.engine.fdpa_amd.trfdpa_rows_lanes` (``dots``); scalar path
-:func:`~workbench.engine.fdpa_amd.trfdpa_step` (shown by
-:func:`~workbench.engine.explain.tr_block`).
+:func:`~workbench.engine.operations.amd_fdpa.kernels.amd_gemm` and the lane kernels
+:func:`~workbench.engine.operations.amd_fdpa.kernels.trfdpa_gemm_lanes` (GEMMs) and
+:func:`~workbench.engine.operations.amd_fdpa.kernels.trfdpa_rows_lanes` (``dots``); scalar path
+:func:`~workbench.engine.operations.amd_fdpa.kernels.trfdpa_step` (shown by
+:func:`~workbench.engine.operations.amd_fdpa.explain.tr_block`).
 """
 from __future__ import annotations
 
@@ -20,17 +20,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import fdpa_amd as _amd
-from . import amd_gpu
-from ..explain import tr_block
-from ..operands import Operands, decompose_checked, threads_for
-from ..trace import Block
-from ..model import BoundShape, ErrorTerm, Operation, register
-from ..checks import check_F, check_fused_window
-from .tfdpa import fused_sum_terms
+from ...checks import check_F, check_fused_window
+from ...model import BoundShape, ErrorTerm, Operation, register
+from ...operands import Operands, decompose_checked, threads_for
+from ...trace import Block
+from ..amd_fdpa import gpu as amd_gpu
+from ..amd_fdpa import kernels as _amd
+from ..amd_fdpa.explain import tr_block
+from ..tfdpa import fused_sum_terms
 
 if TYPE_CHECKING:
-    from ..model import Model
+    from ...model import Model
 
 #: Directions of the re-alignment (Xie Algorithms 10-11; "rz": the Figure 3 twin).
 ALIGNMENT_ROUNDINGS = ("rd", "rz")
@@ -81,7 +81,7 @@ class TRFDPA(Operation):
     has_cuda_kernel = True
     searched_when_uncertain = True
     has_row_kernel = True
-    #: Kernel code of :mod:`workbench.engine.fdpa_amd`.
+    #: Kernel code of :mod:`workbench.engine.operations.amd_fdpa.kernels`.
     code = _amd.KIND_TR
 
     def prepare(self, model: "Model", A: np.ndarray, B: np.ndarray) -> Operands:
@@ -111,7 +111,7 @@ class TRFDPA(Operation):
         return acc
 
     def dots(self, model: "Model", a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
-        """Batched dot products on the row kernel (:func:`~workbench.engine.fdpa_amd.amd_rows`)."""
+        """Batched dot products on the row kernel (:func:`~workbench.engine.operations.amd_fdpa.kernels.amd_rows`)."""
         return _amd.amd_dots(model, self.code, a, b, acc)
 
     def run_cuda(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,

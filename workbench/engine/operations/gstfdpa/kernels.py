@@ -1,4 +1,5 @@
-"""GST-FDPA: group-scaled truncated FDPA (Xie et al. 2025, Algorithm 9, Table 5).
+"""The compiled kernels of GST-FDPA: group-scaled truncated FDPA (Xie et al. 2025,
+Algorithm 9, Table 5; dispatched by :mod:`workbench.engine.operations.gstfdpa`).
 
 The MXFP4/NVFP4 instructions of Blackwell and RTX Blackwell (``.block_scale`` with
 k64): a block of L = 64 fp4 products is cut into groups of G = 16; each group's dot
@@ -26,8 +27,8 @@ from typing import TYPE_CHECKING, cast
 import numba
 import numpy as np
 
-from .. import formats as _formats
-from .layout import (  # the one parameter layout (see workbench.engine.layout)
+from .... import formats as _formats
+from ...layout import (  # the one parameter layout (see workbench.engine.layout)
     P_EMAXRES,
     P_EMINC,
     P_EMININ,
@@ -47,11 +48,11 @@ from .layout import (  # the one parameter layout (see workbench.engine.layout)
 )
 
 if TYPE_CHECKING:
-    from .model import Model
-from . import kernels as _k
-from .kernels import LANE_PAD, lane_tile, lane_value, lanes_from_c
-from .operands import decompose
-from .ops import (
+    from ...model import Model
+from ... import kernels as _k
+from ...kernels import LANE_PAD, lane_tile, lane_value, lanes_from_c
+from ...operands import decompose
+from ...ops import (
     NEG_BIG,
     SPECIAL,
     align_term,

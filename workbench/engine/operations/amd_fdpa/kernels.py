@@ -57,12 +57,12 @@ import math
 import numba
 import numpy as np
 
-from ..formats import RD, RU, RZ
-from . import kernels as _k
-from . import vector_chain as _vc
-from .kernels import lane_tile, lane_value, lanes_from_c
-from .nans import _bits_from_f64, _f64_from_bits, efdpa_nan
-from .layout import (  # the one parameter layout (see workbench.engine.layout)
+from ....formats import RD, RU, RZ
+from ... import kernels as _k
+from ... import vector_chain as _vc
+from ...kernels import lane_tile, lane_value, lanes_from_c
+from ...nans import _bits_from_f64, _f64_from_bits, efdpa_nan
+from ...layout import (  # the one parameter layout (see workbench.engine.layout)
     P_ARZ,
     P_BASE,
     P_EMAXRES,
@@ -84,8 +84,8 @@ from .layout import (  # the one parameter layout (see workbench.engine.layout)
     P_USE_EZ,
     fused_params,
 )
-from .operands import decompose_checked, padded_decomposed
-from .ops import (
+from ...operands import decompose_checked, padded_decomposed
+from ...ops import (
     NEG_BIG,
     SPECIAL,
     align_term,

@@ -1,17 +1,18 @@
-"""E-FDPA: exact fused dot-product-add, rounded once (Xie et al. 2025 Algorithm 6).
+"""E-FDPA's operation: exact fused dot-product-add, rounded once (Xie et al. 2025
+Algorithm 6): parameters, dispatch, bound terms and probing hints.
 
 The L products and c are added exactly (multi-limb fixed point, no alignment loss)
 and the sum is rounded once with rho to ``result_format``; K is consumed in blocks of
 L.  NaN results carry an operand's payload (MMA-Sim 2.1.1).  Kernels:
-:func:`~workbench.engine.fdpa_amd.efdpa_gemm_simd` (fp32-result RNE units: 16 outputs of
+:func:`~workbench.engine.operations.amd_fdpa.kernels.efdpa_gemm_simd` (fp32-result RNE units: 16 outputs of
 up to five rows side by side in binary64, read from the checked float64 operands
 without decomposing them when they hold no Inf/NaN),
-:func:`~workbench.engine.fdpa_amd.efdpa_gemm_lanes` (outputs of a row side by side,
+:func:`~workbench.engine.operations.amd_fdpa.kernels.efdpa_gemm_lanes` (outputs of a row side by side,
 the exact sum in one int64 where the block's terms fit, the limbs otherwise) for
-products of :func:`~workbench.engine.fdpa_amd.lanes_fit`, the reference
-:func:`~workbench.engine.fdpa_amd.amd_gemm` (one output at a time) otherwise; both
-compute a block with :func:`~workbench.engine.fdpa_amd.efdpa_step`, which the scalar
-trace :func:`~workbench.engine.explain.efdpa_block` calls too, whenever it needs the
+products of :func:`~workbench.engine.operations.amd_fdpa.kernels.lanes_fit`, the reference
+:func:`~workbench.engine.operations.amd_fdpa.kernels.amd_gemm` (one output at a time) otherwise; both
+compute a block with :func:`~workbench.engine.operations.amd_fdpa.kernels.efdpa_step`, which the scalar
+trace :func:`~workbench.engine.operations.amd_fdpa.explain.efdpa_block` calls too, whenever it needs the
 limbs.
 """
 from __future__ import annotations
@@ -21,17 +22,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import fdpa_amd as _amd
-from . import amd_gpu
-from ..explain import efdpa_block
-from ..layout import P_K
-from ..operands import Operands, checked_inputs, decompose_checked, threads_for
-from ..trace import Block
-from ..model import BoundShape, ErrorTerm, Operation, register
-from ..checks import check_block, check_format, check_rounding
+from ...checks import check_block, check_format, check_rounding
+from ...layout import P_K
+from ...model import BoundShape, ErrorTerm, Operation, register
+from ...operands import Operands, checked_inputs, decompose_checked, threads_for
+from ...trace import Block
+from ..amd_fdpa import gpu as amd_gpu
+from ..amd_fdpa import kernels as _amd
+from ..amd_fdpa.explain import efdpa_block
 
 if TYPE_CHECKING:
-    from ..model import Model
+    from ...model import Model
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,7 +61,7 @@ class EFDPA(Operation):
     kernel_family = "amd"
     has_cuda_kernel = True
     has_row_kernel = True
-    #: Kernel code of :mod:`workbench.engine.fdpa_amd`.
+    #: Kernel code of :mod:`workbench.engine.operations.amd_fdpa.kernels`.
     code = _amd.KIND_E
 
     def prepare(self, model: "Model", A: np.ndarray, B: np.ndarray) -> Operands:
@@ -98,7 +99,7 @@ class EFDPA(Operation):
         return acc
 
     def dots(self, model: "Model", a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
-        """Batched dot products on the row kernels (:func:`~workbench.engine.fdpa_amd.amd_dots`)."""
+        """Batched dot products on the row kernels (:func:`~workbench.engine.operations.amd_fdpa.kernels.amd_dots`)."""
         return _amd.amd_dots(model, _amd.KIND_E, a, b, acc)
 
     def has_twin(self, model: "Model") -> bool:

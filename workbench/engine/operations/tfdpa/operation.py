@@ -1,5 +1,6 @@
-"""T-FDPA: truncated fused dot-product-add (Xie et al. 2025 Algorithm 7; Khattak &
-Mikaitis 2025's generic block FMA, Section IV-C).
+"""T-FDPA's operation: truncated fused dot-product-add (Xie et al. 2025 Algorithm 7;
+Khattak & Mikaitis 2025's generic block FMA, Section IV-C): parameters, dispatch, bound
+terms and probing hints.
 
 L products are formed exactly, aligned with c at their largest exponent and
 truncated to F fractional bits (RZ_F, with an optional sticky bit), added exactly and
@@ -9,12 +10,12 @@ late c added with its own rounding (Khattak-Mikaitis Table II), the interleaved
 two-group pattern of fp8 through ``mma.sync`` (Section IV-A5, Fig. 5c), and the
 exponent zero terms carry into the alignment (MMA-Sim's ``zero_exponent``).
 
-The arithmetic is the compiled kernels of :mod:`workbench.engine.kernels`
-(:func:`~workbench.engine.kernels.tfdpa_gemm`, the lane kernel
-:func:`~workbench.engine.kernels.tfdpa_gemm_lanes` and the row kernel
-:func:`~workbench.engine.kernels.tfdpa_rows`) and the vector chain of
-:mod:`workbench.engine.vector_chain`; the scalar reference path is
-:func:`~workbench.engine.explain.tfdpa_block`, which the tests hold equal to them bit
+The arithmetic is the compiled kernels of :mod:`workbench.engine.operations.tfdpa.kernels`
+(:func:`~workbench.engine.operations.tfdpa.kernels.tfdpa_gemm`, the lane kernel
+:func:`~workbench.engine.operations.tfdpa.kernels.tfdpa_gemm_lanes` and the row kernel
+:func:`~workbench.engine.operations.tfdpa.kernels.tfdpa_rows`) and the vector chain of
+:mod:`workbench.engine.operations.tfdpa.vector_chain`; the scalar reference path is
+:func:`~workbench.engine.operations.tfdpa.explain.tfdpa_block`, which the tests hold equal to them bit
 for bit.
 """
 from __future__ import annotations
@@ -26,9 +27,9 @@ from typing import TYPE_CHECKING, Any, cast
 import numba
 import numpy as np
 
-from .. import kernels as _k
-from .. import vector_chain as _vc
-from ..layout import (
+from ... import kernels as _k
+from ... import vector_chain as _vc
+from ...layout import (
     ACC_MODES,
     P_ACCMODE,
     P_CLATE,
@@ -39,15 +40,17 @@ from ..layout import (
     P_STICKY,
     fused_params,
 )
-from ..ops import MODE_CODES
-from ..explain import tfdpa_block
-from ..operands import Operands, decompose_checked, padded_decomposed, threads_for
-from ..trace import Block
-from ..model import BoundShape, ErrorTerm, Operation, register
-from ..checks import check_c_position, check_F, check_fused_window, check_rounding, positive_int
+from ...checks import check_c_position, check_F, check_fused_window, check_rounding, positive_int
+from ...model import BoundShape, ErrorTerm, Operation, register
+from ...operands import Operands, decompose_checked, padded_decomposed, threads_for
+from ...ops import MODE_CODES
+from ...trace import Block
+from . import kernels as _kernels
+from . import vector_chain as _tvc
+from .explain import tfdpa_block
 
 if TYPE_CHECKING:
-    from ..model import Model
+    from ...model import Model
 
 @dataclass(frozen=True, kw_only=True)
 class TFDPAParams:
@@ -103,19 +106,19 @@ def accumulation_params(model: "Model", accumulation: str, promote_every: int | 
 
 def lane_layout(model: "Model", N: int) -> bool:
     """Whether products with this model and N columns run on the lane kernel
-    (:func:`workbench.engine.kernels.tfdpa_gemm_lanes`): models of the T-FDPA kernels
-    it computes (:func:`~workbench.engine.kernels.lane_eligible`) with at least
+    (:func:`workbench.engine.operations.tfdpa.kernels.tfdpa_gemm_lanes`): models of the T-FDPA kernels
+    it computes (:func:`~workbench.engine.operations.tfdpa.kernels.lane_eligible`) with at least
     :data:`~workbench.engine.kernels.LANES_MIN_N` columns."""
-    return N >= _k.LANES_MIN_N and bool(_k.lane_eligible(_k.pack_tfdpa(kernel_params(model), 1, 1, 1)))
+    return N >= _k.LANES_MIN_N and bool(_kernels.lane_eligible(_kernels.pack_tfdpa(kernel_params(model), 1, 1, 1)))
 
 
 def b_padded(model: "Model", N: int) -> bool:
     """Whether :meth:`TFDPA.prepare` pads B's columns for the lane kernel: not for
     the models the vector chain computes in chained accumulation
-    (:func:`~workbench.engine.vector_chain.simd_eligible`; its masked loads read B
+    (:func:`~workbench.engine.operations.tfdpa.vector_chain.simd_eligible`; its masked loads read B
     as it is, and the unpadded B is decomposed in one flat run); always for the
     scaled kinds, whose kernels read the padded layout."""
-    return model.operation.scaled or not bool(_vc.simd_eligible(_k.pack_tfdpa(accumulation_params(model, "chain", None), 1, N, 1)))
+    return model.operation.scaled or not bool(_tvc.simd_eligible(_kernels.pack_tfdpa(accumulation_params(model, "chain", None), 1, N, 1)))
 
 
 def run_tfdpa(model: "Model", sa: np.ndarray, ea: np.ndarray, sb: np.ndarray, eb: np.ndarray, acc: np.ndarray,
@@ -123,21 +126,21 @@ def run_tfdpa(model: "Model", sa: np.ndarray, ea: np.ndarray, sb: np.ndarray, eb
     """The T-FDPA kernel for decomposed operands (``sa, ea`` (M, Kp); ``sb, eb``
     (Kp, N) indexed ``[k, j]``, any layout) on ``acc`` (C on entry, D on exit): when
     :func:`lane_layout` says so, the vector chain
-    (:func:`~workbench.engine.vector_chain.tfdpa_gemm_simd`) for the models and
+    (:func:`~workbench.engine.operations.tfdpa.vector_chain.tfdpa_gemm_simd`) for the models and
     accumulation it computes, else the lane kernel (B copied into their layout unless
     it is there already); the scalar kernel otherwise.  ``special=False`` promises
     that no operand is Inf/NaN."""
     M, N = acc.shape
     if not lane_layout(model, N):
-        _k.tfdpa_gemm(sa, ea, sb, eb, acc, prm)
+        _kernels.tfdpa_gemm(sa, ea, sb, eb, acc, prm)
         return
-    simd = bool(_vc.simd_eligible(prm))
+    simd = bool(_tvc.simd_eligible(prm))
     sb, eb, row_special, col_special = _k.lane_operands(sa, ea, sb, eb, N, model.in_fmt.emin, special, pad=not simd)
     if simd:
-        _vc.tfdpa_gemm_simd(sa, ea, sb, eb, row_special, col_special, acc, prm,
-                            _vc.simd_rows(M, N, numba.get_num_threads()))
+        _tvc.tfdpa_gemm_simd(sa, ea, sb, eb, row_special, col_special, acc, prm,
+                             _vc.simd_rows(M, N, numba.get_num_threads()))
     else:
-        _k.tfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, prm)
+        _kernels.tfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, prm)
 
 
 class TFDPA(Operation):
@@ -169,7 +172,7 @@ class TFDPA(Operation):
     def run(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
             promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
         self.check_run(accumulation, promote_every, scale_a, scale_b)
-        prm = _k.pack_tfdpa(accumulation_params(model, accumulation, promote_every), ops.M, ops.N,
+        prm = _kernels.pack_tfdpa(accumulation_params(model, accumulation, promote_every), ops.M, ops.N,
                             numba.get_num_threads())
         sa, ea, sb, eb = cast("tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]", (ops.sa, ops.ea, ops.sb, ops.eb))
         run_tfdpa(model, sa, ea, sb, eb, acc, prm, ops.special)  # decomposed by prepare
@@ -178,8 +181,8 @@ class TFDPA(Operation):
     def dots(self, model: "Model", a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
         """Batched dot products on the row kernel (:func:`workbench.engine.core.dots`)."""
         a, b, sa, ea, sb, eb = padded_decomposed(model, a, b, model.L)
-        prm = _k.pack_tfdpa(kernel_params(model), a.shape[0], 1, 1)
-        _k.tfdpa_rows(sa, ea, sb.T, eb.T, acc, prm)
+        prm = _kernels.pack_tfdpa(kernel_params(model), a.shape[0], 1, 1)
+        _kernels.tfdpa_rows(sa, ea, sb.T, eb.T, acc, prm)
         return acc
 
     def run_cuda(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
@@ -187,10 +190,13 @@ class TFDPA(Operation):
         """T-FDPA (every NVIDIA preset, custom T-FDPA units: sticky bit, c late, interleaved
         groups; chain, outside and promote accumulation) on the operands
         :meth:`TFDPA.prepare <workbench.engine.operations.TFDPA.prepare>` decomposed."""
-        from .. import gpu as _gpu
+        from ... import gpu as _gpu
 
         self.check_run(accumulation, promote_every, scale_a, scale_b)
-        return _gpu.launch_tfdpa(ops, acc, accumulation_params(model, accumulation, promote_every))
+        _gpu.kernels_module()
+        from .cuda import launch_tfdpa
+
+        return launch_tfdpa(ops, acc, accumulation_params(model, accumulation, promote_every))
 
     def table2_features(self, model: "Model") -> dict[str, Any]:
         """Khattak & Mikaitis 2025 Table II: product alignment ``(2, F)``, accumulator output

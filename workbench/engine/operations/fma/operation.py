@@ -1,17 +1,18 @@
-"""FMA chain: one IEEE fused multiply-add per product (Xie et al. 2025 Algorithm 4).
+"""The FMA chain's operation: one IEEE fused multiply-add per product (Xie et al. 2025
+Algorithm 4): parameters, dispatch, bound terms and probing hints.
 
 Each step computes RNE(a_k * b_k + d) in the output format, which is also the input
 format (fp32 or fp64 on every preset; a narrower custom format rounds each step's
 exact a_k * b_k + d to it), so K is consumed one product at a time.  A late c
 (``c_position="late"``) starts the chain from 0 and adds c once at the end with
 ``late_rounding``.  NaN results carry an operand's payload (MMA-Sim 2.1.1,
-:mod:`workbench.engine.nans`).  Kernels: :func:`~workbench.engine.kernels.fma_gemm_lanes`
+:mod:`workbench.engine.nans`).  Kernels: :func:`~workbench.engine.operations.fma.kernels.fma_gemm_lanes`
 (binary64/binary32 chains: blocks of 4 rows x up to 4 vectors of outputs whose chains
 run side by side in vector registers),
-:func:`~workbench.engine.kernels.fma_gemm` (one output at a time: the narrower
-formats), :func:`~workbench.engine.kernels.fma_rows` (``dots``) and
+:func:`~workbench.engine.operations.fma.kernels.fma_gemm` (one output at a time: the narrower
+formats), :func:`~workbench.engine.operations.fma.kernels.fma_rows` (``dots``) and
 :func:`~workbench.engine.kernels.add_late`; one step:
-:func:`~workbench.engine.kernels.fma_step`.
+:func:`~workbench.engine.operations.fma.kernels.fma_step`.
 """
 from __future__ import annotations
 
@@ -21,17 +22,18 @@ from typing import TYPE_CHECKING, Any, cast
 import numba
 import numpy as np
 
-from ... import formats as _formats
-from .. import kernels as _k
-from .. import ops as _ops
-from ..explain import fma_block
-from ..operands import Operands
-from ..trace import Block
-from ..model import BoundShape, ErrorTerm, Operation, register
-from ..checks import check_c_position, check_rounding
+from .... import formats as _formats
+from ... import kernels as _k
+from ... import ops as _ops
+from ...checks import check_c_position, check_rounding
+from ...model import BoundShape, ErrorTerm, Operation, register
+from ...operands import Operands
+from ...trace import Block
+from . import kernels as _kernels
+from .explain import fma_block
 
 if TYPE_CHECKING:
-    from ..model import Model
+    from ...model import Model
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,7 +64,7 @@ class FMAChain(Operation):
     def check_formats(self, model: "Model") -> None:
         if model.in_fmt.name != model.out_fmt.name:
             raise ValueError("kind='fma' computes in one format: in_format must equal out_format")
-        _k.fma_code(model.out_fmt)
+        _kernels.fma_code(model.out_fmt)
 
     def block_size(self, model: "Model") -> int:
         return 1
@@ -76,10 +78,10 @@ class FMAChain(Operation):
     def prepare(self, model: "Model", A: np.ndarray, B: np.ndarray) -> Operands:
         """A (M, K) and B (K, N) checked against the input format, C-ordered, float32
         for fp32 chains and float64 otherwise (the layout of
-        :func:`~workbench.engine.kernels.fma_gemm_lanes`); ``Operands.BT`` is the
+        :func:`~workbench.engine.operations.fma.kernels.fma_gemm_lanes`); ``Operands.BT`` is the
         (N, K) transpose of that B.  fp64 needs no check (binary64 holds every float64)
         and C-ordered float64 operands are used as they are; for fp32 the check is the
-        copy itself (:func:`~workbench.engine.kernels.copy_exact`: binary32 holds the
+        copy itself (:func:`~workbench.engine.operations.fma.kernels.copy_exact`: binary32 holds the
         values its cast keeps); other formats, and values that fail, go through
         :func:`workbench.formats.check_representable`, whose ValueError names the
         first value that is not representable."""
@@ -90,7 +92,7 @@ class FMAChain(Operation):
         dtype = np.float32 if fmt.name == "fp32" else np.float64
         Al, Bl = np.empty(A.shape, dtype=dtype), np.empty(B.shape, dtype=dtype)
         for x, xl, name in ((A, Al, "A"), (B, Bl, "B")):
-            if _k.copy_exact(np.ascontiguousarray(x), xl) >= 0 or fmt.name != "fp32":
+            if _kernels.copy_exact(np.ascontiguousarray(x), xl) >= 0 or fmt.name != "fp32":
                 xl[...] = _formats.check_representable(x, fmt, name)   # raises for fp32
         return Operands(A.shape[0], A.shape[1], B.shape[1], Al, Bl.T, None, None, None, None)
 
@@ -112,9 +114,9 @@ class FMAChain(Operation):
     def dots(self, model: "Model", a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
         """Batched dot products on the row kernel (:func:`workbench.engine.core.dots`):
         ``acc[r] <- chain(a[r, :], b[r, :], acc[r])``, c early or late as :meth:`run`."""
-        how, p, emin, emax = _k.fma_code(model.out_fmt)
+        how, p, emin, emax = _kernels.fma_code(model.out_fmt)
         d = acc if model.c_position == "early" else np.zeros_like(acc)
-        _k.fma_rows(a, b, d, how, p, emin, emax)
+        _kernels.fma_rows(a, b, d, how, p, emin, emax)
         if model.c_position == "late":
             out = model.out_fmt
             _k.add_late(d.reshape(-1, 1), acc.reshape(-1, 1), out.p, out.emin, out.emax,
@@ -126,23 +128,25 @@ class FMAChain(Operation):
         """FMA chains (fp32 and fp64, c early or late) on float64 A and B."""
         if accumulation != "chain":
             raise ValueError("an FMA chain has no blocks to accumulate outside; use accumulation='chain'")
-        from .. import gpu as _gpu
+        from ... import gpu as _gpu
 
         self.check_run(accumulation, promote_every, scale_a, scale_b)
         ck = _gpu.kernels_module()
         cuda = _gpu.cuda_module()
+        from .cuda import fma_kernel
+
         out = model.out_fmt
         A = _gpu.to_device(cast(np.ndarray, ops.A))
         B = _gpu.to_device(cast(np.ndarray, ops.BT).T)
         grid = ck.blocks(acc.size)
-        how, p, emin, emax = _k.fma_code(out)
+        how, p, emin, emax = _kernels.fma_code(out)
         if model.c_position == "early":
             d_acc = cuda.to_device(acc)
-            ck.fma_kernel[grid, ck.THREADS](A, B, d_acc, how, p, emin, emax)
+            fma_kernel[grid, ck.THREADS](A, B, d_acc, how, p, emin, emax)
             return np.asarray(d_acc.copy_to_host())
         # c late: the chain starts from 0 and c is added once at the end, rounded on its own
         d = cuda.to_device(np.zeros_like(acc))
-        ck.fma_kernel[grid, ck.THREADS](A, B, d, how, p, emin, emax)
+        fma_kernel[grid, ck.THREADS](A, B, d, how, p, emin, emax)
         ck.add_late_kernel[grid, ck.THREADS](d, cuda.to_device(acc), out.p, out.emin, out.emax,
                                              _ops.MODE_CODES[model.late_rounding], model.flush_output_subnormals)
         return np.asarray(d.copy_to_host())
@@ -163,15 +167,15 @@ def _fma_chains(model: "Model", A: np.ndarray, B: np.ndarray, acc: np.ndarray) -
     """``acc <- chain(A, B, acc)`` for A (M, K) and B (K, N) from :meth:`FMAChain.prepare`:
     the lane kernel for binary64/binary32 chains (enough groups of rows to give every
     thread a task), the one-output kernel otherwise."""
-    how, p, emin, emax = _k.fma_code(model.out_fmt)
-    if how == _k.FMA_ROUNDED:
-        _k.fma_gemm(A, B, acc, how, p, emin, emax)
+    how, p, emin, emax = _kernels.fma_code(model.out_fmt)
+    if how == _kernels.FMA_ROUNDED:
+        _kernels.fma_gemm(A, B, acc, how, p, emin, emax)
         return
     M, N = acc.shape
-    panels = _k.fma_panels(N, A.itemsize)[0]
-    blocks = -(-M // _k.FMA_MR)
+    panels = _kernels.fma_panels(N, A.itemsize)[0]
+    blocks = -(-M // _kernels.FMA_MR)
     groups = max(1, min(blocks, -(-numba.get_num_threads() // max(1, panels))))
-    _k.fma_gemm_lanes(A, B, acc, how, groups)
+    _kernels.fma_gemm_lanes(A, B, acc, how, groups)
 
 
 FMA_OPERATION = register(FMAChain())

@@ -467,10 +467,6 @@ def preset(device_or_arch: str, in_format: str | _formats.FloatFormat, out_forma
     return rec
 
 
-#: kinds whose rounding is fixed, not a parameter (their operations read no ``rounding``)
-_FIXED_ROUNDING = {"fma": "RNE/FMA", "ftz-addmul": "RNE/op"}
-
-
 def read_parameters(model: Model) -> dict[str, Any]:
     """The parameters ``model``'s kind reads, as its registered operation names them
     (``model.operation.param_names``), with their values; ``L`` is the block size."""
@@ -489,8 +485,8 @@ def arithmetic(model: Model) -> list[str]:
             tok.append(f"{key}={p[key]}")
     if "rounding" in p:
         tok.append(f"round={p['rounding']}")
-    elif model.kind in _FIXED_ROUNDING:
-        tok.append(_FIXED_ROUNDING[model.kind])
+    elif model.operation.fixed_rounding is not None:
+        tok.append(model.operation.fixed_rounding)
     if p.get("result_format") is not None:
         tok.append(f"via={p['result_format']}")
     if p.get("alignment_rounding") is not None:

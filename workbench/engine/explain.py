@@ -47,8 +47,7 @@ import numpy as np
 from .. import formats as _formats
 from . import ops as _ops
 from .kernels import exact_add
-from .model import Model
-from .model import OPERATIONS, operation
+from .model import KINDS, OPERATIONS, Model, operation
 from .trace import Block, Term
 
 
@@ -57,8 +56,9 @@ def explained_kinds() -> tuple[str, ...]:
     return tuple(OPERATIONS)
 
 
-#: The built-in kinds (Xie et al. Table 1), all traced.
-EXPLAINED_KINDS = ("t-fdpa", "e-fdpa", "tr-fdpa", "gtr-fdpa", "fma", "ftz-addmul", "st-fdpa", "gst-fdpa")
+#: The built-in kinds (Xie et al. Table 1), all traced: every operation has its trace
+#: step (:meth:`~workbench.engine.model.Operation.explain_block`).
+EXPLAINED_KINDS = KINDS
 
 
 def _val(sig: int, exp: int, frac: int) -> Fraction:

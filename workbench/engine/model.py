@@ -91,7 +91,7 @@ from . import checks as _checks
 from .operands import float_operands
 
 if TYPE_CHECKING:
-    from .operands import Operands
+    from .operands import Operands, RowBattery
     from .trace import Block
 
 #: The built-in elementary operations (Xie et al. Table 1); :func:`kinds` lists every
@@ -318,6 +318,13 @@ class Operation:
     #: Probing hint: when the probes had doubts (notes) about a model of this kind, the
     #: models around it are searched before it is returned (:mod:`workbench.probes.inference`).
     searched_when_uncertain: ClassVar[bool] = False
+    #: Probing hint: the probes revise its proposal by the exhaustive search when it
+    #: fails a first randomised test (:mod:`workbench.probes.inference`); False for
+    #: operations whose searched space the probes' features already pin down.
+    revised_by_search: ClassVar[bool] = True
+    #: How the report names its rounding when the operation reads no ``rounding``
+    #: parameter (each step rounds as IEEE arithmetic does), None otherwise.
+    fixed_rounding: ClassVar[str | None] = None
     #: Probing hint: the smallest block size L the probes' search tries for it.
     min_search_L: ClassVar[int] = 1
     #: Has an exact SMT encoding (:mod:`workbench.discrimination.smt`, Valpey et al. 2025).
@@ -366,6 +373,15 @@ class Operation:
         :attr:`has_row_kernel`; :func:`workbench.engine.core.dots` runs the others one
         1 x K x 1 product per row)."""
         raise NotImplementedError(f"{type(self).__name__} has no row kernel")
+
+    def screen_rows(self, params: dict[str, Any], battery: RowBattery, acc: np.ndarray) -> np.ndarray:
+        """``acc[r] <- unit(a[r, :], b[r, :], acc[r])`` for one candidate of a search
+        over many (:mod:`workbench.probes.search`), ``params`` its Model keywords: the
+        same bits as :meth:`dots`, with what the candidates share computed once per
+        ``battery`` (:class:`~workbench.engine.operands.RowBattery`).  Operations with
+        :attr:`has_row_kernel` only; a ValueError when the kernels cannot hold the
+        candidate's arithmetic.  This default builds the Model and calls :meth:`dots`."""
+        return self.dots(Model(**params), battery.a, battery.b, acc)
 
     def run_cuda(self, model: Model, ops: Operands, acc: np.ndarray, accumulation: str,
                  promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:

@@ -247,6 +247,40 @@ def padded_decomposed(model: InputSide, A: np.ndarray, BT: np.ndarray, L: int
     return A2, BT2, sa, ea, sb, eb
 
 
+class RowBattery:
+    """A battery of independent dot products ``d[r] = unit(a[r, :], b[r, :], c[r])`` that
+    many candidate models run in turn (the probes' consistency search,
+    :mod:`workbench.probes.search`): the zero padding and decomposition of each block
+    size and input handling are computed once (:meth:`decomposed`), and each operation
+    keeps what else it reuses across candidates in :meth:`cache` (its key).  Read by
+    :meth:`workbench.engine.model.Operation.screen_rows`."""
+
+    def __init__(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
+        self.a = np.ascontiguousarray(a, dtype=np.float64)
+        self.b = np.ascontiguousarray(b, dtype=np.float64)
+        self.c = np.asarray(c, dtype=np.float64).reshape(-1)
+        if self.a.shape != self.b.shape or self.a.ndim != 2 or self.c.shape[0] != self.a.shape[0]:
+            raise ValueError(f"a battery needs a, b of equal shape (n, K) and c of length n; got {self.a.shape}, "
+                             f"{self.b.shape}, {self.c.shape}")
+        self._decomposed: dict[tuple[object, ...], tuple[np.ndarray, ...]] = {}
+        self._caches: dict[object, dict[object, object]] = {}
+
+    def decomposed(self, model: InputSide, L: int) -> tuple[np.ndarray, ...]:
+        """(A, B^T zero-padded to whole blocks of ``L``, then the significands and
+        exponents of A (n, Kp) and of B^T transposed (Kp, n): the row kernels' layout),
+        computed once per block size and input handling."""
+        key = (L, model.in_fmt, model.flush_subnormals)
+        if key not in self._decomposed:
+            A2, BT2, sa, ea, sb, eb = padded_decomposed(model, self.a, self.b, L)
+            self._decomposed[key] = (A2, BT2, sa, ea, sb.T, eb.T)
+        return self._decomposed[key]
+
+    def cache(self, owner: object) -> dict[object, object]:
+        """A dictionary for ``owner`` (an operation's kind) to keep what it reuses across
+        the candidates it runs on this battery."""
+        return self._caches.setdefault(owner, {})
+
+
 def checked_inputs(fin: _formats.FloatFormat, A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
     """A and B as C-ordered float64 after :func:`~workbench.engine.ops.first_unrepresentable` checked each
     against ``fin`` (a signed format with subnormals), and whether either holds Inf or
@@ -266,6 +300,6 @@ def checked_inputs(fin: _formats.FloatFormat, A: np.ndarray, B: np.ndarray) -> t
     return checked[0], checked[1], special
 
 
-__all__ = ["Operands", "workspace_array", "recycle", "recycle_arrays", "release_workspace", "WORKSPACE_BYTES",
+__all__ = ["Operands", "RowBattery", "workspace_array", "recycle", "recycle_arrays", "release_workspace", "WORKSPACE_BYTES",
            "decompose", "decompose_checked", "pad_k", "float_operands", "padded_decomposed", "threads_for",
            "threads_used", "PARALLEL_MIN_WORK", "InputSide", "checked_inputs"]

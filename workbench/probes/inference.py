@@ -504,7 +504,7 @@ def _infer(black_box: Any, in_format: str | None, out_format: str | None, n_veri
     searched: dict[str, list[Any]] = {}
     alternatives: list[dict[str, Any]] = []
     passed: dict[str, Any] = {}   # the model _revise returns, if it passed the final verification's inputs
-    if verify_model and (params.get("kind") != "gst-fdpa" or model is None):
+    if verify_model and (model is None or model.operation.revised_by_search):
         model = _revise(bb, model, params, n_verify, seed, searched, alternatives, unobs, notes, allow_sub,
                         passed)
     if model is not None and model.operation.has_zero_exponent:

@@ -16,8 +16,8 @@ log-uniform and cancelling data, a few products next to a larger c and sums that
 into the next binade (:func:`~workbench.probes.differential.random_inputs`): a window
 narrower than the output shows its final rounding only there.  Stages keep it cheap:
 a few rows reject most candidates, larger batteries the rest; every candidate runs
-as one row-kernel call per battery (T-FDPA's, and the engine's
-:func:`~workbench.engine.operations.amd_fdpa.kernels.amd_rows` for the AMD kinds).
+as one row-kernel call per battery (its operation's
+:meth:`~workbench.engine.model.Operation.screen_rows`).
 What survives is the set of models the outputs cannot separate (issue 14: report them
 all, never one confident guess).
 """
@@ -30,14 +30,8 @@ from typing import Any
 import numpy as np
 
 from ..engine import core as _core
-from ..engine import layout as _layout
-from ..engine import ops as _ops
-from ..engine.model import OPERATIONS, ROUNDINGS, Model, Operation
-from ..engine.operations.amd_fdpa import kernels as _amd
-from ..engine.operations.gstfdpa import kernels as _gst
-from ..engine.operations.tfdpa import kernels as _tk
-from ..engine.operands import padded_decomposed
-from ..engine.operations import tfdpa as tfdpa_op
+from ..engine.model import OPERATIONS, ROUNDINGS, Model, Operation, operation
+from ..engine.operands import RowBattery
 from .blackbox import BlackBox
 from .differential import DISTRIBUTIONS, random_inputs, same_outputs, window_edges, windows_of
 
@@ -49,9 +43,6 @@ SEARCHED = ("kind", "L", "F", "rounding", "sticky", "c_position", "late_rounding
 _BLOCKS = tuple(2 ** i for i in range(7))      # L = 1 .. 64
 _STAGES = (8, 64, 480, 3000)                   # battery rows of the stages
 _DISTRIBUTIONS = ("normal", "log-uniform", "cancellation", "sparse", "carry", "sparse-tiny")
-#: kernel codes of the AMD kinds, run by :func:`~workbench.engine.operations.amd_fdpa.kernels.amd_rows`
-_AMD_CODES = {"e-fdpa": _amd.KIND_E, "tr-fdpa": _amd.KIND_TR, "gtr-fdpa": _amd.KIND_GTR}
-_MODE_CODES = _ops.MODE_CODES
 _TERMS = 230_000                               # terms per K in agree_on_random_inputs' batteries
 _CHUNK = 128                                   # battery rows drawn at once
 _KEPT = ("in_format", "out_format", "zero_exponent", "flush_subnormals", "flush_output_subnormals")
@@ -99,7 +90,7 @@ def _gst_candidates(base: dict[str, Any], Ls: tuple[int, ...]) -> Iterator[dict[
                     p = {**base, "kind": "gst-fdpa", "L": L, "G": G, "k_block": G, "scale_format": sf, "F": F,
                          "c_position": "early", "sticky": False}
                     try:
-                        _gst.gst_params(Model(**{**p, "rounding": "rz"}))
+                        operation("gst-fdpa").check_kernel(Model(**{**p, "rounding": "rz"}))
                     except ValueError:
                         continue
                     for rounding in ROUNDINGS:
@@ -154,57 +145,19 @@ def _battery(bb: BlackBox, rows: int, K: int, rng: np.random.Generator,
 
 def _survivors(cands: list[dict[str, Any]], a: np.ndarray, b: np.ndarray, c: np.ndarray,
                d: np.ndarray) -> list[dict[str, Any]]:
+    """The candidates that reproduce every output ``d`` of the battery (a, b, c), each run
+    by its operation's :meth:`~workbench.engine.model.Operation.screen_rows` on one
+    :class:`~workbench.engine.operands.RowBattery` (decomposed once per block size);
+    candidates the kernels cannot hold (a ValueError) are dropped."""
     keep: list[dict[str, Any]] = []
-    # keyed by block size and what the probes fixed (formats, subnormal handling: the
-    # candidates of one call may differ there too)
-    operands: dict[tuple[Any, ...], tuple[np.ndarray, ...]] = {}
-    templates: dict[tuple[Any, ...], np.ndarray] = {}
-
-    def decomposed(m: Model) -> tuple[np.ndarray, ...]:   # pad and decompose once per block size
-        key = (m.L,) + tuple(m.params[k] for k in _KEPT)
-        if key not in operands:
-            A2, BT2, sa, ea, sb, eb = padded_decomposed(m, a, b, m.L)
-            operands[key] = (A2, BT2, sa, ea, sb.T, eb.T)
-        return operands[key]
-
+    battery = RowBattery(a, b, c)
     with _core.threads_for(a.size):   # thousands of small calls: one thread each
         for p in cands:
-            acc = np.array(c, dtype=np.float64)
-            if p["kind"] in _AMD_CODES:
-                try:
-                    m = Model(**p)
-                    q = _amd.amd_params(m, _AMD_CODES[p["kind"]])
-                except ValueError:   # a model the engine cannot run (e.g. sums wider than its 62 bits)
-                    continue
-                q[_amd.P_K] = a.shape[1]
-                _amd.amd_rows(*decomposed(m), acc, q)  # type: ignore[call-arg]  # numba's Dispatcher takes *args
-            elif p["kind"] == "gst-fdpa":
-                m = Model(**p)
-                r = _gst.gst_params(m)
-                sa_, ea_, sbT, ebT = decomposed(m)[2:]
-                key = ("scales", m.L, m.k_block, m.scale_format)
-                if key not in operands:
-                    n, Kp = sa_.shape
-                    xsa, xea, xsb, xeb = _gst.scale_operands(m, Kp, n, np.ones((n, Kp // m.k_block)),
-                                                             np.ones((Kp // m.k_block, n)))
-                    operands[key] = (xsa, xea, np.ascontiguousarray(xsb.T), np.ascontiguousarray(xeb.T))
-                _gst.gst_rows(sa_, ea_, sbT.T, ebT.T, *operands[key], acc, r)  # type: ignore[call-arg]
-            elif p["kind"] != "t-fdpa":
-                try:
-                    acc = _core.dots(Model(**p), a, b, c)
-                except ValueError:
-                    continue
-            else:
-                shape = (p["L"], p["c_position"], p["late_rounding"]) + tuple(p.get(k) for k in _KEPT)
-                if shape not in templates:   # one Model per block shape; F, rounding, sticky go into its vector
-                    m = Model(**{**p, "F": 0, "rounding": "rz", "sticky": False})
-                    templates[shape] = _tk.pack_tfdpa(tfdpa_op.kernel_params(m), a.shape[0], 1, 1)
-                    operands[shape] = decomposed(m)
-                prm = templates[shape].copy()
-                prm[_layout.P_F] = prm[_layout.P_GF] = p["F"]
-                prm[_layout.P_MODE] = _MODE_CODES[p["rounding"]]
-                prm[_layout.P_STICKY] = p["sticky"]
-                _tk.tfdpa_rows(*operands[shape][2:], acc, prm)  # type: ignore[call-arg]  # numba's Dispatcher takes *args
+            acc = battery.c.copy()
+            try:
+                acc = OPERATIONS[p["kind"]].screen_rows(p, battery, acc)
+            except ValueError:   # a model the engine cannot run (e.g. sums wider than its 62 bits)
+                continue
             if same_outputs(acc, d).all():
                 keep.append(p)
     return keep

@@ -1402,8 +1402,18 @@ def run_amd(model, code: int, A, BT, acc):
     return trfdpa_lanes(model, code, sa, ea, sb.T, eb.T, acc)
 
 
+def screen_amd(model, code: int, battery, acc):
+    """:func:`amd_rows` on a :class:`~workbench.engine.operands.RowBattery`'s
+    decomposition (the probes' search runs every candidate E-/TR-/GTR-FDPA on one
+    battery: decomposed once per block size): the bits of :func:`amd_dots`."""
+    q = amd_params(model, code)
+    q[P_K] = battery.a.shape[1]
+    amd_rows(*battery.decomposed(model, model.L), acc, q)  # type: ignore[call-arg]  # numba's Dispatcher takes *args
+    return acc
+
+
 __all__ = ["run_amd", "amd_params", "amd_chain", "efdpa_float_fits", "efdpa_float", "efdpa_gemm_simd",
-           "efdpa_rows_float", "amd_gemm", "amd_rows", "amd_dots", "efdpa_rows_lanes", "trfdpa_gemm_lanes",
+           "efdpa_rows_float", "amd_gemm", "amd_rows", "amd_dots", "screen_amd", "efdpa_rows_lanes", "trfdpa_gemm_lanes",
            "trfdpa_rows_lanes", "trfdpa_lanes", "trfdpa_gemm_simd", "tr_simd_eligible", "tr_simd",
            "tr_chain_constants", "efdpa_gemm_lanes", "efdpa_lanes", "lanes_fit", "efdpa_step", "trfdpa_step",
            "tr_parts", "tr_sum_bits", "group_sum", "limb_round", "scan_specials", "shift_floor", "shift_align"]

@@ -24,7 +24,7 @@ import numpy as np
 
 from ...checks import check_block, check_format, check_rounding
 from ...layout import P_K
-from ...model import BoundShape, ErrorTerm, Operation, register
+from ...model import BoundShape, ErrorTerm, Model, Operation, register
 from ...operands import Operands, checked_inputs, decompose_checked, threads_for
 from ...trace import Block
 from ..amd_fdpa import gpu as amd_gpu
@@ -32,7 +32,7 @@ from ..amd_fdpa import kernels as _amd
 from ..amd_fdpa.explain import efdpa_block
 
 if TYPE_CHECKING:
-    from ...model import Model
+    from ...operands import RowBattery
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,6 +101,11 @@ class EFDPA(Operation):
     def dots(self, model: "Model", a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
         """Batched dot products on the row kernels (:func:`~workbench.engine.operations.amd_fdpa.kernels.amd_dots`)."""
         return _amd.amd_dots(model, _amd.KIND_E, a, b, acc)
+
+    def screen_rows(self, params: dict[str, Any], battery: "RowBattery", acc: np.ndarray) -> np.ndarray:
+        """The probes' search's row kernel on a battery decomposed once per block size
+        (:func:`~workbench.engine.operations.amd_fdpa.kernels.screen_amd`)."""
+        return _amd.screen_amd(Model(**params), self.code, battery, acc)
 
     def has_twin(self, model: "Model") -> bool:
         return model.L == 1    # the exact a * b + c rounded once: an FMA chain's step

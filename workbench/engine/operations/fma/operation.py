@@ -58,6 +58,7 @@ class FMAChain(Operation):
     propagates_nan = True
 
     has_row_kernel = True
+    fixed_rounding = "RNE/FMA"   # each step an IEEE FMA in round to nearest (Algorithm 4)
     has_cuda_kernel = True
     searched_when_uncertain = True
 

@@ -92,6 +92,7 @@ class FTZAddMul(Operation):
     kernel_family = "amd"
     has_cuda_kernel = True
     has_row_kernel = True
+    fixed_rounding = "RNE/op"    # each add and multiply rounded to nearest (Algorithms 1-2)
 
     def block_size(self, model: "Model") -> int:
         return cast(int, model.P)  # FTZAddMulParams checked it is 2 or 4

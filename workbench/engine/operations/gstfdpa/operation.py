@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from ...checks import check_fused_window, check_scales
-from ...model import ErrorTerm, Operation, register
+from ...model import ErrorTerm, Model, Operation, register
 from ...operands import Operands, decompose_checked, threads_for
 from ...trace import Block
 from ..tfdpa import fused_sum_terms
@@ -23,7 +23,7 @@ from . import kernels as _kernels
 from .explain import gst_block
 
 if TYPE_CHECKING:
-    from ...model import Model
+    from ...operands import RowBattery
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,6 +59,7 @@ class GSTFDPA(Operation):
     scaled = True
     has_cuda_kernel = True
     has_zero_exponent = True
+    revised_by_search = False   # the probes read G and F from exact-group vectors (features.probe_exact_groups)
 
     def check_kernel(self, model: "Model") -> None:
         _kernels.gst_params(model)     # the fixed point holds the groups, or a ValueError says why
@@ -81,6 +82,26 @@ class GSTFDPA(Operation):
         sa, ea, sb, eb = cast("tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]", (ops.sa, ops.ea, ops.sb, ops.eb))
         return _kernels.run_gst(model, sa, ea, sb, eb, acc, scale_a, scale_b, ops.special)
 
+
+    def screen_rows(self, params: dict[str, Any], battery: "RowBattery", acc: np.ndarray) -> np.ndarray:
+        """The probes' search's row kernel
+        (:func:`~workbench.engine.operations.gstfdpa.kernels.gst_rows`) with every scale
+        factor 1: the scales are not inputs of f(A, B, C), and the candidates take the
+        convention of :func:`~workbench.probes.search` (NVFP4's UE4M3 where the fixed
+        point holds it, else E8M0), under which unit scales agree.  The unit scales'
+        operands are built once per block shape."""
+        model = Model(**params)
+        r = _kernels.gst_params(model)
+        sa, ea, sbT, ebT = battery.decomposed(model, model.L)[2:]
+        cache = battery.cache(self.kind)
+        key = (model.L, model.k_block, model.scale_format)
+        if key not in cache:
+            n, Kp = sa.shape
+            xsa, xea, xsb, xeb = _kernels.scale_operands(model, Kp, n, np.ones((n, Kp // model.k_block)),
+                                                         np.ones((Kp // model.k_block, n)))
+            cache[key] = (xsa, xea, np.ascontiguousarray(xsb.T), np.ascontiguousarray(xeb.T))
+        _kernels.gst_rows(sa, ea, sbT.T, ebT.T, *cast("tuple[np.ndarray, ...]", cache[key]), acc, r)  # type: ignore[call-arg]  # numba's Dispatcher takes *args
+        return acc
     def run_cuda(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
                  promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
         """GST-FDPA (Xie et al. 2025 Algorithm 9: the NVFP4/MXFP4 k64 presets; chain

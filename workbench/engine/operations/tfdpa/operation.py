@@ -33,15 +33,17 @@ from ...layout import (
     ACC_MODES,
     P_ACCMODE,
     P_CLATE,
+    P_F,
     P_GF,
     P_LATEMODE,
+    P_MODE,
     P_NG,
     P_PROMOTE,
     P_STICKY,
     fused_params,
 )
 from ...checks import check_c_position, check_F, check_fused_window, check_rounding, positive_int
-from ...model import BoundShape, ErrorTerm, Operation, register
+from ...model import BoundShape, ErrorTerm, Model, Operation, register
 from ...operands import Operands, decompose_checked, padded_decomposed, threads_for
 from ...ops import MODE_CODES
 from ...trace import Block
@@ -50,7 +52,11 @@ from . import vector_chain as _tvc
 from .explain import tfdpa_block
 
 if TYPE_CHECKING:
-    from ...model import Model
+    from ...operands import RowBattery
+
+#: What :meth:`TFDPA.screen_rows` writes into a copy of one parameter vector per block
+#: shape, candidate by candidate, instead of building a Model for each.
+_SCREENED = ("F", "rounding", "sticky")
 
 @dataclass(frozen=True, kw_only=True)
 class TFDPAParams:
@@ -185,6 +191,29 @@ class TFDPA(Operation):
         _kernels.tfdpa_rows(sa, ea, sb.T, eb.T, acc, prm)
         return acc
 
+
+    def screen_rows(self, params: dict[str, Any], battery: "RowBattery", acc: np.ndarray) -> np.ndarray:
+        """The probes' search's row kernel
+        (:func:`~workbench.engine.operations.tfdpa.kernels.tfdpa_rows`): the search runs
+        tens of thousands of candidates that differ in F, rounding and sticky bit, so one
+        Model and one parameter vector are built per block shape (every other
+        parameter) and those three are written into a copy per candidate.  A separate
+        group window (``group_F``) takes :meth:`dots`'s way."""
+        if params.get("group_F") is not None:
+            return super().screen_rows(params, battery, acc)
+        shape = repr(sorted((k, v) for k, v in params.items() if k not in _SCREENED))
+        cache = battery.cache(self.kind)
+        if shape not in cache:
+            model = Model(**{**params, "F": 0, "rounding": "rz", "sticky": False})
+            cache[shape] = (_kernels.pack_tfdpa(kernel_params(model), battery.a.shape[0], 1, 1),
+                            battery.decomposed(model, model.L)[2:])
+        template, (sa, ea, sbT, ebT) = cast("tuple[np.ndarray, tuple[np.ndarray, ...]]", cache[shape])
+        prm = template.copy()
+        prm[P_F] = prm[P_GF] = params["F"]
+        prm[P_MODE] = MODE_CODES[params["rounding"]]
+        prm[P_STICKY] = params["sticky"]
+        _kernels.tfdpa_rows(sa, ea, sbT, ebT, acc, prm)
+        return acc
     def run_cuda(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
                  promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
         """T-FDPA (every NVIDIA preset, custom T-FDPA units: sticky bit, c late, interleaved

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...checks import check_F, check_fused_window
-from ...model import BoundShape, ErrorTerm, Operation, register
+from ...model import BoundShape, ErrorTerm, Model, Operation, register
 from ...operands import Operands, decompose_checked, threads_for
 from ...trace import Block
 from ..amd_fdpa import gpu as amd_gpu
@@ -30,7 +30,7 @@ from ..amd_fdpa.explain import tr_block
 from ..tfdpa import fused_sum_terms
 
 if TYPE_CHECKING:
-    from ...model import Model
+    from ...operands import RowBattery
 
 #: Directions of the re-alignment (Xie Algorithms 10-11; "rz": the Figure 3 twin).
 ALIGNMENT_ROUNDINGS = ("rd", "rz")
@@ -113,6 +113,11 @@ class TRFDPA(Operation):
     def dots(self, model: "Model", a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
         """Batched dot products on the row kernel (:func:`~workbench.engine.operations.amd_fdpa.kernels.amd_rows`)."""
         return _amd.amd_dots(model, self.code, a, b, acc)
+
+    def screen_rows(self, params: dict[str, Any], battery: "RowBattery", acc: np.ndarray) -> np.ndarray:
+        """The probes' search's row kernel on a battery decomposed once per block size
+        (:func:`~workbench.engine.operations.amd_fdpa.kernels.screen_amd`)."""
+        return _amd.screen_amd(Model(**params), self.code, battery, acc)
 
     def run_cuda(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
                  promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:

@@ -107,6 +107,17 @@ def split(X: np.ndarray, fmt: str | formats.FloatFormat, words: int, *, mode: st
     return out
 
 
+def unit_gemm(X: np.ndarray, Y: np.ndarray, C: np.ndarray | None, *, model: Model, **kw: object) -> np.ndarray:
+    """``workbench.gemm(X, Y, C, model=model, **kw)``; a block-scaled unit (MX, NVFP4:
+    :attr:`~workbench.engine.model.Operation.scaled`) gets scale factors of 1 (2^0 in
+    E8M0 and UE4M3 alike), so that the words reach it as they are: the algorithms
+    scale their words themselves."""
+    if model.operation.scaled:
+        nb = -(-X.shape[1] // int(model.k_block or 1))
+        kw = {**kw, "scale_a": np.ones((X.shape[0], nb)), "scale_b": np.ones((nb, Y.shape[1]))}
+    return matmul.gemm(X, Y, C, model=model, **kw)  # type: ignore[arg-type]  # keywords of gemm, passed on
+
+
 def chain(model: Model, pairs: Iterable[tuple[np.ndarray, np.ndarray]], C: np.ndarray | None = None, *,
           order: str = "sequential", input_rounding: str | None = None, device: str = "cpu") -> np.ndarray:
     """The unit's accumulation of ``sum_l X_l @ Y_l + C`` over ``pairs``, in the given term order.
@@ -114,7 +125,7 @@ def chain(model: Model, pairs: Iterable[tuple[np.ndarray, np.ndarray]], C: np.nd
     ``order="sequential"``: product 1 over the whole of K (chained block by block as
     the unit does), then product 2 with that result as its accumulator input, and
     so on (separate GEMM calls sharing the accumulator).  ``order="interleaved"``:
-    for each K-block of ``model.L`` columns, the products in turn (a WMMA/MMA kernel
+    for each block of the unit's columns (``model.operation.block_size``: L; P for FTZ-AddMul), the products in turn (a WMMA/MMA kernel
     that issues all products of one k-tile before moving on).  C (fp32 values) is
     the accumulator input of the first block; result as float64 holding fp32 values.
     ``input_rounding`` is passed to :func:`workbench.gemm` (how the unit converts
@@ -127,12 +138,12 @@ def chain(model: Model, pairs: Iterable[tuple[np.ndarray, np.ndarray]], C: np.nd
     if order == "sequential":  # one GEMM per product, its result the next one's accumulator input: the
         D = C                  # chain of one call over the block-padded products concatenated along K,
         for X, Y in pairs:     # in the memory of one product (a 6-word product at K = 10^6 needs 21x less)
-            D = matmul.gemm(X, Y, D, model=model, input_rounding=input_rounding, device=device)
+            D = unit_gemm(X, Y, D, model=model, input_rounding=input_rounding, device=device)
         return np.asarray(D, dtype=np.float64)
     pairs = list(pairs)
     M, K = pairs[0][0].shape
     N = pairs[0][1].shape[1]
-    L = model.L
+    L = model.operation.block_size(model)
     nb = -(-K // L)
     Kp = nb * L
     P = len(pairs)
@@ -143,7 +154,7 @@ def chain(model: Model, pairs: Iterable[tuple[np.ndarray, np.ndarray]], C: np.nd
         Ys[idx, :K, :] = Y
     Abig = Xs.reshape(P, M, nb, L).transpose(1, 2, 0, 3).reshape(M, P * Kp)
     Bbig = Ys.reshape(P, nb, L, N).transpose(1, 0, 2, 3).reshape(P * Kp, N)
-    D = matmul.gemm(Abig, Bbig, C, model=model, input_rounding=input_rounding, device=device)
+    D = unit_gemm(Abig, Bbig, C, model=model, input_rounding=input_rounding, device=device)
     return D.astype(np.float64)
 
 

@@ -43,10 +43,10 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from workbench import formats, matmul
+from workbench import formats
 from workbench.units import UnitSpec
 
-from ._common import ORDERS, as_matrices, chain, check_model, split
+from ._common import ORDERS, as_matrices, chain, check_model, split, unit_gemm
 
 #: the word formats of the paper's experiments; any signed format whose values the
 #: unit's input format holds works too (a registered name or a FloatFormat object)
@@ -189,7 +189,7 @@ def multiword(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.Array
     else:
         Cs = np.zeros((A64.shape[0], B64.shape[1]))
         for j, k in idx:
-            Cs = Cs + u ** (j + k - 2) * matmul.gemm(Aw[j - 1], Bw[k - 1], model=model,
+            Cs = Cs + u ** (j + k - 2) * unit_gemm(Aw[j - 1], Bw[k - 1], None, model=model,
                                                             input_rounding=input_rounding, device=device).astype(np.float64)
     D = Cs / Ls[:, None] / Ms[None, :]
     if C64 is not None:

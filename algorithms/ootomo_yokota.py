@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from workbench import formats, matmul
+from workbench import formats
 from workbench.units import UnitSpec
 
-from ._common import ORDERS, as_matrices, chain, check_model, fp32_add, split
+from ._common import ORDERS, as_matrices, chain, check_model, fp32_add, split, unit_gemm
 
 #: variant -> (word format, rounding of the split, residual scaling)
 VARIANTS: dict[str, tuple[str, str, float]] = {
@@ -90,19 +90,20 @@ def ootomo_yokota(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.A
         raise ValueError(f"accumulation={accumulation!r}: expected 'rn' (outside the unit) or 'rz' (in the unit)")
     if order not in ORDERS:
         raise ValueError(f"order={order!r}: expected one of {ORDERS}")
-    if hi_block is not None and (not isinstance(hi_block, (int, np.integer)) or hi_block < model.L
-                                 or hi_block % model.L):
+    block = model.operation.block_size(model)     # L (P for FTZ-AddMul, 1 for an FMA chain)
+    if hi_block is not None and (not isinstance(hi_block, (int, np.integer)) or hi_block < block
+                                 or hi_block % block):
         raise ValueError(f"hi_block={hi_block!r}: expected a positive multiple of the unit's block size "
-                         f"L={model.L}, or None")
+                         f"{block}, or None")
     A_hi, RA = split(A64, fmt, 2, mode=mode, scale=scale, name="A")
     B_hi, RB = split(B64, fmt, 2, mode=mode, scale=scale, name="B")
     C32 = np.zeros((A64.shape[0], B64.shape[1])) if C64 is None else C64.astype(np.float32).astype(np.float64)
     if accumulation == "rz":
-        D_hi = matmul.gemm(A_hi, B_hi, C32, model=model, input_rounding=input_rounding, device=device)
-    elif hi_block is None or hi_block == model.L:
-        D_hi = matmul.gemm(A_hi, B_hi, C32, model=model, accumulation="outside", input_rounding=input_rounding, device=device)
+        D_hi = unit_gemm(A_hi, B_hi, C32, model=model, input_rounding=input_rounding, device=device)
+    elif hi_block is None or hi_block == block:
+        D_hi = unit_gemm(A_hi, B_hi, C32, model=model, accumulation="outside", input_rounding=input_rounding, device=device)
     else:
-        D_hi = matmul.gemm(A_hi, B_hi, C32, model=model, accumulation="promote", promote_every=int(hi_block),
+        D_hi = unit_gemm(A_hi, B_hi, C32, model=model, accumulation="promote", promote_every=int(hi_block),
                               input_rounding=input_rounding, device=device)
     D_hi = D_hi.astype(np.float64)
     D_lo = chain(model, [(A_hi, RB), (RA, B_hi)], order=order, input_rounding=input_rounding, device=device)

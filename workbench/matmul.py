@@ -72,7 +72,12 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
         (DeepSeek-V3's fp8 recipe promotes every 128 elements).  With fp16 output
         the fp32 accumulator is rounded to fp16 (RNE) at the end.  Each option is
         the one-part :class:`~workbench.schedules.Schedule` of
-        :func:`~workbench.schedules.from_accumulation`.
+        :func:`~workbench.schedules.from_accumulation`.  Every kind of unit takes
+        all three: the T-FDPA and ST-FDPA kernels keep the fp32 accumulator in
+        registers, the other kinds (AMD units, FMA chains, GST-FDPA, operations you
+        register) run the same arithmetic as chains of parts of one block (or of
+        ``promote_every`` elements) added in order in fp32 (a part wider than fp32
+        is first rounded to it).
     scale_a, scale_b:
         Only for scaled models (``st-fdpa``/``gst-fdpa``: MX and NVFP4 formats):
         the block scale factors, ``scale_a`` of shape (M, ceil(K / k_block)) and
@@ -133,7 +138,7 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
         raise ValueError(f"A is {A.shape[0]}x{A.shape[1]} and B is {B.shape[0]}x{B.shape[1]}: inner dimensions differ")
     M, K = A.shape
     N = B.shape[1]
-    sched = _resolve_schedule(schedule, accumulation, promote_every)
+    sched = _unit_accumulation(_resolve_schedule(schedule, accumulation, promote_every), model)
     sched.split(K, M, N)                           # a K the schedule holds no rule for: ValueError now
     with _core.threads_for(M * N * max(K, 1)):     # one thread count for every stage of the product
         D = _checked_gemm(A, B, C, model, alpha, beta, sched, scale_a, scale_b, input_rounding, device)
@@ -165,6 +170,49 @@ def _resolve_schedule(schedule: _schedules.Schedule | str | Mapping[str, Any] | 
         return _schedules.Schedule.from_dict(schedule)
     raise TypeError(f"schedule={schedule!r}: expected a workbench.schedules.Schedule, a name of "
                     f"workbench.schedules.SCHEDULES or a dict of Schedule fields")
+
+
+def _unit_accumulation(sched: _schedules.Schedule, model: Model) -> _schedules.Schedule:
+    """``sched``, or - where the unit's operation has no kernel of its own for the
+    schedule's ``inner`` accumulation (``"outside"``/``"promote"`` on the AMD kinds,
+    GST-FDPA, the FMA chain, operations users register) - the same arithmetic as a
+    schedule of chains: K cut into parts of one block (``"outside"``) or of
+    ``promote_every`` elements (``"promote"``), each consumed as a chain from c = 0,
+    the parts' results added in order to an fp32 accumulator that starts at C, with
+    round-to-nearest (the fp32 accumulator of ordinary cores, as the T-FDPA kernels
+    keep it in registers).  Bit for bit what those kernels compute
+    (``tests/test_accumulation_composed.py`` compares both, and every kind with a
+    per-block Fraction reference)."""
+    op = model.operation
+    if sched.inner == "chain" or sched.inner in op.accumulations:
+        return sched
+    if "chain" not in op.accumulations:
+        raise ValueError(f"accumulation={sched.inner!r} is not implemented for {model.kind!r} models, and neither "
+                         f"is the chained accumulation it is built from (they implement {op.accumulations})")
+    if sched.rules or sched.regions or sched.c_position != "unit":
+        raise ValueError(f"schedule {sched.name!r} consumes each part with accumulation={sched.inner!r}, which "
+                         f"{model.kind!r} units compose from chains of one-part products only: give a schedule "
+                         f"without rules and regions (or inner='chain') for this unit")
+    L = op.block_size(model)
+    size = L if sched.inner == "outside" else cast(int, sched.promote_every)
+    if size % L:
+        raise ValueError(f"promote_every={size!r}: expected a positive multiple of the block size L={L}")
+    return replace(sched, rules=(_schedules.KRule(0, None, _schedules.Split(part_size=size)),), inner="chain",
+                   promote_every=None, c_position="combine", combine="in-order", combine_format="fp32",
+                   combine_rounding="rne")
+
+
+def _part_scales(sa: np.ndarray, sb: np.ndarray, q: np.ndarray, K: int, k_block: int,
+                 name: str) -> tuple[np.ndarray, np.ndarray]:
+    """The block scale factors of the part of K at positions ``q``: a run of whole scale
+    blocks (the last may end at K), so that each element keeps its own factor."""
+    start, stop = (int(q[0]), int(q[-1]) + 1) if q.size else (0, 0)
+    if q.size and (stop - start != q.size or start % k_block or (stop % k_block and stop != K)):
+        raise ValueError(f"schedule {name!r} cuts K into parts that split the scale blocks of k_block={k_block} "
+                         f"(a part holds elements {start}..{stop - 1}{'' if stop - start == q.size else ', not contiguous'}): "
+                         f"a scaled model needs parts of whole scale blocks")
+    blocks = slice(start // k_block, -(-stop // k_block))
+    return sa[:, blocks], sb[blocks]
 
 
 def _combine(terms: list[np.ndarray], sched: _schedules.Schedule) -> np.ndarray:
@@ -205,8 +253,9 @@ def _checked_gemm(A: np.ndarray, B: np.ndarray, C: np.typing.ArrayLike | None, m
     split = sched.split(K, M, N)
     lanes = [split.lanes_of(p) for p in split.indices(K)]    # each part's accumulators
     whole = len(lanes) == 1 and len(lanes[0]) == 1
+    positions = [q for p in lanes for q in p]      # each chain's positions of K, in order
     try:
-        ops = [_core.prepare(model, A, B)] if whole else [_core.prepare(model, A[:, q], B[q]) for p in lanes for q in p]
+        ops = [_core.prepare(model, A, B)] if whole else [_core.prepare(model, A[:, q], B[q]) for q in positions]
     except ValueError as exc:
         if input_rounding is None and "not representable" in str(exc):
             raise ValueError(f"{exc}; or let gemm convert as the hardware does: input_rounding='rz', 'rne' or "
@@ -226,7 +275,7 @@ def _checked_gemm(A: np.ndarray, B: np.ndarray, C: np.typing.ArrayLike | None, m
             raise ValueError(f"{name}={v!r}: expected a finite real number")
     in_unit = alpha == 1 and beta in (0, 1) and sched.c_position != "epilogue"
     C_unit = C64 if (in_unit and beta == 1 and sched.c_position == "unit") else np.zeros((M, N))
-    sa = sb = None
+    scales: list[tuple[np.ndarray | None, np.ndarray | None]] = [(None, None)] * len(ops)
     if scale_a is not None or scale_b is not None:
         if not model.operation.scaled:
             raise ValueError(f"scale_a/scale_b given but model kind {model.kind!r} takes no scale factors")
@@ -240,16 +289,15 @@ def _checked_gemm(A: np.ndarray, B: np.ndarray, C: np.typing.ArrayLike | None, m
         if sa.shape != (M, nb) or sb.shape != (nb, N):
             raise ValueError(f"scale_a must have shape {(M, nb)} and scale_b {(nb, N)} (k_block={model.k_block}); "
                              f"got {sa.shape} and {sb.shape}")
-        if not whole:
-            raise ValueError(f"schedule {sched.name!r} splits K into {len(ops)} parts; a scaled model's block "
-                             f"scale factors are applied to one part only: use a one-part schedule")
+        kb = cast(int, model.k_block)
+        scales = [(sa, sb)] if whole else [_part_scales(sa, sb, q, K, kb, sched.name) for q in positions]
     elif model.operation.scaled:
         raise ValueError(f"model kind {model.kind!r} needs scale_a and scale_b (block scale factors)")
     run_prepared = _gpu.run_prepared if device == "cuda" else _core.run_prepared
     chains = []
-    for n, part in enumerate(ops):
+    for n, (part, (part_sa, part_sb)) in enumerate(zip(ops, scales)):
         chains.append(run_prepared(model, part, C_unit if n == 0 else np.zeros((M, N)), accumulation=sched.inner,
-                                   promote_every=sched.promote_every, scale_a=sa, scale_b=sb))
+                                   promote_every=sched.promote_every, scale_a=part_sa, scale_b=part_sb))
         _core.recycle(part)
     with _core.threads_for(M * N):
         pairwise = replace(sched, combine="pairwise") if split.lanes > 1 else sched

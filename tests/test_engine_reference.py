@@ -206,18 +206,6 @@ NVIDIA_FUSED = ("t-fdpa", "st-fdpa", "gst-fdpa")
 AMD_FUSED = ("e-fdpa", "tr-fdpa", "gtr-fdpa")
 
 
-#: Open engine finding (reported to the engine's owners, issue 42): a non-zero T-FDPA
-#: fused sum that rounds to zero comes out as -0 (workbench.engine.ops.round_int keeps
-#: the sign), where NVIDIA tensor cores give +0 (Valpey Sec. 4.4; MMA-Sim's t_fdpa
-#: adds +0.0).  A test meeting it ends as XFAIL naming the rows, never as a pass;
-#: test_tfdpa_underflow_to_zero_is_plus_zero pins one case (strict xfail).
-UNDERFLOW_SIGN_FINDING = "ENGINE FINDING: T-FDPA sum rounding to zero gives -0, NVIDIA gives +0:"
-
-
-def is_underflow_sign_finding(m, got: float, want: float) -> bool:
-    return m.kind in NVIDIA_FUSED and got == 0 and want == 0 and math.copysign(1, got) < 0 < math.copysign(1, want)
-
-
 def units_zero_sign(m, op):
     """The reference's block operation ``op`` with the units' rule for a zero output in
     place of the reference's IEEE sum rule (-0 when every addend is -0), block by block:
@@ -260,7 +248,7 @@ def check_model(m, rng, n_cases: int, K_choices, *, specials: bool = True) -> in
         kw = dict(scale_a=SA, scale_b=SB) if scaled else {}
         D.extend(np.diagonal(wb.gemm(A, B, C, model=m, **kw)).tolist())
     out = m.out_format
-    bad, finding = [], []
+    bad = []
     for r, (a, b, c, sa, sb) in enumerate(cases):
         want = reference_dot(m, a, b, c, sa, sb)
         got = float(D[r])
@@ -268,10 +256,8 @@ def check_model(m, rng, n_cases: int, K_choices, *, specials: bool = True) -> in
         wbits = bits(want, out)
         if gb != wbits:
             row = (r, list(a), list(b), c, sa, sb, got, want)
-            (finding if is_underflow_sign_finding(m, got, want) else bad).append(row)
+            bad.append(row)
     assert not bad, f"{m.describe()}: {len(bad)} of {n_cases} differ; first: {bad[0]}"
-    if finding:
-        pytest.xfail(f"{UNDERFLOW_SIGN_FINDING} {m.describe()}: {len(finding)} of {n_cases}; first: {finding[0]}")
     return n_cases
 
 
@@ -413,16 +399,21 @@ def test_gst_zero_scale_is_a_zero_term():
     assert D[0, 0] == 0.25 + 16 * 3.0 * (1 + 2)
 
 
-@pytest.mark.xfail(strict=True, reason=UNDERFLOW_SIGN_FINDING + " (engine: workbench.engine.ops.round_int)")
 @pytest.mark.parametrize("name", ["ampere/mma/fp16->fp16", "volta/mma.m8n8k4/fp16->fp16", "hopper/wgmma/fp16->fp16"])
 def test_tfdpa_underflow_to_zero_is_plus_zero(name):
     """2^-14 * -2^-14 = -2^-28 is below fp16's smallest subnormal 2^-24: the sum rounds to
     zero, and an NVIDIA tensor core outputs +0 (Valpey et al. 2025 Sec. 4.4: "tensor
     cores do not output -0"; MMA-Sim 2.1.1 t_fdpa: ``+ 0.0``)."""
     m = next(r for r in catalogue.records() if r.name == name)
-    D = wb.gemm(np.array([[2.0**-14]]), np.array([[-2.0**-14]]), np.zeros((1, 1)), model=m)
+    a, b = np.array([[2.0**-14]]), np.array([[-2.0**-14]])
+    D = wb.gemm(a, b, np.zeros((1, 1)), model=m)
     assert D[0, 0] == 0 and not np.signbit(D[0, 0])
     assert bits(reference_dot(m, [2.0**-14], [-2.0**-14], 0.0), "fp16") == 0   # the reference agrees
+    # every path: C = -0, the row kernel, the trace, the in-register fp32 total of "outside"
+    assert not np.signbit(wb.gemm(a, b, np.full((1, 1), -0.0), model=m)[0, 0])
+    assert not np.signbit(wb.engine.dots(m, a, b.T, np.array([-0.0]))[0])
+    assert not np.signbit(wb.explain(a[0], b[:, 0], -0.0, model=m).value)
+    assert not np.signbit(wb.gemm(a, b, np.full((1, 1), -0.0), model=m, accumulation="outside")[0, 0])
 
 
 #: E-FDPA chains of blocks of one product (K = 2, L = 1) and their outputs: the first

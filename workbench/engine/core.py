@@ -16,7 +16,7 @@ import numpy as np
 
 from ..gate import real_matrix
 from .model import Model
-from .operands import Operands, decompose, decompose_checked, recycle, release_workspace, threads_for
+from .operands import Operands, decompose, decompose_checked, plus_zeros, recycle, release_workspace, threads_for
 from .model import Operation, operation
 
 ACCUMULATIONS = ("chain", "outside", "promote")
@@ -67,7 +67,9 @@ def run_prepared(model: Model, ops: Operands, C: np.ndarray, *,
         raise ValueError(f"accumulation={accumulation!r}: expected one of {ACCUMULATIONS}")
     acc = np.array(C, dtype=np.float64, copy=True, order="C")
     with threads_for(ops.M * ops.N * max(ops.K, 1)):
-        return operation(model.kind).run(model, ops, acc, accumulation, promote_every, scale_a, scale_b)
+        op = operation(model.kind)
+        D = op.run(model, ops, acc, accumulation, promote_every, scale_a, scale_b)
+        return plus_zeros(D) if op.positive_zero else D
 
 
 def dots(model: Model, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -96,7 +98,8 @@ def dots(model: Model, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarra
                          "workbench.gemm(..., scale_a=..., scale_b=...)")
     if op.has_row_kernel:
         with threads_for(a.size):
-            return op.dots(model, a, b, acc)
+            D = op.dots(model, a, b, acc)
+        return plus_zeros(D) if op.positive_zero else D
     out = np.empty_like(acc)
     float_layout = type(op).prepare is Operation.prepare     # float64 A and B^T: no per-row checks
     K = a.shape[1]
@@ -105,7 +108,7 @@ def dots(model: Model, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarra
             ops = (Operands(1, K, 1, a[r:r + 1], b[r:r + 1], None, None, None, None) if float_layout
                    else op.prepare(model, a[r:r + 1], b[r:r + 1].T))
             out[r] = op.run(model, ops, acc[r:r + 1].reshape(1, 1), "chain", None, None, None)[0, 0]
-    return out
+    return plus_zeros(out) if op.positive_zero else out
 
 
 __all__ = ["ACCUMULATIONS", "prepare", "run", "run_prepared", "dots", "Operands", "decompose", "decompose_checked",

@@ -33,7 +33,7 @@ import numpy as np
 from . import core as _core
 from .core import ACCUMULATIONS
 from .model import OPERATIONS
-from .operands import Operands
+from .operands import Operands, plus_zeros
 
 if TYPE_CHECKING:
     from .model import Model
@@ -147,7 +147,8 @@ def run_prepared(model: "Model", ops: Operands, C: np.ndarray, *, accumulation: 
         # swaps the process's filter list, so calls from several threads at once may see each
         # other's filters until Python 3.14's thread-safe catch_warnings)
         warnings.filterwarnings("ignore", message=r".*Grid size \d+ will likely result in GPU under-utilization")
-        return model.operation.run_cuda(model, ops, acc, accumulation, promote_every, scale_a, scale_b)
+        D = model.operation.run_cuda(model, ops, acc, accumulation, promote_every, scale_a, scale_b)
+    return plus_zeros(D) if model.operation.positive_zero else D
 
 
 __all__ = ["DEVICES", "gpu_kinds", "GPUUnavailableError", "check_device", "check_supported", "cuda_module",

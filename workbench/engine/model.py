@@ -300,6 +300,11 @@ class Operation:
     #: NaN results carry an operand's payload (ordinary float arithmetic, MMA-Sim 2.1.1)
     #: instead of the canonical NaN of the fused operations (Xie Section 4.2).
     propagates_nan: ClassVar[bool] = False
+    #: Every zero output is +0, whatever the signs of the addends or of a sum that
+    #: rounds to zero: NVIDIA tensor cores do not output -0 (Valpey et al. 2025 Section
+    #: 4.4, measured; MMA-Sim 2.1.1's t_fdpa, st_fdpa and gst_fdpa end in ``+ 0.0``).
+    #: The engine core, the GPU back end, ``explain`` and the probes' search apply it.
+    positive_zero: ClassVar[bool] = False
     #: Takes block scale factors (``scale_a``/``scale_b`` of ``gemm``).
     scaled: ClassVar[bool] = False
     #: Probing hints: the result depends on an alignment window of F bits (F can be

@@ -247,6 +247,13 @@ def padded_decomposed(model: InputSide, A: np.ndarray, BT: np.ndarray, L: int
     return A2, BT2, sa, ea, sb, eb
 
 
+def plus_zeros(x: np.ndarray) -> np.ndarray:
+    """``x`` with every zero made +0, in place: the outputs of operations whose zero
+    results are always +0 (:attr:`workbench.engine.model.Operation.positive_zero`)."""
+    np.copyto(x, 0.0, where=x == 0)
+    return x
+
+
 class RowBattery:
     """A battery of independent dot products ``d[r] = unit(a[r, :], b[r, :], c[r])`` that
     many candidate models run in turn (the probes' consistency search,
@@ -300,6 +307,6 @@ def checked_inputs(fin: _formats.FloatFormat, A: np.ndarray, B: np.ndarray) -> t
     return checked[0], checked[1], special
 
 
-__all__ = ["Operands", "RowBattery", "workspace_array", "recycle", "recycle_arrays", "release_workspace", "WORKSPACE_BYTES",
+__all__ = ["Operands", "RowBattery", "plus_zeros", "workspace_array", "recycle", "recycle_arrays", "release_workspace", "WORKSPACE_BYTES",
            "decompose", "decompose_checked", "pad_k", "float_operands", "padded_decomposed", "threads_for",
            "threads_used", "PARALLEL_MIN_WORK", "InputSide", "checked_inputs"]

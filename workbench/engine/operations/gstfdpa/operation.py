@@ -54,6 +54,7 @@ class GSTFDPA(Operation):
     """Group-scaled truncated fused dot-product-add (Xie et al. 2025 Algorithm 9)."""
 
     kind = "gst-fdpa"
+    positive_zero = True        # NVIDIA tensor cores never output -0 (Valpey et al. 2025 Section 4.4)
     citation = "Xie et al. 2025 Algorithm 9, Table 5"
     params = GSTFDPAParams
     scaled = True

@@ -44,6 +44,7 @@ class STFDPA(Operation):
     """Block-scaled truncated fused dot-product-add (Xie et al. 2025 Algorithm 8)."""
 
     kind = "st-fdpa"
+    positive_zero = True        # NVIDIA tensor cores never output -0 (Valpey et al. 2025 Section 4.4)
     citation = "Xie et al. 2025 Algorithm 8"
     params = STFDPAParams
     scaled = True

@@ -153,6 +153,7 @@ class TFDPA(Operation):
     """Truncated fused dot-product-add (Xie et al. 2025 Algorithm 7)."""
 
     kind = "t-fdpa"
+    positive_zero = True        # NVIDIA tensor cores never output -0 (Valpey et al. 2025 Section 4.4)
     citation = "Xie et al. 2025 Algorithm 7; Khattak & Mikaitis 2025 Section IV-C"
     params = TFDPAParams
     windowed = True

@@ -444,3 +444,37 @@ def test_efdpa_zero_signs_block_by_block(out, a, b, want, L):
         t = lambda v: torch.tensor([v], dtype=torch.float32)  # noqa: E731
         got = fdpa.MMA_E_FDPA(L).dpa(t(a), t(b), torch.tensor([0.0])).item()
         assert got == 0 and math.copysign(1, got) == math.copysign(1, want), got
+
+
+@pytest.mark.parametrize("kind", FLUSH_KINDS)
+def test_flush_output_subnormals_on_a_subnormal_c(kind):
+    """A subnormal c with zero products: the result is c after the alignment (c itself, or
+    - TR-/GTR-FDPA's round-down alignment at the zero terms' exponent - a negative c cut
+    to a larger normal step), and a model with ``flush_output_subnormals`` never outputs
+    a subnormal (the independent expectation), bit for bit the Fraction reference.  Random
+    models of the kind (every format, window, rounding), so that a kernel path that
+    ignores the flag (GTR-, ST- and GST-FDPA's random draws seldom build a subnormal
+    result) fails here."""
+    rng = np.random.default_rng(zlib.crc32(kind.encode()))
+    done = 0
+    while done < 6:
+        m = _random_model_plain(rng, kind)
+        if _km_path(m):
+            continue
+        m = m.with_params(flush_output_subnormals=True)
+        fo = wb.format(m.out_format)
+        L = m.L
+        K = 2 * L
+        c = float((-1) ** int(rng.integers(0, 2)) * int(rng.integers(1, 2 ** fo.man_bits)) * 2.0 ** (fo.emin - fo.man_bits))
+        a = np.zeros(K)
+        b = wb.round(rng.uniform(1, 2, K), m.in_fmt, "rz")
+        kw, sa, sb = {}, None, None
+        if m.kind in ("st-fdpa", "gst-fdpa"):
+            nb = K // m.k_block
+            sa, sb = np.ones(nb), np.ones(nb)
+            kw = {"scale_a": sa[None, :], "scale_b": sb[:, None]}
+        got = float(wb.gemm(a[None, :], b[:, None], np.array([[c]]), model=m, **kw)[0, 0])
+        assert got == 0 or abs(got) >= fo.min_normal, (m.describe(), c, got)
+        want = reference_dot(m, a, b, c, sa, sb)
+        assert bits(got, m.out_format) == bits(want, m.out_format), (m.describe(), c, got, want)
+        done += 1

@@ -69,7 +69,7 @@ def run_prepared(model: Model, ops: Operands, C: np.ndarray, *,
     with threads_for(ops.M * ops.N * max(ops.K, 1)):
         op = operation(model.kind)
         D = op.run(model, ops, acc, accumulation, promote_every, scale_a, scale_b)
-        return plus_zeros(D) if op.positive_zero else D
+        return plus_zeros(D) if op.positive_zero(model) else D
 
 
 def dots(model: Model, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -99,7 +99,7 @@ def dots(model: Model, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarra
     if op.has_row_kernel:
         with threads_for(a.size):
             D = op.dots(model, a, b, acc)
-        return plus_zeros(D) if op.positive_zero else D
+        return plus_zeros(D) if op.positive_zero(model) else D
     out = np.empty_like(acc)
     float_layout = type(op).prepare is Operation.prepare     # float64 A and B^T: no per-row checks
     K = a.shape[1]
@@ -108,7 +108,7 @@ def dots(model: Model, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarra
             ops = (Operands(1, K, 1, a[r:r + 1], b[r:r + 1], None, None, None, None) if float_layout
                    else op.prepare(model, a[r:r + 1], b[r:r + 1].T))
             out[r] = op.run(model, ops, acc[r:r + 1].reshape(1, 1), "chain", None, None, None)[0, 0]
-    return plus_zeros(out) if op.positive_zero else out
+    return plus_zeros(out) if op.positive_zero(model) else out
 
 
 __all__ = ["ACCUMULATIONS", "prepare", "run", "run_prepared", "dots", "Operands", "decompose", "decompose_checked",

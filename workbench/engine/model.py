@@ -88,7 +88,7 @@ import numpy as np
 from .. import formats as _formats
 from ..gate import unknown_name
 from . import checks as _checks
-from .operands import float_operands
+from .operands import float_operands, plus_zeros
 
 if TYPE_CHECKING:
     from .operands import Operands, RowBattery
@@ -300,11 +300,6 @@ class Operation:
     #: NaN results carry an operand's payload (ordinary float arithmetic, MMA-Sim 2.1.1)
     #: instead of the canonical NaN of the fused operations (Xie Section 4.2).
     propagates_nan: ClassVar[bool] = False
-    #: Every zero output is +0, whatever the signs of the addends or of a sum that
-    #: rounds to zero: NVIDIA tensor cores do not output -0 (Valpey et al. 2025 Section
-    #: 4.4, measured; MMA-Sim 2.1.1's t_fdpa, st_fdpa and gst_fdpa end in ``+ 0.0``).
-    #: The engine core, the GPU back end, ``explain`` and the probes' search apply it.
-    positive_zero: ClassVar[bool] = False
     #: Takes block scale factors (``scale_a``/``scale_b`` of ``gemm``).
     scaled: ClassVar[bool] = False
     #: Probing hints: the result depends on an alignment window of F bits (F can be
@@ -354,6 +349,14 @@ class Operation:
         """Raise ValueError when the compiled kernels cannot hold ``model``'s arithmetic
         (wider fixed-point sums than they carry); the probes ask before they propose it."""
 
+    def positive_zero(self, model: Model) -> bool:
+        """Whether every zero output of ``model`` is +0, whatever the signs of the addends
+        or of a sum that rounds to zero: NVIDIA tensor cores do not output -0 (Valpey et
+        al. 2025 Section 4.4, measured; MMA-Sim 2.1.1's t_fdpa, st_fdpa and gst_fdpa end
+        in ``+ 0.0``).  The engine core, the GPU back end, ``explain`` and
+        :meth:`screen_rows` apply it."""
+        return False
+
     def block_size(self, model: Model) -> int:
         """Elements consumed by one operation (one block of a trace)."""
         return int(model.L)
@@ -386,7 +389,9 @@ class Operation:
         ``battery`` (:class:`~workbench.engine.operands.RowBattery`).  Operations with
         :attr:`has_row_kernel` only; a ValueError when the kernels cannot hold the
         candidate's arithmetic.  This default builds the Model and calls :meth:`dots`."""
-        return self.dots(Model(**params), battery.a, battery.b, acc)
+        model = Model(**params)
+        D = self.dots(model, battery.a, battery.b, acc)
+        return plus_zeros(D) if self.positive_zero(model) else D
 
     def run_cuda(self, model: Model, ops: Operands, acc: np.ndarray, accumulation: str,
                  promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:

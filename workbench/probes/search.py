@@ -31,7 +31,7 @@ import numpy as np
 
 from ..engine import core as _core
 from ..engine.model import OPERATIONS, ROUNDINGS, Model, Operation, operation
-from ..engine.operands import RowBattery, plus_zeros
+from ..engine.operands import RowBattery
 from .blackbox import BlackBox
 from .differential import DISTRIBUTIONS, random_inputs, same_outputs, window_edges, windows_of
 
@@ -154,13 +154,10 @@ def _survivors(cands: list[dict[str, Any]], a: np.ndarray, b: np.ndarray, c: np.
     with _core.threads_for(a.size):   # thousands of small calls: one thread each
         for p in cands:
             acc = battery.c.copy()
-            op = OPERATIONS[p["kind"]]
             try:
-                acc = op.screen_rows(p, battery, acc)
+                acc = OPERATIONS[p["kind"]].screen_rows(p, battery, acc)
             except ValueError:   # a model the engine cannot run (e.g. sums wider than its 62 bits)
                 continue
-            if op.positive_zero:
-                plus_zeros(acc)
             if same_outputs(acc, d).all():
                 keep.append(p)
     return keep

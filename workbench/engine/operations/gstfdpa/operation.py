@@ -16,7 +16,7 @@ import numpy as np
 
 from ...checks import check_fused_window, check_scales
 from ...model import ErrorTerm, Model, Operation, register
-from ...operands import Operands, decompose_checked, threads_for
+from ...operands import Operands, decompose_checked, plus_zeros, threads_for
 from ...trace import Block
 from ..tfdpa import fused_sum_terms
 from . import kernels as _kernels
@@ -54,13 +54,18 @@ class GSTFDPA(Operation):
     """Group-scaled truncated fused dot-product-add (Xie et al. 2025 Algorithm 9)."""
 
     kind = "gst-fdpa"
-    positive_zero = True        # NVIDIA tensor cores never output -0 (Valpey et al. 2025 Section 4.4)
     citation = "Xie et al. 2025 Algorithm 9, Table 5"
     params = GSTFDPAParams
     scaled = True
     has_cuda_kernel = True
     has_zero_exponent = True
     revised_by_search = False   # the probes read G and F from exact-group vectors (features.probe_exact_groups)
+
+    def positive_zero(self, model: "Model") -> bool:
+        """The fused sum's zeros are +0 (NVIDIA tensor cores; MMA-Sim's ``+ 0.0``); a c
+        added late goes through an IEEE adder (Khattak-Mikaitis Table II), whose exact
+        zero sums keep their IEEE sign."""
+        return model.c_position != "late"
 
     def check_kernel(self, model: "Model") -> None:
         _kernels.gst_params(model)     # the fixed point holds the groups, or a ValueError says why
@@ -102,7 +107,7 @@ class GSTFDPA(Operation):
                                                          np.ones((Kp // model.k_block, n)))
             cache[key] = (xsa, xea, np.ascontiguousarray(xsb.T), np.ascontiguousarray(xeb.T))
         _kernels.gst_rows(sa, ea, sbT.T, ebT.T, *cast("tuple[np.ndarray, ...]", cache[key]), acc, r)  # type: ignore[call-arg]  # numba's Dispatcher takes *args
-        return acc
+        return plus_zeros(acc) if self.positive_zero(model) else acc
     def run_cuda(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
                  promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
         """GST-FDPA (Xie et al. 2025 Algorithm 9: the NVFP4/MXFP4 k64 presets; chain

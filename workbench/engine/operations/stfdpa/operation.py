@@ -44,7 +44,6 @@ class STFDPA(Operation):
     """Block-scaled truncated fused dot-product-add (Xie et al. 2025 Algorithm 8)."""
 
     kind = "st-fdpa"
-    positive_zero = True        # NVIDIA tensor cores never output -0 (Valpey et al. 2025 Section 4.4)
     citation = "Xie et al. 2025 Algorithm 8"
     params = STFDPAParams
     scaled = True
@@ -52,6 +51,12 @@ class STFDPA(Operation):
     windowed = True
     has_zero_exponent = True
     accumulations = ("chain", "outside")
+
+    def positive_zero(self, model: "Model") -> bool:
+        """The fused sum's zeros are +0 (NVIDIA tensor cores; MMA-Sim's ``+ 0.0``); a c
+        added late goes through an IEEE adder (Khattak-Mikaitis Table II), whose exact
+        zero sums keep their IEEE sign."""
+        return model.c_position != "late"
 
     def prepare(self, model: "Model", A: np.ndarray, B: np.ndarray) -> Operands:
         """A and B decomposed as T-FDPA's (:meth:`TFDPA.prepare

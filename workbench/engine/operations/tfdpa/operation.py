@@ -44,7 +44,7 @@ from ...layout import (
 )
 from ...checks import check_c_position, check_F, check_fused_window, check_rounding, positive_int
 from ...model import BoundShape, ErrorTerm, Model, Operation, register
-from ...operands import Operands, decompose_checked, padded_decomposed, threads_for
+from ...operands import Operands, decompose_checked, padded_decomposed, plus_zeros, threads_for
 from ...ops import MODE_CODES
 from ...trace import Block
 from . import kernels as _kernels
@@ -153,7 +153,6 @@ class TFDPA(Operation):
     """Truncated fused dot-product-add (Xie et al. 2025 Algorithm 7)."""
 
     kind = "t-fdpa"
-    positive_zero = True        # NVIDIA tensor cores never output -0 (Valpey et al. 2025 Section 4.4)
     citation = "Xie et al. 2025 Algorithm 7; Khattak & Mikaitis 2025 Section IV-C"
     params = TFDPAParams
     windowed = True
@@ -163,6 +162,12 @@ class TFDPA(Operation):
     has_cuda_kernel = True
     searched_when_uncertain = True
     smt_encodable = True
+
+    def positive_zero(self, model: "Model") -> bool:
+        """The fused sum's zeros are +0 (NVIDIA tensor cores; MMA-Sim's ``+ 0.0``); a c
+        added late goes through an IEEE adder (Khattak-Mikaitis Table II), whose exact
+        zero sums keep their IEEE sign."""
+        return model.c_position != "late"
 
     def prepare(self, model: "Model", A: np.ndarray, B: np.ndarray) -> Operands:
         """A and B decomposed in one compiled pass (K zero-padded to whole blocks of L),
@@ -214,7 +219,7 @@ class TFDPA(Operation):
         prm[P_MODE] = MODE_CODES[params["rounding"]]
         prm[P_STICKY] = params["sticky"]
         _kernels.tfdpa_rows(sa, ea, sbT, ebT, acc, prm)
-        return acc
+        return plus_zeros(acc) if params.get("c_position") != "late" else acc
     def run_cuda(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
                  promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
         """T-FDPA (every NVIDIA preset, custom T-FDPA units: sticky bit, c late, interleaved

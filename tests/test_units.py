@@ -230,3 +230,30 @@ def test_a_sweep_task_takes_a_whole_unit_name():
     assert spec["in_format"] == "fp8_e4m3fnuz"              # the format the unit reads, not the one typed
     with pytest.raises(ValueError, match="in_format='bf16' but preset 'H100:fp16:fp32' has in_format='fp16'"):
         validate_task({**base, "preset": "H100:fp16:fp32", "in_format": "bf16"}, "grid[0]")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rec=record, data=st.data())
+def test_explain_takes_every_spelling_and_traces_the_same_unit(rec, data, tmp_path_factory):
+    """``workbench.explain`` reads the unit as ``gemm`` does: the record, its catalogue
+    name, a DEVICE:IN:OUT:INSTRUCTION:VARIANT string and a saved unit file give one trace,
+    whose value is ``gemm``'s output for that 1 x K x 1 product."""
+    device = data.draw(st.sampled_from(rec.devices + (rec.architecture,)), label="device")
+    path = tmp_path_factory.mktemp("unit") / "unit.toml"
+    wb.save_unit(rec, path)
+    a, b = [1.0, 0.5, 2.0, -1.0], [1.0, 1.0, 1.5, 0.5]     # values of every input format, fp4 included
+    kw = {}
+    if rec.scale_format is not None:
+        nb = -(-len(a) // rec.k_block)
+        kw = {"scale_a": [1.0] * nb, "scale_b": [1.0] * nb}
+    traces = [wb.explain(a, b, 0.5, spec, **kw) for spec in (rec, rec.name, _full_string(rec, device), str(path))]
+    assert {t.model.params == rec.params for t in traces} == {True}
+    assert len({t.value for t in traces}) == 1
+    gkw = {k: np.array(v)[None, :] if k == "scale_a" else np.array(v)[:, None] for k, v in kw.items()}
+    D = wb.gemm(np.array([a]), np.array(b)[:, None], np.array([[0.5]]), model=rec, **gkw)
+    assert traces[0].value == float(D[0, 0])
+
+
+def test_explain_without_a_unit_says_what_it_takes():
+    with pytest.raises(TypeError, match="DEVICE:IN:OUT"):
+        wb.explain([1.0], [1.0], 0.0)

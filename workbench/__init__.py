@@ -57,8 +57,7 @@ if TYPE_CHECKING:
         TRFDPAParams,
         register,
     )
-    from .engine.explain import explain
-    from .matmul import gemm
+    from .matmul import explain, gemm
     from .unitfile import load_unit, save_unit
     from .schedules import Schedule
 
@@ -71,7 +70,7 @@ _ENGINE_NAMES = ("Model", "Operation", "register", "Trace", "TFDPA", "TFDPAParam
 # package and would shadow a function of the same name.
 _ON_FIRST_USE: dict[str, str] = {
     **{name: "workbench.engine" for name in _ENGINE_NAMES},
-    "explain": "workbench.engine.explain",
+    "explain": "workbench.matmul",
     "Preset": "workbench.catalogue",
     "preset": "workbench.catalogue",
     "presets": "workbench.catalogue",

@@ -15,11 +15,13 @@ from . import formats as _formats
 from . import schedules as _schedules
 from .engine import core as _core
 from .engine import gpu as _gpu
+from .engine.explain import Trace
+from .engine.explain import explain as _explain
 from .engine.model import Model
 from .gate import real_matrix
 from .units import UnitSpec, resolve as _resolve_unit
 
-__all__ = ["gemm", "INPUT_ROUNDINGS"]
+__all__ = ["gemm", "explain", "INPUT_ROUNDINGS"]
 
 #: How :func:`gemm` converts A and B that are wider than the unit's input format
 #: (``input_rounding``): the conversion a unit or library applies to wider data.
@@ -170,6 +172,19 @@ def _resolve_schedule(schedule: _schedules.Schedule | str | Mapping[str, Any] | 
         return _schedules.Schedule.from_dict(schedule)
     raise TypeError(f"schedule={schedule!r}: expected a workbench.schedules.Schedule, a name of "
                     f"workbench.schedules.SCHEDULES or a dict of Schedule fields")
+
+
+def explain(a: np.typing.ArrayLike, b: np.typing.ArrayLike, c: float = 0.0, model: UnitSpec | None = None, *,
+            scale_a: np.typing.ArrayLike | None = None, scale_b: np.typing.ArrayLike | None = None) -> Trace:
+    """Step-by-step trace of d = unit(a, b, c), one output of :func:`gemm`: the
+    engine's :func:`~workbench.engine.explain.explain` (Xie et al. 2025 Algorithms 2-11)
+    for a unit given in any form :func:`gemm` takes - a Model or Preset,
+    ``"H100:fp16:fp32"``, a catalogue name such as ``"cdna3/mfma/fp16->fp32"``, or a
+    unit file."""
+    if model is None:
+        raise TypeError("explain needs the unit: model=workbench.preset(...), a 'DEVICE:IN:OUT' string, a catalogue "
+                        "name or a unit file")
+    return _explain(a, b, c, _resolve_unit(model), scale_a=scale_a, scale_b=scale_b)
 
 
 def _unit_accumulation(sched: _schedules.Schedule, model: Model) -> _schedules.Schedule:

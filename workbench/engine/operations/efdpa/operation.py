@@ -24,15 +24,15 @@ import numpy as np
 
 from ...checks import check_block, check_format, check_rounding
 from ...layout import P_K
-from ...model import BoundShape, ErrorTerm, Model, Operation, register
+from ...model import BoundShape, ErrorTerm, register
 from ...operands import Operands, checked_inputs, decompose_checked, threads_for
 from ...trace import Block
-from ..amd_fdpa import gpu as amd_gpu
 from ..amd_fdpa import kernels as _amd
 from ..amd_fdpa.explain import efdpa_block
+from ..amd_fdpa.operation import AMDFused
 
 if TYPE_CHECKING:
-    from ...operands import RowBattery
+    from ...model import Model
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,17 +51,13 @@ class EFDPAParams:
         check_format("result_format", self.result_format)
 
 
-class EFDPA(Operation):
+class EFDPA(AMDFused):
     """Exact fused dot-product-add (Xie et al. 2025 Algorithm 6)."""
 
     kind = "e-fdpa"
     citation = "Xie et al. 2025 Algorithm 6"
     params = EFDPAParams
     propagates_nan = True
-    kernel_family = "amd"
-    has_cuda_kernel = True
-    has_row_kernel = True
-    #: Kernel code of :mod:`workbench.engine.operations.amd_fdpa.kernels`.
     code = _amd.KIND_E
 
     def prepare(self, model: "Model", A: np.ndarray, B: np.ndarray) -> Operands:
@@ -98,22 +94,8 @@ class EFDPA(Operation):
         _amd.amd_gemm(ops.A, ops.BT, ops.sa, ops.ea, ops.sb, ops.eb, acc, q)
         return acc
 
-    def dots(self, model: "Model", a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
-        """Batched dot products on the row kernels (:func:`~workbench.engine.operations.amd_fdpa.kernels.amd_dots`)."""
-        return _amd.amd_dots(model, _amd.KIND_E, a, b, acc)
-
-    def screen_rows(self, params: dict[str, Any], battery: "RowBattery", acc: np.ndarray) -> np.ndarray:
-        """The probes' search's row kernel on a battery decomposed once per block size
-        (:func:`~workbench.engine.operations.amd_fdpa.kernels.screen_amd`)."""
-        return _amd.screen_amd(Model(**params), self.code, battery, acc)
-
     def has_twin(self, model: "Model") -> bool:
         return model.L == 1    # the exact a * b + c rounded once: an FMA chain's step
-
-    def run_cuda(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
-                 promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
-        self.check_run(accumulation, promote_every, scale_a, scale_b)
-        return amd_gpu.run_cuda(model, ops, acc, self.code)
 
     def explain_block(self, index: int, start: int, K: int, a: np.ndarray, b: np.ndarray, d: float,
                       model: "Model", scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> Block:

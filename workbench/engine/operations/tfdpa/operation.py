@@ -212,14 +212,14 @@ class TFDPA(Operation):
         if shape not in cache:
             model = Model(**{**params, "F": 0, "rounding": "rz", "sticky": False})
             cache[shape] = (_kernels.pack_tfdpa(kernel_params(model), battery.a.shape[0], 1, 1),
-                            battery.decomposed(model, model.L)[2:])
-        template, (sa, ea, sbT, ebT) = cast("tuple[np.ndarray, tuple[np.ndarray, ...]]", cache[shape])
+                            battery.decomposed(model, model.L)[2:], self.positive_zero(model))
+        template, (sa, ea, sbT, ebT), positive = cast("tuple[np.ndarray, tuple[np.ndarray, ...], bool]", cache[shape])
         prm = template.copy()
         prm[P_F] = prm[P_GF] = params["F"]
         prm[P_MODE] = MODE_CODES[params["rounding"]]
         prm[P_STICKY] = params["sticky"]
         _kernels.tfdpa_rows(sa, ea, sbT, ebT, acc, prm)
-        return plus_zeros(acc) if params.get("c_position") != "late" else acc
+        return plus_zeros(acc) if positive else acc
     def run_cuda(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
                  promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
         """T-FDPA (every NVIDIA preset, custom T-FDPA units: sticky bit, c late, interleaved

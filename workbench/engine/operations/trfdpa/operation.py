@@ -21,16 +21,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...checks import check_F, check_fused_window
-from ...model import BoundShape, ErrorTerm, Model, Operation, register
+from ...model import BoundShape, ErrorTerm, register
 from ...operands import Operands, decompose_checked, threads_for
 from ...trace import Block
-from ..amd_fdpa import gpu as amd_gpu
 from ..amd_fdpa import kernels as _amd
 from ..amd_fdpa.explain import tr_block
+from ..amd_fdpa.operation import AMDFused
 from ..tfdpa import fused_sum_terms
 
 if TYPE_CHECKING:
-    from ...operands import RowBattery
+    from ...model import Model
 
 #: Directions of the re-alignment (Xie Algorithms 10-11; "rz": the Figure 3 twin).
 ALIGNMENT_ROUNDINGS = ("rd", "rz")
@@ -69,7 +69,7 @@ class GTRFDPAParams(TRFDPAParams):
     """Parameters of GTR-FDPA: those of TR-FDPA (Xie et al. Algorithm 11)."""
 
 
-class TRFDPA(Operation):
+class TRFDPA(AMDFused):
     """Truncated-rounded fused dot-product-add (Xie et al. 2025 Algorithm 10)."""
 
     kind = "tr-fdpa"
@@ -77,11 +77,7 @@ class TRFDPA(Operation):
     params = TRFDPAParams
     windowed = True
     has_zero_exponent = True
-    kernel_family = "amd"
-    has_cuda_kernel = True
     searched_when_uncertain = True
-    has_row_kernel = True
-    #: Kernel code of :mod:`workbench.engine.operations.amd_fdpa.kernels`.
     code = _amd.KIND_TR
 
     def prepare(self, model: "Model", A: np.ndarray, B: np.ndarray) -> Operands:
@@ -109,20 +105,6 @@ class TRFDPA(Operation):
         none = np.empty((0, 0))
         _amd.amd_gemm(none, none, ops.sa, ops.ea, ops.sb, ops.eb, acc, q)
         return acc
-
-    def dots(self, model: "Model", a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
-        """Batched dot products on the row kernel (:func:`~workbench.engine.operations.amd_fdpa.kernels.amd_rows`)."""
-        return _amd.amd_dots(model, self.code, a, b, acc)
-
-    def screen_rows(self, params: dict[str, Any], battery: "RowBattery", acc: np.ndarray) -> np.ndarray:
-        """The probes' search's row kernel on a battery decomposed once per block size
-        (:func:`~workbench.engine.operations.amd_fdpa.kernels.screen_amd`)."""
-        return _amd.screen_amd(Model(**params), self.code, battery, acc)
-
-    def run_cuda(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
-                 promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
-        self.check_run(accumulation, promote_every, scale_a, scale_b)
-        return amd_gpu.run_cuda(model, ops, acc, self.code)
 
     def explain_block(self, index: int, start: int, K: int, a: np.ndarray, b: np.ndarray, d: float,
                       model: "Model", scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> Block:

@@ -100,8 +100,8 @@ def main() -> int:
     for (preset, tag), rs in got.items():
         walls = [w for w, _ in rs]
         best = min(rs)
-        print(f"{preset:36s} {tag:8s} {min(walls):8.4f} {statistics.median(walls):8.4f} {max(walls):8.4f} "
-              f"{M * K * N / best[0]:9.3g} {M * K * N / statistics.median(walls):9.3g} {best[1]:7.4f}")
+        print(f"{preset:36s} {tag:8s} {min(walls):8.3g} {statistics.median(walls):8.3g} {max(walls):8.3g} "
+              f"{M * K * N / best[0]:9.3g} {M * K * N / statistics.median(walls):9.3g} {best[1]:7.3g}")
     print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 

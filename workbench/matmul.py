@@ -142,6 +142,11 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
     N = B.shape[1]
     sched = _unit_accumulation(_resolve_schedule(schedule, accumulation, promote_every), model)
     sched.split(K, M, N)                           # a K the schedule holds no rule for: ValueError now
+    if (device == "cpu" and alpha == 1 and beta == 1 and scale_a is None and scale_b is None
+            and input_rounding is None and _one_part(sched, model)):
+        D = _small_gemm(A, B, C, model, sched)
+        if D is not None:
+            return D
     with _core.threads_for(M * N * max(K, 1)):     # one thread count for every stage of the product
         D = _checked_gemm(A, B, C, model, alpha, beta, sched, scale_a, scale_b, input_rounding, device)
         for region in sched.regions:               # outputs of another micro-kernel (checked above with the rest)
@@ -154,6 +159,35 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
                     None if scale_b is None else np.asarray(scale_b, dtype=np.float64)[:, cols],
                     input_rounding, device)
         return D
+
+
+def _one_part(sched: _schedules.Schedule, model: Model) -> bool:
+    """Whether ``sched`` is one part consumed by the unit from C with nothing after it
+    (what :func:`_small_gemm` computes): no rules, regions or conversion, and an fp32
+    accumulator of ``"outside"``/``"promote"`` only where it is the output."""
+    return (not sched.rules and not sched.regions and sched.c_position == "unit" and sched.output is None
+            and (sched.inner == "chain" or model.out_fmt.name == "fp32"))
+
+
+def _small_gemm(A: np.ndarray, B: np.ndarray, C: np.typing.ArrayLike | None, model: Model,
+                sched: _schedules.Schedule) -> np.ndarray | None:
+    """D of a small product in one compiled call (:func:`workbench.engine.core.run_small`),
+    or None where the product is too large or the operation has no such path.  A value
+    that is not representable also gives None: the general path then raises the
+    error, worded as gemm words it (with the ``input_rounding`` hint for A and B)."""
+    M, N = A.shape[0], B.shape[1]
+    if C is None:
+        C64 = np.zeros((M, N))
+    else:
+        C64 = real_matrix(C, "C")
+        if C64.shape != (M, N):
+            return None                            # the general path's ValueError names the shapes
+    try:
+        D = _core.run_small(model, np.ascontiguousarray(A), np.ascontiguousarray(B), np.ascontiguousarray(C64),
+                            accumulation=sched.inner, promote_every=sched.promote_every)
+    except ValueError:
+        return None
+    return None if D is None else _to_output(D, model.out_fmt, model)
 
 
 def _resolve_schedule(schedule: _schedules.Schedule | str | Mapping[str, Any] | None, accumulation: str,
@@ -266,8 +300,11 @@ def _checked_gemm(A: np.ndarray, B: np.ndarray, C: np.typing.ArrayLike | None, m
             A = _formats.round(A, model.in_fmt, input_rounding)
             B = _formats.round(B, model.in_fmt, input_rounding)
     split = sched.split(K, M, N)
-    lanes = [split.lanes_of(p) for p in split.indices(K)]    # each part's accumulators
-    whole = len(lanes) == 1 and len(lanes[0]) == 1
+    if split.whole:                                # K uncut: no positions to gather
+        lanes, whole = [[np.arange(0)]], True
+    else:
+        lanes = [split.lanes_of(p) for p in split.indices(K)]    # each part's accumulators
+        whole = len(lanes) == 1 and len(lanes[0]) == 1
     positions = [q for p in lanes for q in p]      # each chain's positions of K, in order
     try:
         ops = [_core.prepare(model, A, B)] if whole else [_core.prepare(model, A[:, q], B[q]) for q in positions]
@@ -333,6 +370,12 @@ def _checked_gemm(A: np.ndarray, B: np.ndarray, C: np.typing.ArrayLike | None, m
         if sched.output is not None:
             fout = _formats.format(sched.output)
             D = _formats.round(D, fout, sched.output_rounding)
+    return _to_output(D, fout, model)
+
+
+def _to_output(D: np.ndarray, fout: _formats.FloatFormat, model: Model) -> np.ndarray:
+    """D (float64, values in ``fout``) in ``fout``'s numpy dtype, NaN results in NVIDIA's
+    canonical encodings unless the unit propagates NaN payloads."""
     dt = fout.numpy_dtype
     if dt is None:
         return D

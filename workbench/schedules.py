@@ -28,6 +28,7 @@ The named schedules of :data:`SCHEDULES`:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Mapping
 
@@ -97,6 +98,12 @@ class Split:
         if self.part_size is not None and self.interleave is not None:
             raise ValueError("Split: interleave goes with parts (that many accumulators), not part_size")
 
+    @property
+    def whole(self) -> bool:
+        """Whether K is one part consumed by one accumulator (no cut at all)."""
+        return (self.parts == 1 and self.part_size is None and self.block is None and self.interleave is None
+                and self.lanes == 1)
+
     def lanes_of(self, part: np.ndarray) -> list[np.ndarray]:
         """The positions each of the ``lanes`` accumulators consumes of one part, in
         order (one list holding the part itself where ``lanes == 1``)."""
@@ -127,6 +134,10 @@ class Split:
             raise ValueError(f"Split into {self.parts} equal parts needs K a multiple of {self.parts}; got K={K}")
         step = K // self.parts
         return [np.arange(p * step, (p + 1) * step) for p in range(self.parts)]
+
+
+#: the split of a schedule without rules: K whole, one accumulator
+_WHOLE = Split()
 
 
 @dataclass(frozen=True)
@@ -269,7 +280,7 @@ class Schedule:
     def split(self, K: int, M: int | None = None, N: int | None = None) -> Split:
         """The :class:`Split` of K for an (M, N) product (ValueError where no rule covers it)."""
         if not self.rules:
-            return Split()
+            return _WHOLE
         for r in sorted(self.rules, key=lambda r: r.mn is None):
             if r.covers(K, M, N):
                 if r.split is None:
@@ -318,6 +329,15 @@ def from_accumulation(accumulation: str = "chain", promote_every: int | None = N
     one part, C in the unit, consumed as ``accumulation`` says."""
     if accumulation not in INNER:
         raise ValueError(f"accumulation={accumulation!r}: expected one of {INNER}")
+    try:
+        return _accumulation_schedule(accumulation, promote_every)
+    except TypeError:        # an unhashable promote_every: the Schedule's own check names it
+        return _accumulation_schedule.__wrapped__(accumulation, promote_every)
+
+
+@functools.lru_cache(maxsize=64)
+def _accumulation_schedule(accumulation: str, promote_every: int | None) -> Schedule:
+    """One (frozen) schedule per option: every ``gemm`` call asks for one."""
     name = accumulation if promote_every is None else f"{accumulation}-{promote_every}"
     return Schedule(name=name, inner=accumulation, promote_every=promote_every,
                     evidence="workbench.gemm's accumulation option")

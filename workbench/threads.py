@@ -19,16 +19,15 @@ before numba starts (default: the CPU count), or ``numba.set_num_threads(N)`` at
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import numba
 
 #: Work (elements or multiply-adds) from which compiled passes use all of numba's threads.
 PARALLEL_MIN_WORK = 1 << 18
 
-#: Per Python thread (numba's thread count is per thread too): how many contexts of
-#: large work are open, inside which smaller work keeps the threads it has.
+#: Per Python thread (numba's thread count is per thread too): ``depth``, how many contexts
+#: of large work are open, inside which smaller work keeps the threads it has; ``single``,
+#: whether a context of small work has put this thread's passes on one thread.
 _held = threading.local()
 
 
@@ -38,30 +37,41 @@ def threads_used(work: int) -> int:
     return 1 if work < PARALLEL_MIN_WORK else numba.get_num_threads()
 
 
-@contextmanager
-def threads_for(work: int) -> Iterator[None]:
+class threads_for:  # noqa: N801 - a context manager used as a function: ``with threads_for(work):``
     """Run the compiled passes inside on :func:`threads_used` ``(work)`` threads.  Large
     work leaves numba's count as it is and holds it for the stages inside (see the
     module notes); small work leaves it too where it is 1 already (a nested call) or
     where an enclosing context of large work holds it, and otherwise runs on one thread
-    (each ``numba.set_num_threads`` costs microseconds, a tenth of a small product's call)."""
-    if work >= PARALLEL_MIN_WORK:
-        _held.depth = getattr(_held, "depth", 0) + 1
-        try:
-            yield
-        finally:
+    (each ``numba.set_num_threads`` costs microseconds, a tenth of a small product's call).
+
+    A class rather than a generator: a small product opens several of these, and inside
+    one that already runs on one thread the others cost an attribute lookup (no call
+    into numba), which is most of a small ``gemm``'s budget otherwise."""
+
+    __slots__ = ("work", "restore")
+
+    def __init__(self, work: int) -> None:
+        self.work = work
+        self.restore = 0
+
+    def __enter__(self) -> None:
+        if self.work >= PARALLEL_MIN_WORK:
+            _held.depth = getattr(_held, "depth", 0) + 1
+            return
+        if getattr(_held, "depth", 0) or getattr(_held, "single", 0):
+            return                      # held by a large context, or already on one thread
+        n = numba.get_num_threads()
+        if n != 1:
+            numba.set_num_threads(1)
+            self.restore = n
+            _held.single = 1
+
+    def __exit__(self, *exc: object) -> None:
+        if self.work >= PARALLEL_MIN_WORK:
             _held.depth -= 1
-        return
-    n = numba.get_num_threads()
-    held: int = getattr(_held, "depth", 0)
-    if n == 1 or held:
-        yield
-        return
-    numba.set_num_threads(1)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(n)
+        elif self.restore:
+            _held.single = 0
+            numba.set_num_threads(self.restore)
 
 
 __all__ = ["PARALLEL_MIN_WORK", "threads_used", "threads_for"]

@@ -4,7 +4,8 @@
 the form its operation's kernel reads (:meth:`Operation.prepare
 <workbench.engine.model.Operation.prepare>`: T-FDPA decomposes them in one
 compiled pass, the others keep float64 ``A`` and ``B^T``); :func:`run_prepared`
-calls the operation's ``run``; :func:`run` does both.  The operation is found by
+calls the operation's ``run``; :func:`run` does both; :func:`run_small` does both in one
+compiled call for small products, where the operation has such a path.  The operation is found by
 ``model.kind`` in the registry (:mod:`workbench.engine.model`); this module
 knows no operation by name.  Small work runs on one thread
 (:func:`~workbench.engine.operands.threads_for`).
@@ -72,6 +73,30 @@ def run_prepared(model: Model, ops: Operands, C: np.ndarray, *,
         return plus_zeros(D) if op.positive_zero(model) else D
 
 
+#: Multiply-adds up to which :func:`run_small` takes a product (every stage on the
+#: calling thread, far below :data:`~workbench.threads.PARALLEL_MIN_WORK`).
+SMALL_WORK = 1 << 14
+
+
+def run_small(model: Model, A: np.ndarray, B: np.ndarray, C: np.ndarray, *, accumulation: str = "chain",
+              promote_every: int | None = None) -> np.ndarray | None:
+    """D = the unit's A @ B + C as float64 for a product of at most :data:`SMALL_WORK`
+    multiply-adds (K >= 1), straight from C-ordered float64 A (M, K), B (K, N) and C
+    (M, N) in one compiled call where the operation has one
+    (:meth:`Operation.run_small <workbench.engine.model.Operation.run_small>`): the
+    same checks and bits as :func:`prepare` then :func:`run_prepared` at a fraction of
+    their per-call cost.  ``None`` where the product is larger or the operation has no
+    such path: the caller takes the general one."""
+    M, K = A.shape
+    if not 0 < M * B.shape[1] * K <= SMALL_WORK:
+        return None
+    op = operation(model.kind)
+    D = op.run_small(model, A, B, C, accumulation, promote_every)
+    if D is None:
+        return None
+    return plus_zeros(D) if op.positive_zero(model) else D
+
+
 def dots(model: Model, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     """Batched dot products ``d[r] = unit(a[r, :], b[r, :], c[r])`` (float64, values
     exactly in the output format): one independent accumulation per row, K consumed
@@ -111,5 +136,5 @@ def dots(model: Model, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarra
     return plus_zeros(out) if op.positive_zero(model) else out
 
 
-__all__ = ["ACCUMULATIONS", "prepare", "run", "run_prepared", "dots", "Operands", "decompose", "decompose_checked",
+__all__ = ["ACCUMULATIONS", "SMALL_WORK", "prepare", "run", "run_prepared", "run_small", "dots", "Operands", "decompose", "decompose_checked",
            "recycle", "release_workspace", "threads_for"]

@@ -80,8 +80,9 @@ return inferred models as ``.params`` dictionaries with these keys:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar, cast
 
 import numpy as np
 
@@ -89,6 +90,8 @@ from .. import formats as _formats
 from ..gate import unknown_name
 from . import checks as _checks
 from .operands import float_operands, plus_zeros
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from .operands import Operands, RowBattery
@@ -155,10 +158,14 @@ class Model:
         if self.alignment_rounding is not None and "alignment_rounding" not in names:
             raise ValueError(f"alignment_rounding={self.alignment_rounding!r}: only TR-FDPA and GTR-FDPA "
                              f"re-align their fused sums (Xie et al. Algorithms 10-11), not kind={self.kind!r}")
+        # a memo of what operations derive from the parameters (:meth:`derived`)
+        object.__setattr__(self, "_derived", {})
+        self._look_up_formats()
         params = op.make_params(self)
         for name in names:  # defaults the operation fills in (TR-FDPA's alignment_rounding)
             if getattr(params, name) != getattr(self, name):
                 object.__setattr__(self, name, getattr(params, name))
+        self._look_up_formats()
         op.check_formats(self)
         object.__setattr__(self, "_operation_params", params)
 
@@ -175,6 +182,11 @@ class Model:
             kind = matches[0]
         values = {f.name: getattr(params, f.name) for f in fields(params)}
         return cls(kind=kind, in_format=in_format, out_format=out_format, **values)
+
+    def _look_up_formats(self) -> None:
+        """The formats, looked up once (a registered format never changes encoding)."""
+        object.__setattr__(self, "_formats", (_formats.format(self.in_format), _formats.format(self.out_format),
+                                              _formats.format(self.result_format or self.out_format)))
 
     def _check_types(self) -> None:
         """Integer fields take ints (numpy ints are converted; bool is refused: ``L=True``
@@ -221,15 +233,32 @@ class Model:
 
     @property
     def in_fmt(self) -> _formats.FloatFormat:
-        return _formats.format(self.in_format)
+        return cast("_formats.FloatFormat", self.__dict__["_formats"][0])
 
     @property
     def out_fmt(self) -> _formats.FloatFormat:
-        return _formats.format(self.out_format)
+        return cast("_formats.FloatFormat", self.__dict__["_formats"][1])
 
     @property
     def res_fmt(self) -> _formats.FloatFormat:
-        return _formats.format(self.result_format or self.out_format)
+        return cast("_formats.FloatFormat", self.__dict__["_formats"][2])
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the :meth:`derived` memo (each process derives its own)."""
+        return {**self.__dict__, "_derived": {}}
+
+    def derived(self, compute: Callable[["Model"], T]) -> T:
+        """``compute(self)``, computed once per model: what an operation derives from the
+        (frozen) parameters alone - a kernel's parameter vector, which kernel it runs -
+        so that a small product does not derive it again on every call.  ``compute`` is
+        the memo's key, so it must be a module-level function (not a new lambda per
+        call); callers that modify the value must copy it."""
+        memo: dict[Callable[["Model"], Any], Any] = self.__dict__["_derived"]
+        try:
+            return cast(T, memo[compute])
+        except KeyError:
+            value = memo[compute] = compute(self)
+            return value
 
     @property
     def neab(self) -> int:
@@ -375,6 +404,20 @@ class Operation:
             promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
         """D = unit(A, B, C) on ``acc`` (C on entry); returns D (``acc`` or a new array)."""
         raise NotImplementedError(f"{type(self).__name__}.run")
+
+    def run_small(self, model: Model, A: np.ndarray, B: np.ndarray, C: np.ndarray, accumulation: str,
+                  promote_every: int | None) -> np.ndarray | None:
+        """D = unit(A, B, C) as float64 for a small product, straight from float64
+        operands A (M, K), B (K, N) and C (M, N), in one compiled call on the calling
+        thread: no workspace, no parallel launch, no parameter vector built again (the
+        per-call cost of :func:`workbench.gemm` on tiny products, issue 41).  Every
+        input check stays: a ValueError names the first value of A, then B, then C that
+        is not representable (in the input format; C in the output format), as
+        :meth:`prepare` and gemm's check of C do.  Bit for bit :meth:`run`'s result
+        (before :meth:`positive_zero`'s sign rule, which the caller applies).  ``None``
+        where the operation has no such path for this model or accumulation: the caller
+        then prepares and runs (this default)."""
+        return None
 
     def dots(self, model: Model, a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
         """``acc[r] <- unit(a[r, :], b[r, :], acc[r])`` on the row kernel (operations with

@@ -13,9 +13,10 @@ a compiled pass runs on one thread or on numba's thread pool) is re-exported her
 
 from __future__ import annotations
 
+import math
 import threading
 import weakref
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -62,7 +63,7 @@ class _Workspace:
 
     def take(self, shape: tuple[int, ...], dtype: type) -> np.ndarray:
         dt = np.dtype(dtype)
-        if int(np.prod(shape)) * dt.itemsize < WORKSPACE_MIN_BYTES:
+        if math.prod(shape) * dt.itemsize < WORKSPACE_MIN_BYTES:
             return np.empty(shape, dtype=dt)
         with self.lock:
             for n, a in enumerate(self.free):
@@ -225,6 +226,29 @@ def decompose_checked(A: np.ndarray, B: np.ndarray, fmt: _formats.FloatFormat, f
     return sa, ea, sb, eb, bool(special)
 
 
+def small_check_args(fin: _formats.FloatFormat, fout: _formats.FloatFormat, flush: bool) -> tuple[Any, ...] | None:
+    """The scalar arguments of the small-product kernels' input checks
+    (:func:`~workbench.engine.ops.decompose_small`, C against the output format): the
+    input format's significand bits, emin, ``flush``, the bit pattern of its largest
+    value and whether it has NaN and Inf, then the output format's significand bits,
+    emin and largest pattern; ``None`` for input formats those checks do not cover
+    (unsigned formats or formats without subnormals: they take the general path)."""
+    if not (fin.signed and fin.subnormals):
+        return None
+    return (fin.man_bits, fin.emin, flush, int(np.float64(fin.max).view(np.int64)), fin.has_nan, fin.has_inf,
+            fout.man_bits, fout.emin, int(np.float64(fout.max).view(np.int64)))
+
+
+def raise_unrepresentable(bad: tuple[int, int, int], A: np.ndarray, B: np.ndarray, C: np.ndarray,
+                          fin: _formats.FloatFormat, fout: _formats.FloatFormat) -> None:
+    """The ValueError of :func:`workbench.formats.check_representable` for the first of
+    A, B (``fin``) and C (``fout``) whose index in ``bad`` (a small-product kernel's
+    answer: C-order index or -1) says it holds a value that is not representable."""
+    for index, x, fmt, name in zip(bad, (A, B, C), (fin, fin, fout), "ABC"):
+        if index >= 0:
+            raise _formats.not_representable_error(x, int(index), fmt, name)
+
+
 def float_operands(model: InputSide, A: np.ndarray, B: np.ndarray) -> Operands:
     """A (M, K) and B (K, N) checked against ``model.in_fmt``, as float64 ``A`` and a
     C-ordered ``B^T`` (the form of the operations that do not decompose)."""
@@ -309,4 +333,4 @@ def checked_inputs(fin: _formats.FloatFormat, A: np.ndarray, B: np.ndarray) -> t
 
 __all__ = ["Operands", "RowBattery", "plus_zeros", "workspace_array", "recycle", "recycle_arrays", "release_workspace", "WORKSPACE_BYTES",
            "decompose", "decompose_checked", "pad_k", "float_operands", "padded_decomposed", "threads_for",
-           "threads_used", "PARALLEL_MIN_WORK", "InputSide", "checked_inputs"]
+           "threads_used", "PARALLEL_MIN_WORK", "InputSide", "checked_inputs", "small_check_args", "raise_unrepresentable"]

@@ -533,3 +533,43 @@ def first_unrepresentable(bits, man_bits, emin, vmax_bits, has_nan, has_inf):
                     break
     best = first.min() if nt else n
     return (-1 if best == n else best), special.any()
+
+
+@numba.njit(cache=True)
+def decompose_small(bits, sig, exp, transposed, man_bits, emin, flush, vmax_bits, has_nan, has_inf):
+    """Check and decompose one small operand on the calling thread (the small-product
+    path of ``workbench.gemm``: no parallel launch, no workspace): ``bits`` (R, C) are
+    the int64 patterns of a float64 array; ``sig[r, c], exp[r, c]`` receive value
+    ``(r, c)`` (with ``transposed``, ``sig[c, r]``); entries beyond the value's block
+    are the padding, decomposed zeros ``(0, emin)``.  Returns the C-order index of the
+    first value that is not representable (:func:`check_decompose_bits`), or -1."""
+    sig[:] = 0
+    exp[:] = emin
+    R, C = bits.shape
+    first = np.int64(-1)
+    for r in range(R):
+        for c in range(C):
+            ok, s, e = check_decompose_bits(bits[r, c], man_bits, emin, flush, vmax_bits, has_nan, has_inf)
+            if transposed:
+                sig[c, r] = s
+                exp[c, r] = e
+            else:
+                sig[r, c] = s
+                exp[r, c] = e
+            if not ok and first < 0:
+                first = np.int64(r) * C + c
+    return first
+
+
+@numba.njit(cache=True)
+def first_unrepresentable_small(bits, man_bits, emin, vmax_bits, has_nan, has_inf):
+    """:func:`first_unrepresentable`'s index on the calling thread, for small arrays
+    (``bits``: (R, C) int64 patterns of a float64 array): the C-order index of the first
+    value not representable in the signed format with subnormals, or -1."""
+    R, C = bits.shape
+    for r in range(R):
+        for c in range(C):
+            ok, _, _ = check_decompose_bits(bits[r, c], man_bits, emin, False, vmax_bits, has_nan, has_inf)
+            if not ok:
+                return np.int64(r) * C + c
+    return np.int64(-1)

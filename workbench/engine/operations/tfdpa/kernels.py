@@ -77,6 +77,8 @@ from ...ops import (
     shift_lost,
     combine_special,
     decompose_one,
+    decompose_small,
+    first_unrepresentable_small,
     round_fixed,
     special_product,
     special_result,
@@ -615,6 +617,39 @@ def tfdpa_rows(sa, ea, sb, eb, acc, prm):
         acc[r] = _chain(sa, ea, sb, eb, i, i, np.int64(0), K // L, acc[r], prm, fast)
 
 
+@numba.njit(cache=True)
+def tfdpa_small(xa, xb, xc, acc, prm, man_bits, emin, flush, vmax_bits, has_nan, has_inf, out_man_bits, out_emin,
+                out_vmax_bits):
+    """A small product straight from its operands, on the calling thread
+    (:meth:`~workbench.engine.model.Operation.run_small`): ``xa`` (M, K), ``xb`` (K, N)
+    and ``xc`` (M, N) are the int64 patterns of float64 A, B and C; A and B are checked
+    against the input format and decomposed (:func:`~workbench.engine.ops.decompose_small`,
+    K zero-padded to whole blocks of L), C is checked against the output format, then
+    every output runs its blocks through :func:`_accumulate` - the arithmetic of the
+    scalar kernel :func:`tfdpa_gemm`, one chunk of blocks - on ``acc`` (C as float64 on
+    entry, D on exit).  Returns the C-order index of the first value of A, B and C that
+    is not representable (-1 each where none); ``acc`` is left as it was if any."""
+    M, K = xa.shape
+    N = xb.shape[1]
+    L = prm[P_L]
+    Kp = (K + L - 1) // L * L
+    sa = np.empty((M, Kp), dtype=np.int32)
+    ea = np.empty((M, Kp), dtype=np.int32)
+    sb = np.empty((Kp, N), dtype=np.int32)
+    eb = np.empty((Kp, N), dtype=np.int32)
+    bad_a = decompose_small(xa, sa, ea, False, man_bits, emin, flush, vmax_bits, has_nan, has_inf)
+    bad_b = decompose_small(xb, sb, eb, False, man_bits, emin, flush, vmax_bits, has_nan, has_inf)
+    bad_c = first_unrepresentable_small(xc, out_man_bits, out_emin, out_vmax_bits, True, True)
+    if bad_a >= 0 or bad_b >= 0 or bad_c >= 0:
+        return bad_a, bad_b, bad_c
+    fast = fast_eligible(prm)
+    nblocks = Kp // L
+    for i in range(M):
+        for j in range(N):
+            acc[i, j], _ = _accumulate(sa, ea, sb, eb, i, j, 0, nblocks, acc[i, j], 0.0, prm, fast)
+    return bad_a, bad_b, bad_c
+
+
 def pack_tfdpa(params: np.ndarray, M: int, N: int, nthreads: int) -> np.ndarray:
     """The parameter vector of :func:`tfdpa_gemm` (:mod:`workbench.engine.layout`):
     a copy of ``params`` with the output tiles for M x N outputs on ``nthreads``."""
@@ -624,4 +659,4 @@ def pack_tfdpa(params: np.ndarray, M: int, N: int, nthreads: int) -> np.ndarray:
     return prm
 
 
-__all__ = ["tfdpa_gemm", "tfdpa_gemm_lanes", "tfdpa_rows", "tfdpa_step", "lane_eligible", "fast_eligible", "pack_tfdpa"]
+__all__ = ["tfdpa_gemm", "tfdpa_gemm_lanes", "tfdpa_rows", "tfdpa_small", "tfdpa_step", "lane_eligible", "fast_eligible", "pack_tfdpa"]

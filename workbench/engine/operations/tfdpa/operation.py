@@ -44,7 +44,8 @@ from ...layout import (
 )
 from ...checks import check_c_position, check_F, check_fused_window, check_rounding, positive_int
 from ...model import BoundShape, ErrorTerm, Model, Operation, register
-from ...operands import Operands, decompose_checked, padded_decomposed, plus_zeros, threads_for
+from ...operands import (Operands, decompose_checked, padded_decomposed, plus_zeros, raise_unrepresentable,
+                         small_check_args, threads_for)
 from ...ops import MODE_CODES
 from ...trace import Block
 from . import kernels as _kernels
@@ -86,7 +87,13 @@ class TFDPAParams:
 
 
 def kernel_params(model: "Model") -> np.ndarray:
-    """The T-FDPA kernels' parameter vector (:mod:`workbench.engine.layout`), tiles unset."""
+    """The T-FDPA kernels' parameter vector (:mod:`workbench.engine.layout`), tiles unset:
+    a new copy (callers fill in the accumulation and the tiles) of the one the model
+    derives once."""
+    return model.derived(_kernel_params).copy()
+
+
+def _kernel_params(model: "Model") -> np.ndarray:
     prm = fused_params(model, model.F)
     prm[P_STICKY] = model.sticky
     prm[P_CLATE] = model.c_position == "late"
@@ -115,7 +122,11 @@ def lane_layout(model: "Model", N: int) -> bool:
     (:func:`workbench.engine.operations.tfdpa.kernels.tfdpa_gemm_lanes`): models of the T-FDPA kernels
     it computes (:func:`~workbench.engine.operations.tfdpa.kernels.lane_eligible`) with at least
     :data:`~workbench.engine.kernels.LANES_MIN_N` columns."""
-    return N >= _k.LANES_MIN_N and bool(_kernels.lane_eligible(_kernels.pack_tfdpa(kernel_params(model), 1, 1, 1)))
+    return N >= _k.LANES_MIN_N and model.derived(_lane_eligible)
+
+
+def _lane_eligible(model: "Model") -> bool:
+    return bool(_kernels.lane_eligible(_kernels.pack_tfdpa(kernel_params(model), 1, 1, 1)))
 
 
 def b_padded(model: "Model", N: int) -> bool:
@@ -123,8 +134,16 @@ def b_padded(model: "Model", N: int) -> bool:
     the models the vector chain computes in chained accumulation
     (:func:`~workbench.engine.operations.tfdpa.vector_chain.simd_eligible`; its masked loads read B
     as it is, and the unpadded B is decomposed in one flat run); always for the
-    scaled kinds, whose kernels read the padded layout."""
-    return model.operation.scaled or not bool(_tvc.simd_eligible(_kernels.pack_tfdpa(accumulation_params(model, "chain", None), 1, N, 1)))
+    scaled kinds, whose kernels read the padded layout.  The same for every N."""
+    return model.derived(_b_padded)
+
+
+def _b_padded(model: "Model") -> bool:
+    return model.operation.scaled or not bool(_tvc.simd_eligible(_kernels.pack_tfdpa(accumulation_params(model, "chain", None), 1, 1, 1)))
+
+
+def _small_args(model: "Model") -> tuple[Any, ...] | None:
+    return small_check_args(model.in_fmt, model.out_fmt, model.flush_subnormals)
 
 
 def run_tfdpa(model: "Model", sa: np.ndarray, ea: np.ndarray, sb: np.ndarray, eb: np.ndarray, acc: np.ndarray,
@@ -188,6 +207,21 @@ class TFDPA(Operation):
                             numba.get_num_threads())
         sa, ea, sb, eb = cast("tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]", (ops.sa, ops.ea, ops.sb, ops.eb))
         run_tfdpa(model, sa, ea, sb, eb, acc, prm, ops.special)  # decomposed by prepare
+        return acc
+
+    def run_small(self, model: "Model", A: np.ndarray, B: np.ndarray, C: np.ndarray, accumulation: str,
+                  promote_every: int | None) -> np.ndarray | None:
+        """A small product in one compiled call
+        (:func:`~workbench.engine.operations.tfdpa.kernels.tfdpa_small`: the scalar kernel's
+        arithmetic); input formats without signed subnormals take the general path."""
+        args = model.derived(_small_args)
+        if args is None:
+            return None
+        self.check_run(accumulation, promote_every, None, None)
+        prm = accumulation_params(model, accumulation, promote_every)
+        acc = C.copy()
+        bad = _kernels.tfdpa_small(A.view(np.int64), B.view(np.int64), C.view(np.int64), acc, prm, *args)
+        raise_unrepresentable(bad, A, B, C, model.in_fmt, model.out_fmt)
         return acc
 
     def dots(self, model: "Model", a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:

@@ -1,0 +1,167 @@
+"""The small-product path (issue 41, item 1): ``workbench.gemm`` on a product of at most
+``engine.core.SMALL_WORK`` multiply-adds goes through ``Operation.run_small``, one compiled
+call straight from the float64 operands.  It must give the general path's bits
+(``engine.core.run``: prepare, then the lane/vector/scalar kernels), zeros' signs and NaN
+encodings included, keep every input check with the same error, and leave everything it
+does not compute to the general path.  The general path is itself held against the
+Fraction reference, MMA-Sim and the hardware vectors by other files; those files' small
+products now run here too (test_engine_reference's ``check_model`` calls gemm on up to
+20 x K x 20)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import workbench as wb
+from workbench import catalogue, formats
+from workbench import units
+from workbench.engine import core, operation
+
+#: every preset whose operation has a small path, by catalogue name
+SMALL_KINDS = ("t-fdpa",)
+PRESETS = [r.name for r in catalogue.records() if r.kind in SMALL_KINDS]
+
+
+def _values(rng: np.random.Generator, shape: tuple[int, int], fmt: str, specials: bool) -> np.ndarray:
+    """Values of ``fmt``: normals over a wide exponent range, zeros of both signs,
+    subnormals, the largest value, and (with ``specials``) NaN and +-Inf where ``fmt``
+    has them."""
+    f = formats.format(fmt)
+    n = int(np.prod(shape))
+    kind = rng.integers(0, 100, n)
+    x = rng.standard_normal(n) * np.exp2(rng.integers(-30, 31, n).astype(float))
+    x[kind < 10] = 0.0
+    x[(kind >= 10) & (kind < 15)] = -0.0
+    sub = (kind >= 15) & (kind < 22)
+    x[sub] = rng.integers(-8, 9, sub.sum()) * f.min_normal * 2.0 ** (1 - f.p)
+    x[(kind >= 22) & (kind < 25)] = rng.choice([-1.0, 1.0], ((kind >= 22) & (kind < 25)).sum()) * f.max
+    x = wb.round(x, fmt)
+    if specials and f.has_nan:
+        x[kind == 99] = np.nan
+    if specials and f.has_inf:
+        x[kind == 98] = np.inf
+        x[kind == 97] = -np.inf
+    return x.reshape(shape)
+
+
+def _bits(x: np.ndarray) -> np.ndarray:
+    """float64 patterns, every NaN one pattern (the general path's NaN payloads are
+    compared through gemm's output encodings below)."""
+    y = np.array(x, dtype=np.float64)
+    y[np.isnan(y)] = np.nan
+    return y.view(np.uint64)
+
+
+def _shapes(rng: np.random.Generator, L: int) -> list[tuple[int, int, int]]:
+    return [(1, 1, 1), (4, 16, 4), (3, L + 1, 5), (2, 3 * L, 7), (int(rng.integers(1, 9)), int(rng.integers(1, 70)),
+                                                                  int(rng.integers(1, 9)))]
+
+
+def _check(m: wb.Model, rng: np.random.Generator, accumulation: str = "chain", promote_every: int | None = None,
+           specials: bool = True) -> None:
+    for M, K, N in _shapes(rng, m.L):
+        A = _values(rng, (M, K), m.in_format, specials)
+        B = _values(rng, (K, N), m.in_format, specials)
+        C = _values(rng, (M, N), m.out_format, specials)
+        small = core.run_small(m, A, B, C, accumulation=accumulation, promote_every=promote_every)
+        assert small is not None, (m.describe(), M, K, N)
+        general = core.run(m, A, B, C, accumulation=accumulation, promote_every=promote_every)
+        assert np.array_equal(_bits(small), _bits(general)), (m.describe(), accumulation, M, K, N)
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_every_preset_gives_the_general_paths_bits(name):
+    m = units.resolve(name)
+    rng = np.random.default_rng(sum(map(ord, name)))
+    _check(m, rng)
+
+
+@pytest.mark.parametrize("variant", [{"rounding": "rne"}, {"rounding": "rd", "zero_exponent": None},
+                                     {"rounding": "ru"}, {"sticky": True}, {"flush_output_subnormals": True},
+                                     {"c_position": "late"}, {"c_position": "late", "interleave": 2},
+                                     {"flush_subnormals": True}])
+def test_custom_t_fdpa_units_give_the_general_paths_bits(variant):
+    m = wb.preset("H100", "fp16", "fp32").with_params(**variant)
+    _check(m, np.random.default_rng(len(repr(variant))))
+
+
+@pytest.mark.parametrize("accumulation, every", [("outside", None), ("promote", 32)])
+def test_outside_and_promote_give_the_general_paths_bits(accumulation, every):
+    for m in (wb.preset("H100", "fp8_e4m3", "fp32"), wb.preset("A100", "bf16", "fp32")):
+        _check(m, np.random.default_rng(5), accumulation, every)
+
+
+def test_gemm_takes_the_small_path_and_gives_its_output(monkeypatch):
+    """A tiny gemm never reaches prepare (the general path's first step), and its output
+    (dtype, canonical NaN 0x7FFFFFFF) is what the general path gives the same operands."""
+    m = wb.preset("H100", "fp16", "fp32")
+    rng = np.random.default_rng(11)
+    A, B, C = _values(rng, (4, 16), "fp16", True), _values(rng, (16, 4), "fp16", True), _values(rng, (4, 4), "fp32", True)
+    want = core.run(m, A, B, C).astype(np.float32)
+    want.view(np.uint32)[np.isnan(want)] = 0x7FFFFFFF
+    monkeypatch.setattr(core, "prepare", lambda *a, **k: pytest.fail("the general path ran"))
+    got = wb.gemm(A, B, C, model=m)
+    assert got.dtype == np.float32 and np.array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.parametrize("kw", [dict(alpha=2.0), dict(beta=0.0), dict(accumulation="promote", promote_every=32),
+                                dict(schedule="cublas-h100-fp16-fp32"), dict(input_rounding="rne")])
+def test_what_the_small_path_does_not_compute_goes_the_general_way(monkeypatch, kw):
+    """alpha/beta epilogues, a library schedule (rules per K), input rounding, and an fp32
+    accumulator of promote that must be rounded to an fp16 output: the general path."""
+    m = wb.preset("H100", "fp16", "fp16") if "accumulation" in kw else wb.preset("H100", "fp16", "fp32")
+    ran = []
+    real = core.prepare
+    monkeypatch.setattr(core, "prepare", lambda *a, **k: ran.append(1) or real(*a, **k))
+    wb.gemm(np.ones((2, 32)), np.ones((32, 2)), np.ones((2, 2)), model=m, **kw)
+    assert ran
+
+
+def test_large_products_go_the_general_way(monkeypatch):
+    m = wb.preset("H100", "fp16", "fp32")
+    assert core.run_small(m, np.ones((64, 64)), np.ones((64, 64)), np.zeros((64, 64))) is None
+    assert core.run_small(m, np.ones((2, 0)), np.ones((0, 2)), np.zeros((2, 2))) is None   # K = 0
+
+
+@pytest.mark.parametrize("where", ["A", "B", "C"])
+def test_a_value_that_is_not_representable_gives_the_general_paths_error(where):
+    m = wb.preset("H100", "fp16", "fp32")
+    A, B, C = np.ones((3, 8)), np.ones((8, 2)), np.ones((3, 2))
+    bad = {"A": (A, (2, 5), 1 + 2.0**-11), "B": (B, (7, 1), 1e-9), "C": (C, (1, 1), 1 + 2.0**-30)}[where]
+    bad[0][bad[1]] = bad[2]
+    with pytest.raises(ValueError) as err:
+        wb.gemm(A, B, C, model=m)
+    index = f"{where}[{bad[1][0]}, {bad[1][1]}]"
+    assert str(err.value).startswith(f"{index} = {bad[2]!r} is not representable in "), str(err.value)
+    assert ("input_rounding=" in str(err.value)) == (where != "C")          # gemm's hint for A and B only
+    with pytest.raises(ValueError) as direct:   # core.run_small itself: check_representable's message
+        core.run_small(m, A, B, C)
+    fmt = m.out_fmt if where == "C" else m.in_fmt
+    with pytest.raises(ValueError) as reference:
+        formats.check_representable(bad[0], fmt, where)
+    assert str(direct.value) == str(reference.value)
+
+
+def test_the_operations_without_a_small_path_say_so():
+    """Every operation answers run_small; those without one answer None (the default)."""
+    m = wb.preset("MI300X", "fp16", "fp32")
+    assert operation(m.kind).run_small(m, np.ones((1, 4)), np.ones((4, 1)), np.zeros((1, 1)), "chain", None) is None
+
+
+@pytest.mark.parametrize("flush", [False, True])
+def test_subnormal_inputs_are_flushed_only_where_the_unit_flushes(flush):
+    """Large A times subnormal B (and subnormal A times large B), C = 0: a unit that
+    flushes subnormal inputs (``flush_subnormals``) gives +0 everywhere (its products are
+    zero); one that does not gives the general path's non-zero bits."""
+    m = wb.preset("H100", "fp16", "fp32").with_params(flush_subnormals=flush)
+    rng = np.random.default_rng(3)
+    big = np.exp2(rng.integers(8, 16, (3, 16))) * rng.choice([-1.0, 1.0], (3, 16))
+    tiny = rng.integers(1, 1024, (16, 2)) * 2.0**-24 * rng.choice([-1.0, 1.0], (16, 2))    # fp16 subnormals
+    for A, B in ((big, tiny), (tiny.T.copy(), big.T.copy())):
+        C = np.zeros((A.shape[0], B.shape[1]))
+        small = core.run_small(m, A, B, C)
+        assert np.array_equal(_bits(small), _bits(core.run(m, A, B, C)))
+        if flush:
+            assert np.array_equal(_bits(small), _bits(np.zeros_like(C)))
+        else:
+            assert np.all(small != 0)

@@ -5,6 +5,7 @@ OpenBLAS on this machine (numpy float64) for the K blocking and the candidate sc
 """
 from __future__ import annotations
 
+import json
 from fractions import Fraction
 
 import numpy as np
@@ -129,6 +130,54 @@ def test_gemm_runs_a_region_with_its_lanes():
             assert D[i, j] == want, (i, j)
     back = S.Schedule.from_dict(sched.to_dict())
     assert back == sched
+
+
+def test_region_narrowings_pick_their_outputs():
+    """row_phase, col_panel and panels by hand: 6 of every 12 rows, one 8-column tile, only for
+    some numbers of tiles; bad values are refused."""
+    r = S.Region(rows=(0, 12), cols=(0, 8), lanes=2, lane_block=8, row_phase=(12, 6, 12), col_panel=-1,
+                 panels=(3, 2, 1))
+    rows, cols = r.outputs(25, 26)                 # rows 0..23, three tiles of 8 columns: the last
+    assert rows.tolist() == [6, 7, 8, 9, 10, 11, 18, 19, 20, 21, 22, 23] and cols.tolist() == list(range(16, 24))
+    assert r.outputs(25, 32)[1].size == 0 and r.outputs(25, 16)[1].size == 0 and r.outputs(11, 26)[0].size == 0
+    first = S.Region(rows=(0, 12), cols=(0, 8), lanes=2, lane_block=8, row_phase=(12, 0, 6), col_panel=0,
+                     panels=(2, 1, 0))
+    assert first.outputs(12, 17)[0].tolist() == [0, 1, 2, 3, 4, 5]
+    assert first.outputs(12, 17)[1].tolist() == list(range(8))
+    assert first.outputs(12, 15)[1].size == 0                  # one tile: fewer than 2
+    plain = S.Region(rows=(2, 1), cols=(0, 4), lanes=4, lane_block=8)
+    assert [x.tolist() for x in plain.outputs(3, 5)] == [[2], [0, 1, 2, 3]]
+    for bad in ({"row_phase": (12, 6, 6)}, {"row_phase": (12, 0, 13)}, {"row_phase": (12, -1, 6)},
+                {"col_panel": True}, {"col_panel": 1.0}, {"panels": (2, 2, 2)}, {"panels": (2, 0, 0)}):
+        with pytest.raises(ValueError, match=f"Region.{next(iter(bad))}"):
+            S.Region(rows=(0, 12), cols=(0, 8), lanes=2, lane_block=8, **bad)
+    sched = S.Schedule(regions=(r, first, plain))
+    assert S.Schedule.from_dict(json.loads(json.dumps(sched.to_dict()))) == sched
+
+
+def test_gemm_runs_a_phased_region_with_its_lanes():
+    """An fp64 FMA unit with a two-lane region on rows 6-11 of the 12-row band and the last of
+    two 8-column tiles (K unrolled by 8, the tail on lane 0): those outputs are l0 + l1 of two
+    FMA chains, the others one chain (Fraction-exact FMAs by hand); C joins last."""
+    rng = np.random.default_rng(4)
+    M, N, K = 13, 18, 19
+    A = rng.standard_normal((M, K)) * np.exp2(rng.integers(-30, 30, (M, K)))
+    B = rng.standard_normal((K, N))
+    C = rng.standard_normal((M, N))
+    sched = S.Schedule(c_position="combine", combine_format="fp64", regions=(
+        S.Region(rows=(0, 12), cols=(0, 8), lanes=2, lane_block=8, row_phase=(12, 6, 12), col_panel=-1,
+                 panels=(2, 2, 0)),))
+    D = wb.gemm(A, B, C, model=wb.custom_model("fp64", "fp64", kind="fma"), schedule=sched)
+    even = list(range(0, 16, 2)) + [16, 17, 18]
+    odd = list(range(1, 16, 2))
+    for i in range(M):
+        for j in range(N):
+            if 6 <= i < 12 and 8 <= j < 16:
+                l0, l1 = (_fma_chain(A[i, q].tolist(), B[q, j].tolist()) for q in (even, odd))
+                want = C[i, j] + (l0 + l1)
+            else:
+                want = C[i, j] + _fma_chain(A[i].tolist(), B[:, j].tolist())
+            assert D[i, j] == want, (i, j)
 
 
 def test_a_report_verifies_only_when_every_output_matched():

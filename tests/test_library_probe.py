@@ -44,6 +44,7 @@ def test_openblas_blocking_rule():
     assert sizes == [256, 172, 172]
     assert [len(p) for p in S.Split(block=256, block_unroll=4).indices(1000)] == [256, 256, 244, 244]
     assert [len(p) for p in S.Split(block=320, block_unroll=4).indices(1000)] == [320, 320, 180, 180]
+    assert [len(p) for p in S.Split(block=320, block_unroll=8).indices(1000)] == [320, 320, 184, 176]
     with pytest.raises(ValueError, match="alone"):
         S.Split(2, block=256)
 
@@ -77,6 +78,20 @@ def test_numpy_fp64_is_the_openblas_schedule_with_its_odd_row_edge_kernel():
     assert r.repeatable
     assert [(s, k, bad) for s, k, bad, _, _ in r.results if bad] == []
     assert r.verified and "bit-identical" in r.sheet()
+
+
+@haswell_openblas
+def test_the_openblas_sgemm_blocks_are_fprevs():
+    """FPRev on the real numpy float32 matmul (1 thread, 3 x 8 x 1000: 3 rows run OpenBLAS'
+    one-accumulator 2- and 1-row kernels): the blocks of SGEMM_DEFAULT_Q = 320, the last two
+    halves of 360 rounded up to SGEMM_UNROLL_M = 8: 0-319, 320-639, 640-823, 824-999."""
+    with threadpool_limits(1, user_api="blas"):
+        c = fprev_counts(lambda A, B: A @ B, 3, 8, 1000, 0, 24, "float32")
+    assert (c == c[0]).all()
+    j = np.arange(1000)
+    want = np.select([j < 320, j < 640, j < 824], [1000 - (j + 1), 1000 - 640, 1000 - 824], 0)
+    want[0] = 999
+    assert (c[0] == want).all()
 
 
 def _fma_chain(a: list[float], b: list[float]) -> float:

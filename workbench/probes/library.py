@@ -64,15 +64,22 @@ _OPENBLAS_REGIONS = {
 }
 
 
+#: GEMM_UNROLL_M of param.h's HASWELL section: the driver rounds the halved last K blocks to it
+_OPENBLAS_UNROLL_M = {"fp64": 4, "fp32": 8}
+
+
 def _openblas(fmt: str, q: int) -> LibraryCandidate:
     name = "dgemm" if fmt == "fp64" else "sgemm"
+    u = _OPENBLAS_UNROLL_M[fmt]
     return LibraryCandidate(lambda: _fma(fmt), _schedules.Schedule(
-        name=f"openblas-haswell-{name}", rules=(_schedules.KRule(1, None, _schedules.Split(block=q, block_unroll=4)),),
+        name=f"openblas-haswell-{name}",
+        rules=(_schedules.KRule(1, None, _schedules.Split(block=q, block_unroll=u)),),
         c_position="combine", combine_format=fmt, regions=_OPENBLAS_REGIONS[fmt],
         shapes="M, N >= 2 (numpy's gemm path)", threads=1,
         evidence=f"OpenBLAS Haswell kernels ({name.upper()}_DEFAULT_Q = {q}; driver/level3 halves the last two "
-                 f"blocks), each block an FMA chain (vfmadd231) from zero added to C in order; the edge/tile "
-                 f"kernels' accumulators as the regions say (FPRev per output)"),
+                 f"blocks, rounded up to {name.upper()}_UNROLL_M = {u}), each block an FMA chain (vfmadd231) "
+                 f"from zero added to C in order; the edge/tile kernels' accumulators as the regions say (FPRev "
+                 f"per output)"),
         f"OpenBLAS {name} for the Haswell core: GEMM_Q = {q}, the driver's K blocking; FPRev's blocks and "
         f"per-output accumulators")
 

@@ -14,12 +14,13 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 import workbench as wb
 from workbench import schedules as S
-from workbench.probes.library import LIBRARIES, LibraryReport, fprev_counts, probe_library
+from workbench.probes.library import LIBRARIES, OPENBLAS_CORES, LibraryReport, fprev_counts, probe_library
 
 _BLAS = [i for i in threadpool_info() if i.get("user_api") == "blas"]
 haswell_openblas = pytest.mark.skipif(
-    not _BLAS or any(i.get("internal_api") != "openblas" or i.get("architecture") not in ("Haswell", "Zen")
-                     for i in _BLAS), reason=f"numpy's BLAS here is not OpenBLAS' Haswell/Zen kernels: {_BLAS}")
+    not _BLAS or any(i.get("internal_api") != "openblas" or i.get("architecture") not in OPENBLAS_CORES
+                     for i in _BLAS), reason=f"numpy's BLAS here is not OpenBLAS' Haswell kernels (cores "
+                                             f"{OPENBLAS_CORES}), which the schedules describe: {_BLAS}")
 
 
 def _left_to_right(A: np.ndarray, B: np.ndarray) -> np.ndarray:
@@ -92,6 +93,20 @@ def test_the_openblas_sgemm_blocks_are_fprevs():
     want = np.select([j < 320, j < 640, j < 824], [1000 - (j + 1), 1000 - 640, 1000 - 824], 0)
     want[0] = 999
     assert (c[0] == want).all()
+
+
+@haswell_openblas
+def test_numpy_fp32_is_the_openblas_schedule_with_its_two_accumulator_tiles():
+    """At 1 thread every output of numpy's float32 matmul is the candidate: FMA chains in
+    SGEMM's K blocks, and two accumulators (k even, k odd) on the tiles of
+    sgemm_kernel_8x4_haswell_2.c that keep them - 12-row blocks over 2, 3 and 4 eight-column
+    tiles (the L half of the first tile, the last tile's L or R half by parity), 4-row
+    blocks after them, K tails of 0-7 and K past the blocking."""
+    shapes = ((12, 16, 37), (25, 24, 45), (13, 32, 700), (29, 17, 30), (2, 3, 1000))
+    r = probe_library("numpy-fp32", shapes=shapes, fprev_shape=(4, 8, 64))
+    assert r.repeatable
+    assert [(s, k, bad) for s, k, bad, _, _ in r.results if bad] == []
+    assert r.verified and "bit-identical" in r.sheet()
 
 
 def _fma_chain(a: list[float], b: list[float]) -> float:

@@ -5,6 +5,7 @@ OpenBLAS on this machine (numpy float64) for the K blocking and the candidate sc
 """
 from __future__ import annotations
 
+import json
 from fractions import Fraction
 
 import numpy as np
@@ -13,12 +14,13 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 import workbench as wb
 from workbench import schedules as S
-from workbench.probes.library import LIBRARIES, LibraryReport, fprev_counts, probe_library
+from workbench.probes.library import LIBRARIES, OPENBLAS_CORES, LibraryReport, fprev_counts, probe_library
 
 _BLAS = [i for i in threadpool_info() if i.get("user_api") == "blas"]
 haswell_openblas = pytest.mark.skipif(
-    not _BLAS or any(i.get("internal_api") != "openblas" or i.get("architecture") not in ("Haswell", "Zen")
-                     for i in _BLAS), reason=f"numpy's BLAS here is not OpenBLAS' Haswell/Zen kernels: {_BLAS}")
+    not _BLAS or any(i.get("internal_api") != "openblas" or i.get("architecture") not in OPENBLAS_CORES
+                     for i in _BLAS), reason=f"numpy's BLAS here is not OpenBLAS' Haswell kernels (cores "
+                                             f"{OPENBLAS_CORES}), which the schedules describe: {_BLAS}")
 
 
 def _left_to_right(A: np.ndarray, B: np.ndarray) -> np.ndarray:
@@ -43,6 +45,7 @@ def test_openblas_blocking_rule():
     assert sizes == [256, 172, 172]
     assert [len(p) for p in S.Split(block=256, block_unroll=4).indices(1000)] == [256, 256, 244, 244]
     assert [len(p) for p in S.Split(block=320, block_unroll=4).indices(1000)] == [320, 320, 180, 180]
+    assert [len(p) for p in S.Split(block=320, block_unroll=8).indices(1000)] == [320, 320, 184, 176]
     with pytest.raises(ValueError, match="alone"):
         S.Split(2, block=256)
 
@@ -73,6 +76,34 @@ def test_numpy_fp64_is_the_openblas_schedule_with_its_odd_row_edge_kernel():
     tails of 0-7 and K past the blocking."""
     shapes = ((3, 5, 100), (5, 9, 37), (7, 4, 260), (9, 6, 45), (4, 7, 700), (2, 3, 1000))
     r = probe_library("numpy-fp64", shapes=shapes, fprev_shape=(4, 8, 64))
+    assert r.repeatable
+    assert [(s, k, bad) for s, k, bad, _, _ in r.results if bad] == []
+    assert r.verified and "bit-identical" in r.sheet()
+
+
+@haswell_openblas
+def test_the_openblas_sgemm_blocks_are_fprevs():
+    """FPRev on the real numpy float32 matmul (1 thread, 3 x 8 x 1000: 3 rows run OpenBLAS'
+    one-accumulator 2- and 1-row kernels): the blocks of SGEMM_DEFAULT_Q = 320, the last two
+    halves of 360 rounded up to SGEMM_UNROLL_M = 8: 0-319, 320-639, 640-823, 824-999."""
+    with threadpool_limits(1, user_api="blas"):
+        c = fprev_counts(lambda A, B: A @ B, 3, 8, 1000, 0, 24, "float32")
+    assert (c == c[0]).all()
+    j = np.arange(1000)
+    want = np.select([j < 320, j < 640, j < 824], [1000 - (j + 1), 1000 - 640, 1000 - 824], 0)
+    want[0] = 999
+    assert (c[0] == want).all()
+
+
+@haswell_openblas
+def test_numpy_fp32_is_the_openblas_schedule_with_its_two_accumulator_tiles():
+    """At 1 thread every output of numpy's float32 matmul is the candidate: FMA chains in
+    SGEMM's K blocks, and two accumulators (k even, k odd) on the tiles of
+    sgemm_kernel_8x4_haswell_2.c that keep them - 12-row blocks over 2, 3 and 4 eight-column
+    tiles (the L half of the first tile, the last tile's L or R half by parity), 4-row
+    blocks after them, K tails of 0-7 and K past the blocking."""
+    shapes = ((12, 16, 37), (25, 24, 45), (13, 32, 700), (29, 17, 30), (2, 3, 1000))
+    r = probe_library("numpy-fp32", shapes=shapes, fprev_shape=(4, 8, 64))
     assert r.repeatable
     assert [(s, k, bad) for s, k, bad, _, _ in r.results if bad] == []
     assert r.verified and "bit-identical" in r.sheet()
@@ -129,6 +160,54 @@ def test_gemm_runs_a_region_with_its_lanes():
             assert D[i, j] == want, (i, j)
     back = S.Schedule.from_dict(sched.to_dict())
     assert back == sched
+
+
+def test_region_narrowings_pick_their_outputs():
+    """row_phase, col_panel and panels by hand: 6 of every 12 rows, one 8-column tile, only for
+    some numbers of tiles; bad values are refused."""
+    r = S.Region(rows=(0, 12), cols=(0, 8), lanes=2, lane_block=8, row_phase=(12, 6, 12), col_panel=-1,
+                 panels=(3, 2, 1))
+    rows, cols = r.outputs(25, 26)                 # rows 0..23, three tiles of 8 columns: the last
+    assert rows.tolist() == [6, 7, 8, 9, 10, 11, 18, 19, 20, 21, 22, 23] and cols.tolist() == list(range(16, 24))
+    assert r.outputs(25, 32)[1].size == 0 and r.outputs(25, 16)[1].size == 0 and r.outputs(11, 26)[0].size == 0
+    first = S.Region(rows=(0, 12), cols=(0, 8), lanes=2, lane_block=8, row_phase=(12, 0, 6), col_panel=0,
+                     panels=(2, 1, 0))
+    assert first.outputs(12, 17)[0].tolist() == [0, 1, 2, 3, 4, 5]
+    assert first.outputs(12, 17)[1].tolist() == list(range(8))
+    assert first.outputs(12, 15)[1].size == 0                  # one tile: fewer than 2
+    plain = S.Region(rows=(2, 1), cols=(0, 4), lanes=4, lane_block=8)
+    assert [x.tolist() for x in plain.outputs(3, 5)] == [[2], [0, 1, 2, 3]]
+    for bad in ({"row_phase": (12, 6, 6)}, {"row_phase": (12, 0, 13)}, {"row_phase": (12, -1, 6)},
+                {"col_panel": True}, {"col_panel": 1.0}, {"panels": (2, 2, 2)}, {"panels": (2, 0, 0)}):
+        with pytest.raises(ValueError, match=f"Region.{next(iter(bad))}"):
+            S.Region(rows=(0, 12), cols=(0, 8), lanes=2, lane_block=8, **bad)
+    sched = S.Schedule(regions=(r, first, plain))
+    assert S.Schedule.from_dict(json.loads(json.dumps(sched.to_dict()))) == sched
+
+
+def test_gemm_runs_a_phased_region_with_its_lanes():
+    """An fp64 FMA unit with a two-lane region on rows 6-11 of the 12-row band and the last of
+    two 8-column tiles (K unrolled by 8, the tail on lane 0): those outputs are l0 + l1 of two
+    FMA chains, the others one chain (Fraction-exact FMAs by hand); C joins last."""
+    rng = np.random.default_rng(4)
+    M, N, K = 13, 18, 19
+    A = rng.standard_normal((M, K)) * np.exp2(rng.integers(-30, 30, (M, K)))
+    B = rng.standard_normal((K, N))
+    C = rng.standard_normal((M, N))
+    sched = S.Schedule(c_position="combine", combine_format="fp64", regions=(
+        S.Region(rows=(0, 12), cols=(0, 8), lanes=2, lane_block=8, row_phase=(12, 6, 12), col_panel=-1,
+                 panels=(2, 2, 0)),))
+    D = wb.gemm(A, B, C, model=wb.custom_model("fp64", "fp64", kind="fma"), schedule=sched)
+    even = list(range(0, 16, 2)) + [16, 17, 18]
+    odd = list(range(1, 16, 2))
+    for i in range(M):
+        for j in range(N):
+            if 6 <= i < 12 and 8 <= j < 16:
+                l0, l1 = (_fma_chain(A[i, q].tolist(), B[q, j].tolist()) for q in (even, odd))
+                want = C[i, j] + (l0 + l1)
+            else:
+                want = C[i, j] + _fma_chain(A[i].tolist(), B[:, j].tolist())
+            assert D[i, j] == want, (i, j)
 
 
 def test_a_report_verifies_only_when_every_output_matched():

@@ -150,11 +150,11 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
     with _core.threads_for(M * N * max(K, 1)):     # one thread count for every stage of the product
         D = _checked_gemm(A, B, C, model, alpha, beta, sched, scale_a, scale_b, input_rounding, device)
         for region in sched.regions:               # outputs of another micro-kernel (checked above with the rest)
-            rows, cols = region.span(M, N)
-            if rows.start < rows.stop and cols.start < cols.stop:
-                D[rows, cols] = _checked_gemm(
-                    A[rows], B[:, cols], None if C is None else np.asarray(C, dtype=np.float64)[rows, cols], model,
-                    alpha, beta, sched.in_region(region),
+            rows, cols = region.outputs(M, N)
+            if rows.size and cols.size:
+                D[np.ix_(rows, cols)] = _checked_gemm(
+                    A[rows], B[:, cols], None if C is None else np.asarray(C, dtype=np.float64)[np.ix_(rows, cols)],
+                    model, alpha, beta, sched.in_region(region),
                     None if scale_a is None else np.asarray(scale_a, dtype=np.float64)[rows],
                     None if scale_b is None else np.asarray(scale_b, dtype=np.float64)[:, cols],
                     input_rounding, device)

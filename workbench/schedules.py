@@ -172,12 +172,33 @@ class Region:
     first row; b = 1: to the last), the way a BLAS cuts M into tiles and its remainder
     into smaller kernels; ``cols`` likewise over N.  ``(0, 4)``: the rows of whole
     4-row tiles; ``(2, 1)``: the last row when M is odd (the 1-row kernel after the
-    2-row one)."""
+    2-row one).
+
+    Three optional narrowings, for kernels that treat parts of a tile differently
+    (OpenBLAS' Haswell SGEMM, ``kernel/x86_64/sgemm_kernel_8x4_haswell_2.c``: in each
+    block of 12 rows of numpy's row-major C - 12 columns of the column-major C the
+    kernel sees - the first or last 8 columns of 6 of those rows keep two accumulators,
+    depending on how many 8-column tiles there are):
+
+    ``row_phase=(period, lo, hi)``
+        only the band's rows whose offset from the band's first row, modulo
+        ``period``, lies in ``lo .. hi - 1`` (``(12, 0, 6)``: the first 6 rows of
+        every 12);
+    ``col_panel=p``
+        only tile ``p`` of the cols band's tiles of ``cols[1]`` columns (negative:
+        counted from the band's end, -1 the last);
+    ``panels=(at_least, modulus, residue)``
+        the region applies only where the cols band holds n tiles of ``cols[1]`` with
+        n >= at_least and n % modulus == residue (a kernel whose path depends on how
+        many tiles there are, and on their parity)."""
 
     rows: tuple[int, int]
     cols: tuple[int, int]
     lanes: int
     lane_block: int
+    row_phase: tuple[int, int, int] | None = None
+    col_panel: int | None = None
+    panels: tuple[int, int, int] | None = None
 
     def __post_init__(self) -> None:
         for name in ("rows", "cols"):
@@ -187,11 +208,47 @@ class Region:
                 raise ValueError(f"Region.{name}={v!r}: expected (a, b) with a = 0 or a > b >= 1 "
                                  f"(rows M - M % a .. M - M % b)")
         Split(lanes=self.lanes, lane_block=self.lane_block)     # the same checks as a Split's
+        ph = self.row_phase
+        if ph is not None and (not _ints(ph, 3) or not 0 <= ph[1] < ph[2] <= ph[0]):
+            raise ValueError(f"Region.row_phase={ph!r}: expected None or (period, lo, hi) with "
+                             f"0 <= lo < hi <= period")
+        if self.col_panel is not None and not _ints((self.col_panel,), 1, signed=True):
+            raise ValueError(f"Region.col_panel={self.col_panel!r}: expected None or an integer tile index")
+        pn = self.panels
+        if pn is not None and (not _ints(pn, 3) or pn[1] < 1 or pn[2] >= pn[1]):
+            raise ValueError(f"Region.panels={pn!r}: expected None or (at_least, modulus, residue) with "
+                             f"modulus >= 1 and 0 <= residue < modulus")
 
     def span(self, M: int, N: int) -> tuple[slice, slice]:
-        """The rows and columns of an M x N product this region covers (possibly empty)."""
+        """The bands of rows and columns of an M x N product (``rows``, ``cols``; possibly empty)."""
         return (slice(_band(M, self.rows[0]), _band(M, self.rows[1])),
                 slice(_band(N, self.cols[0]), _band(N, self.cols[1])))
+
+    def outputs(self, M: int, N: int) -> tuple[np.ndarray, np.ndarray]:
+        """The rows and the columns of an M x N product this region covers: :meth:`span`'s
+        bands narrowed by ``row_phase``, ``col_panel`` and ``panels`` (possibly empty)."""
+        rs, cs = self.span(M, N)
+        rows, cols = np.arange(rs.start, max(rs.start, rs.stop)), np.arange(cs.start, max(cs.start, cs.stop))
+        if self.row_phase is not None:
+            period, lo, hi = self.row_phase
+            phase = (rows - rs.start) % period
+            rows = rows[(lo <= phase) & (phase < hi)]
+        t = self.cols[1]
+        n = len(cols) // t
+        if self.panels is not None:
+            at_least, modulus, residue = self.panels
+            if n < at_least or n % modulus != residue:
+                cols = cols[:0]
+        if self.col_panel is not None:
+            p = self.col_panel + n if self.col_panel < 0 else self.col_panel
+            cols = cols[p * t:(p + 1) * t] if 0 <= p < n else cols[:0]
+        return rows, cols
+
+
+def _ints(v: Any, n: int, signed: bool = False) -> bool:
+    """Whether ``v`` is a tuple of ``n`` integers (not bools), non-negative unless ``signed``."""
+    return (isinstance(v, tuple) and len(v) == n
+            and all(isinstance(t, int) and not isinstance(t, bool) and (signed or t >= 0) for t in v))
 
 
 @dataclass(frozen=True)
@@ -318,9 +375,10 @@ class Schedule:
                             KRule(r["k_min"], r["k_max"], r["split"] if r["split"] is None or isinstance(r["split"], Split)
                                   else Split(**r["split"]), None if r.get("mn") is None else tuple(r["mn"]))
                             for r in kw.get("rules", ()))
-        kw["regions"] = tuple(g if isinstance(g, Region) else
-                              Region(tuple(g["rows"]), tuple(g["cols"]), g["lanes"], g["lane_block"])
-                              for g in kw.get("regions", ()))
+        kw["regions"] = tuple(g if isinstance(g, Region) else Region(
+            tuple(g["rows"]), tuple(g["cols"]), g["lanes"], g["lane_block"],
+            None if g.get("row_phase") is None else tuple(g["row_phase"]), g.get("col_panel"),
+            None if g.get("panels") is None else tuple(g["panels"])) for g in kw.get("regions", ()))
         return cls(**kw)
 
 

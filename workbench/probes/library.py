@@ -29,11 +29,15 @@ import numpy as np
 from .. import schedules as _schedules
 from ..engine.model import Model
 
-__all__ = ["LIBRARIES", "LibraryCandidate", "LibraryReport", "probe_library", "fprev_counts", "SHAPES"]
+__all__ = ["LIBRARIES", "LibraryCandidate", "LibraryReport", "probe_library", "fprev_counts", "SHAPES",
+           "OPENBLAS_CORES"]
 
-#: shapes (M, N, K) of the verification: K from below to well past each blocking, odd M and N
+#: shapes (M, N, K) of the verification: K from below to well past each blocking, odd M and N;
+#: 25 x 24 and 13 x 32 give OpenBLAS' SGEMM 12-row blocks over an odd and an even number of
+#: 8-column tiles (the two-accumulator tiles of :data:`_OPENBLAS_REGIONS`)
 SHAPES = ((2, 2, 1), (4, 8, 16), (3, 5, 100), (8, 7, 255), (16, 9, 256), (6, 13, 257), (12, 4, 511),
-          (4, 6, 512), (10, 11, 513), (8, 16, 700), (2, 3, 1000), (14, 6, 1500), (4, 5, 2049), (6, 2, 4000))
+          (4, 6, 512), (10, 11, 513), (8, 16, 700), (2, 3, 1000), (14, 6, 1500), (4, 5, 2049), (6, 2, 4000),
+          (25, 24, 700), (13, 32, 1000))
 
 
 @dataclass(frozen=True)
@@ -52,27 +56,60 @@ def _fma(fmt: str) -> Model:
 
 
 #: the outputs OpenBLAS' Haswell kernels sum with several accumulators, found with FPRev per
-#: output (one fixed position, every other position in every column): DGEMM's 1 x 4 edge
-#: kernel (the last row when M is odd, the columns of whole 4-column groups) keeps four
-#: accumulators over k % 4, unrolls K by 8 and finishes the block's K % 8 tail on
-#: accumulator 0.  SGEMM sums some outputs over k % 2 in two accumulators, in a pattern of
-#: 6-row and 8-column tiles that depends on M and N (e.g. 12 x 16: rows 0-5 two, rows 6-11
-#: one; 16 x 8: rows 12-15 two) and is not yet captured: no region is claimed for it
+#: output (one fixed position, every other position in every column: a two-accumulator output
+#: of 4 x 8 x 40 joins every odd position at the root) and read in the kernels' source.
+#: numpy's row-major C = A @ B is OpenBLAS' column-major C^T = B^T A^T: the kernel's m runs
+#: over numpy's columns (N), its n over numpy's rows (M).
+#:
+#: DGEMM (``dgemm_kernel_4x8_haswell.S``): the 1 x 4 edge kernel (the last row when M is
+#: odd, the columns of whole 4-column groups) keeps four accumulators over k % 4, unrolls K
+#: by 8 and finishes the block's K % 8 tail on accumulator 0.
+#:
+#: SGEMM (``sgemm_kernel_8x4_haswell_2.c``, SGEMM_UNROLL_M = 8, SGEMM_UNROLL_N = 4): the
+#: level-3 driver (``driver/level3/level3.c``) hands the kernel numpy's rows in blocks of
+#: 3 * UNROLL_N = 12 while 12 remain, then of 4 while more than 4 remain, then the rest.  A
+#: 12-row block with N >= 16 runs ``COMPUTE_n12``: its rows are two halves of 6 (L, R) over
+#: 8-column tiles; the first tile's L half (``COMPUTE_H_m8n6``) and the last tile's half that
+#: the staggered m16n6 loop (R over tiles 0-1, L over 1-2, R over 2-3, ...) leaves
+#: (``COMPUTE_T_m8n6``: L when the number of tiles is even, R when it is odd) keep two
+#: accumulators, k even and k odd, with K unrolled by 8 and the K % 8 tail on the even one,
+#: added (``vaddps``) before C.  A 4-row block runs ``COMPUTE_m8n4`` on whole 8-column tiles
+#: with the same two accumulators.  Everything else (m16n6, the m8n12 of 8 <= N < 16, the
+#: 4/2/1-column remainders, blocks of 1-3 rows) is one vfmadd231ps chain per output.  Each
+#: output's block sum is added to C with one vfmadd213ps (alpha = 1: one rounding).
 _OPENBLAS_REGIONS = {
     "fp64": (_schedules.Region(rows=(2, 1), cols=(0, 4), lanes=4, lane_block=8),),
-    "fp32": (),
+    "fp32": (_schedules.Region(rows=(0, 12), cols=(0, 8), lanes=2, lane_block=8, row_phase=(12, 0, 6),
+                               col_panel=0, panels=(2, 1, 0)),
+             _schedules.Region(rows=(0, 12), cols=(0, 8), lanes=2, lane_block=8, row_phase=(12, 0, 6),
+                               col_panel=-1, panels=(2, 2, 0)),
+             _schedules.Region(rows=(0, 12), cols=(0, 8), lanes=2, lane_block=8, row_phase=(12, 6, 12),
+                               col_panel=-1, panels=(3, 2, 1)),
+             _schedules.Region(rows=(12, 4), cols=(0, 8), lanes=2, lane_block=8)),
 }
+
+#: GEMM_UNROLL_M of param.h's HASWELL section: the driver rounds the halved last K blocks to it
+_OPENBLAS_UNROLL_M = {"fp64": 4, "fp32": 8}
+#: the cores (threadpoolctl's ``architecture``) whose kernels these schedules describe: DYNAMIC_ARCH
+#: runs the Haswell kernels on Haswell and, with the same kernel files (kernel/x86_64/KERNEL.ZEN)
+#: and GEMM parameters (param.h), on Zen; other cores (SkylakeX's AVX-512 kernels, ...) differ
+OPENBLAS_CORES = ("Haswell", "Zen")
 
 
 def _openblas(fmt: str, q: int) -> LibraryCandidate:
     name = "dgemm" if fmt == "fp64" else "sgemm"
+    u = _OPENBLAS_UNROLL_M[fmt]
     return LibraryCandidate(lambda: _fma(fmt), _schedules.Schedule(
-        name=f"openblas-haswell-{name}", rules=(_schedules.KRule(1, None, _schedules.Split(block=q, block_unroll=4)),),
+        name=f"openblas-haswell-{name}",
+        rules=(_schedules.KRule(1, None, _schedules.Split(block=q, block_unroll=u)),),
         c_position="combine", combine_format=fmt, regions=_OPENBLAS_REGIONS[fmt],
-        shapes="M, N >= 2 (numpy's gemm path)", threads=1,
+        shapes=f"M, N >= 2 (numpy's gemm path), OpenBLAS' Haswell kernels (DYNAMIC_ARCH picks them on the "
+               f"{' and '.join(OPENBLAS_CORES)} cores; other cores run other kernels, which this schedule does not "
+               f"describe)", threads=1,
         evidence=f"OpenBLAS Haswell kernels ({name.upper()}_DEFAULT_Q = {q}; driver/level3 halves the last two "
-                 f"blocks), each block an FMA chain (vfmadd231) from zero added to C in order; the edge/tile "
-                 f"kernels' accumulators as the regions say (FPRev per output)"),
+                 f"blocks, rounded up to {name.upper()}_UNROLL_M = {u}), each block an FMA chain (vfmadd231) "
+                 f"from zero added to C in order; the edge/tile kernels' accumulators as the regions say (FPRev "
+                 f"per output, kernel source)"),
         f"OpenBLAS {name} for the Haswell core: GEMM_Q = {q}, the driver's K blocking; FPRev's blocks and "
         f"per-output accumulators")
 

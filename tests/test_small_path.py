@@ -18,7 +18,7 @@ from workbench import units
 from workbench.engine import core, operation
 
 #: every preset whose operation has a small path, by catalogue name
-SMALL_KINDS = ("t-fdpa",)
+SMALL_KINDS = ("t-fdpa", "fma", "e-fdpa", "tr-fdpa", "gtr-fdpa", "ftz-addmul")
 PRESETS = [r.name for r in catalogue.records() if r.kind in SMALL_KINDS]
 
 
@@ -85,6 +85,19 @@ def test_custom_t_fdpa_units_give_the_general_paths_bits(variant):
     _check(m, np.random.default_rng(len(repr(variant))))
 
 
+@pytest.mark.parametrize("kind, variant", [
+    ("fma", {"c_position": "late"}), ("fma", {"c_position": "late", "late_rounding": "rz"}),
+    ("e-fdpa", {"L": 1}), ("e-fdpa", {"rounding": "rz", "flush_output_subnormals": True}),
+    ("tr-fdpa", {"F2": 40, "rounding": "rne"}), ("gtr-fdpa", {"zero_exponent": None}),
+    ("ftz-addmul", {"P": 2}), ("ftz-addmul", {"flush_subnormals": False})])
+def test_custom_units_of_every_other_kind_give_the_general_paths_bits(kind, variant):
+    base = {"e-fdpa": ("MI100", "fp16", "fp32"), "tr-fdpa": ("MI300X", "fp16", "fp32"),
+            "gtr-fdpa": ("MI300X", "fp8_e4m3fnuz", "fp32"), "ftz-addmul": ("MI250X", "bf16", "fp32")}.get(kind)
+    m = wb.preset(*base) if base else wb.custom_model("fp32", "fp32", kind="fma")
+    assert m.kind == kind
+    _check(m.with_params(**variant), np.random.default_rng(len(repr(variant))))
+
+
 @pytest.mark.parametrize("accumulation, every", [("outside", None), ("promote", 32)])
 def test_outside_and_promote_give_the_general_paths_bits(accumulation, every):
     for m in (wb.preset("H100", "fp8_e4m3", "fp32"), wb.preset("A100", "bf16", "fp32")):
@@ -143,9 +156,12 @@ def test_a_value_that_is_not_representable_gives_the_general_paths_error(where):
 
 
 def test_the_operations_without_a_small_path_say_so():
-    """Every operation answers run_small; those without one answer None (the default)."""
-    m = wb.preset("MI300X", "fp16", "fp32")
-    assert operation(m.kind).run_small(m, np.ones((1, 4)), np.ones((4, 1)), np.zeros((1, 1)), "chain", None) is None
+    """Every operation answers run_small; the scaled ones (their products take block
+    scale factors, which gemm's small path never passes) answer None (the default)."""
+    for name in ("blackwell/tcgen05.mma.block_scale/fp8_e4m3->fp32/mx",
+                 "blackwell/tcgen05.mma.block_scale.k64/fp4_e2m1->fp32/nvfp4"):
+        m = units.resolve(name)
+        assert operation(m.kind).run_small(m, np.ones((1, 32)), np.ones((32, 1)), np.zeros((1, 1)), "chain", None) is None
 
 
 @pytest.mark.parametrize("flush", [False, True])

@@ -107,7 +107,8 @@ def __getattr__(name: str) -> Any:
     module = _ON_FIRST_USE.get(name)
     if module is None:
         raise AttributeError(f"module 'workbench' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    value = globals()[name] = getattr(importlib.import_module(module), name)   # looked up once
+    return value
 
 
 def __dir__() -> list[str]:

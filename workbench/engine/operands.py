@@ -274,7 +274,7 @@ def padded_decomposed(model: InputSide, A: np.ndarray, BT: np.ndarray, L: int
 def plus_zeros(x: np.ndarray) -> np.ndarray:
     """``x`` with every zero made +0, in place: the outputs of operations whose zero
     results are always +0 (:attr:`workbench.engine.model.Operation.positive_zero`)."""
-    np.copyto(x, 0.0, where=x == 0)
+    np.add(x, 0.0, out=x)          # IEEE 754: -0 + +0 = +0 (RNE); every other value, NaN included, unchanged
     return x
 
 

@@ -573,3 +573,14 @@ def first_unrepresentable_small(bits, man_bits, emin, vmax_bits, has_nan, has_in
             if not ok:
                 return np.int64(r) * C + c
     return np.int64(-1)
+
+
+@numba.njit(cache=True)
+def check_small(xa, xb, xc, man_bits, emin, vmax_bits, has_nan, has_inf, out_man_bits, out_emin, out_vmax_bits):
+    """The input checks of a small product on the calling thread, for operations that
+    read float64 values: the first unrepresentable C-order index of A and of B (``xa``,
+    ``xb``: int64 patterns, in the input format) and of C (``xc``, in the output
+    format), each -1 where there is none (:func:`first_unrepresentable_small`)."""
+    return (first_unrepresentable_small(xa, man_bits, emin, vmax_bits, has_nan, has_inf),
+            first_unrepresentable_small(xb, man_bits, emin, vmax_bits, has_nan, has_inf),
+            first_unrepresentable_small(xc, out_man_bits, out_emin, out_vmax_bits, True, True))

@@ -92,6 +92,8 @@ from ...ops import (
     bit_length,
     combine_special,
     decompose_one,
+    decompose_small,
+    first_unrepresentable_small,
     round_fixed,
     round_int,
     shift_floor,
@@ -428,6 +430,39 @@ def amd_gemm(A, BT, sa, ea, sb, eb, acc, q):
         j = t - i * N
         limbs = np.zeros(max(1, q[P_NLIMBS]), dtype=np.int64)
         acc[i, j] = amd_chain(A, BT, sa, ea, sb, eb, i, j, acc[i, j], q, limbs)
+
+
+@numba.njit(cache=True)
+def amd_small(A, BT, xa, xb, xc, acc, q, man_bits, emin, flush, vmax_bits, has_nan, has_inf, out_man_bits, out_emin,
+              out_vmax_bits):
+    """A small product straight from its operands, on the calling thread
+    (:meth:`~workbench.engine.model.Operation.run_small`): ``xa`` (M, K), ``xb`` (K, N),
+    ``xc`` (M, N) are the int64 patterns of float64 A, B and C (``A`` and ``BT`` the
+    float64 A and B^T, read for E-FDPA's NaN payloads); A and B are checked and
+    decomposed (K zero-padded to whole blocks of L), C checked against the output
+    format, then every output runs :func:`amd_chain`, the arithmetic of
+    :func:`amd_gemm`, on ``acc`` (C as float64 on entry).  Returns the first
+    unrepresentable C-order index of A, B and C (-1 each where none); ``acc`` is left as
+    it was if any."""
+    M, K = xa.shape
+    N = xb.shape[1]
+    L = q[P_L]
+    Kp = (K + L - 1) // L * L
+    sa = np.empty((M, Kp), dtype=np.int32)
+    ea = np.empty((M, Kp), dtype=np.int32)
+    sb = np.empty((Kp, N), dtype=np.int32)
+    eb = np.empty((Kp, N), dtype=np.int32)
+    bad_a = decompose_small(xa, sa, ea, False, man_bits, emin, flush, vmax_bits, has_nan, has_inf)
+    bad_b = decompose_small(xb, sb, eb, False, man_bits, emin, flush, vmax_bits, has_nan, has_inf)
+    bad_c = first_unrepresentable_small(xc, out_man_bits, out_emin, out_vmax_bits, True, True)
+    if bad_a >= 0 or bad_b >= 0 or bad_c >= 0:
+        return bad_a, bad_b, bad_c
+    limbs = np.zeros(max(1, q[P_NLIMBS]), dtype=np.int64)
+    for i in range(M):
+        for j in range(N):
+            limbs[:] = 0
+            acc[i, j] = amd_chain(A, BT, sa, ea, sb, eb, i, j, acc[i, j], q, limbs)
+    return bad_a, bad_b, bad_c
 
 
 @numba.njit(cache=True, parallel=True)
@@ -1412,7 +1447,7 @@ def screen_amd(model, code: int, battery, acc):
     return acc
 
 
-__all__ = ["run_amd", "amd_params", "amd_chain", "efdpa_float_fits", "efdpa_float", "efdpa_gemm_simd",
+__all__ = ["run_amd", "amd_params", "amd_chain", "amd_small", "efdpa_float_fits", "efdpa_float", "efdpa_gemm_simd",
            "efdpa_rows_float", "amd_gemm", "amd_rows", "amd_dots", "screen_amd", "efdpa_rows_lanes", "trfdpa_gemm_lanes",
            "trfdpa_rows_lanes", "trfdpa_lanes", "trfdpa_gemm_simd", "tr_simd_eligible", "tr_simd",
            "tr_chain_constants", "efdpa_gemm_lanes", "efdpa_lanes", "lanes_fit", "efdpa_step", "trfdpa_step",

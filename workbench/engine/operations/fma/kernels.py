@@ -121,6 +121,23 @@ def fma_gemm(A, B, acc, how, p, emin, emax):
         acc[i, j] = fma_chain(A, B, i, j, acc[i, j], how, p, emin, emax)
 
 
+@numba.njit(cache=True)
+def fma_small(A, B, acc, late, late_mode, flush_out, how, p, emin, emax):
+    """A small product on the calling thread (:meth:`~workbench.engine.model.Operation.run_small`,
+    inputs already checked): every output's chain (:func:`fma_chain`, Xie Algorithm 4)
+    from C in ``acc`` (c early), or from 0 with C added once at the end, rounded in
+    ``late_mode`` (c late: :func:`~workbench.engine.kernels.add_late`'s step)."""
+    M = A.shape[0]
+    N = acc.shape[1]
+    for i in range(M):
+        for j in range(N):
+            if late:
+                d = fma_chain(A, B, i, j, 0.0, how, p, emin, emax)
+                acc[i, j] = exact_add(d, acc[i, j], p, emin, emax, late_mode, flush_out)
+            else:
+                acc[i, j] = fma_chain(A, B, i, j, acc[i, j], how, p, emin, emax)
+
+
 #: Rows of A in one register block of :func:`fma_gemm_lanes`, and elements of K one
 #: pass over a panel of B covers (kept in L1 cache while every row block uses it).
 FMA_MR = 4
@@ -347,5 +364,5 @@ def fma_rows(a, b, acc, how, p, emin, emax):
             acc[r0 + u] = v
 
 
-__all__ = ["fma_gemm", "fma_gemm_lanes", "fma_panels", "fma_chain", "fma_step", "fma_code", "fma_rows", "copy_exact",
+__all__ = ["fma_gemm", "fma_small", "fma_gemm_lanes", "fma_panels", "fma_chain", "fma_step", "fma_code", "fma_rows", "copy_exact",
            "FMA_FP64", "FMA_FP32", "FMA_ROUNDED", "FMA_MR", "FMA_KC"]

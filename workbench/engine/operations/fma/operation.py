@@ -27,7 +27,7 @@ from ... import kernels as _k
 from ... import ops as _ops
 from ...checks import check_c_position, check_rounding
 from ...model import BoundShape, ErrorTerm, Operation, register
-from ...operands import Operands
+from ...operands import Operands, raise_unrepresentable, small_check_args
 from ...trace import Block
 from . import kernels as _kernels
 from .explain import fma_block
@@ -112,6 +112,22 @@ class FMAChain(Operation):
                         model.flush_output_subnormals)
         return d
 
+    def run_small(self, model: "Model", A: np.ndarray, B: np.ndarray, C: np.ndarray, accumulation: str,
+                  promote_every: int | None) -> np.ndarray | None:
+        """A small product in one compiled call after one check call
+        (:func:`~workbench.engine.operations.fma.kernels.fma_small`: the one-output
+        chain :func:`~workbench.engine.operations.fma.kernels.fma_chain`)."""
+        args = model.derived(_small_args)
+        if args is None or accumulation != "chain" or promote_every is not None:
+            return None
+        check, code = args
+        bad = _ops.check_small(A.view(np.int64), B.view(np.int64), C.view(np.int64), *check)
+        if bad[0] >= 0 or bad[1] >= 0 or bad[2] >= 0:
+            raise_unrepresentable(bad, A, B, C, model.in_fmt, model.out_fmt)
+        acc = C.copy()
+        _kernels.fma_small(A, B, acc, *code)
+        return acc
+
     def dots(self, model: "Model", a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
         """Batched dot products on the row kernel (:func:`workbench.engine.core.dots`):
         ``acc[r] <- chain(a[r, :], b[r, :], acc[r])``, c early or late as :meth:`run`."""
@@ -162,6 +178,18 @@ class FMAChain(Operation):
     def bound_shape(self, model: "Model") -> BoundShape:
         # each step rounds once; its mode is not a model parameter, so take the looser RZ
         return BoundShape(1, None, "rz")
+
+
+def _small_args(model: "Model") -> tuple[tuple[Any, ...], tuple[Any, ...]] | None:
+    """``(check, code)``: the scalar arguments of the small path's input check (without
+    ``flush``, which an FMA chain does not read) and of
+    :func:`~workbench.engine.operations.fma.kernels.fma_small` after the operands."""
+    check = small_check_args(model.in_fmt, model.out_fmt, False)
+    if check is None:
+        return None
+    late = model.c_position == "late"
+    return (check[:2] + check[3:],
+            (late, _ops.MODE_CODES[model.late_rounding], model.flush_output_subnormals, *_kernels.fma_code(model.out_fmt)))
 
 
 def _fma_chains(model: "Model", A: np.ndarray, B: np.ndarray, acc: np.ndarray) -> None:

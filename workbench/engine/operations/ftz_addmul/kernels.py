@@ -100,6 +100,24 @@ def ftz_addmul_gemm(A, BT, acc, P, in_min_normal):
         acc[i, j] = ftz_chain(A, BT, i, j, acc[i, j], P, in_min_normal)
 
 
+@numba.njit(cache=True)
+def ftz_small(A, B, acc, P, in_min_normal):
+    """A small product on the calling thread (:meth:`~workbench.engine.model.Operation.run_small`,
+    inputs already checked): A (M, K) and B (K, N) copied with K zero-padded to whole
+    blocks of P, then :func:`ftz_chain` for every output on ``acc`` (C on entry), as
+    :func:`ftz_addmul_gemm` computes it."""
+    M, K = A.shape
+    N = B.shape[1]
+    Kp = (K + P - 1) // P * P
+    A2 = np.zeros((M, Kp))
+    BT2 = np.zeros((N, Kp))
+    A2[:, :K] = A
+    BT2[:, :K] = B.T
+    for i in range(M):
+        for j in range(N):
+            acc[i, j] = ftz_chain(A2, BT2, i, j, acc[i, j], P, in_min_normal)
+
+
 @numba.njit(cache=True, parallel=True)
 def ftz_addmul_rows(A, B, acc, P, in_min_normal):
     """Batched dot products: ``acc[r]`` <- :func:`ftz_chain` over row r of ``A`` and
@@ -251,5 +269,5 @@ def ftz_addmul_row_lanes(A, B, acc, P, in_min_normal):
             acc[r0 + u] = float(d[u])
 
 
-__all__ = ["ftz_addmul_gemm", "ftz_addmul_rows", "ftz_addmul_row_lanes", "ftz_addmul_lanes", "ftz_addmul_outputs", "ftz_operand32", "ftz_chain", "ftz_mul",
+__all__ = ["ftz_addmul_gemm", "ftz_small", "ftz_addmul_rows", "ftz_addmul_row_lanes", "ftz_addmul_lanes", "ftz_addmul_outputs", "ftz_operand32", "ftz_chain", "ftz_mul",
            "ftz_add"]

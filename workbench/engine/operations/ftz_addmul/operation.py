@@ -23,7 +23,9 @@ import numba
 from .... import formats as _formats
 from ... import kernels as _k
 from ...model import ErrorTerm, Operation, register
-from ...operands import Operands, checked_inputs, float_operands, pad_k, recycle_arrays, workspace_array
+from ... import ops as _ops
+from ...operands import (Operands, checked_inputs, float_operands, pad_k, raise_unrepresentable, recycle_arrays,
+                         small_check_args, workspace_array)
 from ...trace import Block
 from . import kernels as _kernels
 from .explain import ftz_block
@@ -121,6 +123,23 @@ class FTZAddMul(Operation):
             _kernels.ftz_addmul_gemm(np.ascontiguousarray(A2), np.ascontiguousarray(BT2), acc, P, min_normal)
         return acc
 
+    def run_small(self, model: "Model", A: np.ndarray, B: np.ndarray, C: np.ndarray, accumulation: str,
+                  promote_every: int | None) -> np.ndarray | None:
+        """A small product after one check call, in one compiled call
+        (:func:`~workbench.engine.operations.ftz_addmul.kernels.ftz_small`: the one-output
+        chain :func:`~workbench.engine.operations.ftz_addmul.kernels.ftz_chain`)."""
+        check = model.derived(_small_args)
+        if check is None:
+            return None
+        self.check_run(accumulation, promote_every, None, None)
+        bad = _ops.check_small(A.view(np.int64), B.view(np.int64), C.view(np.int64), *check)
+        if bad[0] >= 0 or bad[1] >= 0 or bad[2] >= 0:
+            raise_unrepresentable(bad, A, B, C, model.in_fmt, model.out_fmt)
+        acc = C.copy()
+        min_normal = model.in_fmt.min_normal if model.flush_subnormals else 0.0
+        _kernels.ftz_small(A, B, acc, self.block_size(model), min_normal)
+        return acc
+
     def dots(self, model: "Model", a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
         """Batched dot products on the row kernels: rows side by side in float32
         (:func:`~workbench.engine.operations.ftz_addmul.kernels.ftz_addmul_row_lanes`) for inputs of
@@ -177,6 +196,12 @@ class FTZAddMul(Operation):
 
     def includes_output_rounding(self) -> bool:
         return False
+
+
+def _small_args(model: "Model") -> tuple[Any, ...] | None:
+    """The input check's scalar arguments (:func:`~workbench.engine.ops.check_small`)."""
+    check = small_check_args(model.in_fmt, model.out_fmt, False)
+    return None if check is None else check[:2] + check[3:]
 
 
 FTZ_ADDMUL_OPERATION = register(FTZAddMul())

@@ -142,6 +142,10 @@ def _b_padded(model: "Model") -> bool:
     return model.operation.scaled or not bool(_tvc.simd_eligible(_kernels.pack_tfdpa(accumulation_params(model, "chain", None), 1, 1, 1)))
 
 
+def _chain_params(model: "Model") -> np.ndarray:
+    return accumulation_params(model, "chain", None)
+
+
 def _small_args(model: "Model") -> tuple[Any, ...] | None:
     return small_check_args(model.in_fmt, model.out_fmt, model.flush_subnormals)
 
@@ -217,11 +221,15 @@ class TFDPA(Operation):
         args = model.derived(_small_args)
         if args is None:
             return None
-        self.check_run(accumulation, promote_every, None, None)
-        prm = accumulation_params(model, accumulation, promote_every)
+        if accumulation == "chain" and promote_every is None:
+            prm = model.derived(_chain_params)        # read, never written, by the kernel
+        else:
+            self.check_run(accumulation, promote_every, None, None)
+            prm = accumulation_params(model, accumulation, promote_every)
         acc = C.copy()
         bad = _kernels.tfdpa_small(A.view(np.int64), B.view(np.int64), C.view(np.int64), acc, prm, *args)
-        raise_unrepresentable(bad, A, B, C, model.in_fmt, model.out_fmt)
+        if bad[0] >= 0 or bad[1] >= 0 or bad[2] >= 0:
+            raise_unrepresentable(bad, A, B, C, model.in_fmt, model.out_fmt)
         return acc
 
     def dots(self, model: "Model", a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:

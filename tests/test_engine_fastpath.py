@@ -82,10 +82,13 @@ def test_small_chains_against_fraction_reference(mi, vi):
                   zero_exponent=m.zero_exponent, sticky=m.sticky, flush_output_subnormals=m.flush_output_subnormals)
         want = _expected_zero(dot_chain(list(a[0]), list(b[:, 0]), float(c[0, 0]), L=m.L, op=t_fdpa, **kw))
         assert _same(got, want), (m.describe(), a, b, c, got, want)
-    # outputs subnormal before any flush (c subnormal, zero products), and 1 - 2^-28: the
-    # product is cut away entirely, and only a sticky bit leaves 1 - 2^-(F+1) (-> 1 - ulp in RZ)
+    # outputs subnormal before any flush (c subnormal, zero products), 1 - 2^-28: the
+    # product is cut away entirely, and only a sticky bit leaves 1 - 2^-(F+1) (-> 1 - ulp in RZ),
+    # and -2^-28 alone (c = +-0): below fp16's smallest subnormal, a zero of the product's sign
+    # in IEEE arithmetic, +0 from a tensor core (_expected_zero), so _same's sign check is met
     fo = F.format(m.out_format)
-    for a_0, c0 in ((0.0, -fo.min_normal / 2), (0.0, fo.min_normal * 0.75), (-(2.0**-14), 1.0)):
+    for a_0, c0 in ((0.0, -fo.min_normal / 2), (0.0, fo.min_normal * 0.75), (-(2.0**-14), 1.0),
+                    (-(2.0**-14), 0.0), (-(2.0**-14), -0.0)):
         a0, b0 = np.zeros((1, m.L)), np.ones((m.L, 1))
         a0[0, 0], b0[0, 0] = a_0, 2.0**-14
         got = float(core.run(m, a0, b0, np.array([[c0]]))[0, 0])

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 import workbench as wb
 from workbench.engine import Operation, register, unregister
 from workbench.engine.explain import Block, Term
-from workbench.probes import from_model, verify
+from workbench.probes import verify
 
 KIND = "t-fdpa-rto"
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -31,6 +33,20 @@ in_range = {name: _in_range(name) for name in NAMES}
 finite_in = {name: in_range[name].filter(lambda x, m=workbench.format(name).max: abs(x) <= m) for name in NAMES}
 
 
+def _on_grid(v: float, name: str) -> bool:
+    """Whether a finite ``v`` is a value of the format, from its definition (not from
+    workbench.is_representable, which reads the same rounding): zero, or a multiple of
+    the quantum 2^(max(e, emin) - man_bits) of its binade e, no larger than the largest
+    finite value, and normal where the format has no subnormals."""
+    f = workbench.format(name)
+    if v == 0:
+        return True
+    a = abs(v)
+    e = math.frexp(a)[1] - 1
+    q = math.ldexp(1.0, max(e, f.emin) - f.man_bits)
+    return (a / q).is_integer() and a <= f.max and (f.subnormals or a >= f.min_normal) and (f.signed or v > 0)
+
+
 def _r(x, name, mode, **kw):
     return float(workbench.round(np.array([x]), name, mode, **kw)[0])
 
@@ -41,6 +57,7 @@ def test_round_down_and_up_bracket_the_value(name, data):
     x = data.draw(finite_in[name])
     lo, hi = _r(x, name, "rd"), _r(x, name, "ru")
     assert lo <= x <= hi
+    assert _on_grid(lo, name) and _on_grid(hi, name), (x, lo, hi)
     for mode in DETERMINISTIC:
         assert _r(x, name, mode) in (lo, hi)
 
@@ -52,6 +69,7 @@ def test_idempotent(name, mode, data):
     once = _r(x, name, mode, saturate=True)
     assert _r(once, name, mode, saturate=True) == once
     assert workbench.is_representable(np.array([once]), name)[0]
+    assert not math.isfinite(once) or _on_grid(once, name), (x, once)
 
 
 @settings(max_examples=300, deadline=None)

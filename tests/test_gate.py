@@ -121,6 +121,28 @@ def meant(x) -> list:
     return out
 
 
+def _offends(w: object) -> bool:
+    """meant()'s reading of one element: not a number, or not exactly a float64."""
+    return w is None or (isinstance(w, Fraction) and Fraction(_f64(w)) != w)
+
+
+def assert_names_the_first_offender(err: Exception, x: object) -> None:
+    """A refusal that names an element (``x[i, j] = value ...``) names the first one, in C
+    order, that is not exactly a real float64 by :func:`meant` (written independently of
+    the gate), and shows that element's own value."""
+    text = str(err)
+    if not text.startswith("x["):
+        return
+    index = tuple(int(i) for i in text[2:text.index("]")].split(", "))
+    arr = np.asarray(x, dtype=object) if not isinstance(x, np.ndarray) else x
+    want = meant(x)
+    first = next(n for n, w in enumerate(want) if _offends(w))
+    assert index == tuple(int(i) for i in np.unravel_index(first, arr.shape)), (x, text)
+    value = arr[index]
+    value = int(value) if isinstance(value, np.integer) else value     # the gate prints integers as ints
+    assert text.startswith(f"x[{', '.join(map(str, index))}] = {value!r} "), (x, text)
+
+
 def assert_clear(err: Exception, name: str) -> None:
     assert isinstance(err, (TypeError, ValueError)), repr(err)
     assert name in str(err), f"the message does not name the argument {name!r}: {err}"
@@ -160,6 +182,8 @@ def _f64(w: Fraction) -> float:
 @FUZZ
 @given(arrays_of_anything(), st.sampled_from(["fp16", "bf16", "fp8_e4m3", "fp8_e5m2", "fp32"]),
        st.sampled_from(["rne", "rz", "ru", "rd"]))
+@example(np.array([0.5, Fraction(1, 3), Decimal("0.1")], dtype=object), "fp16", "rne")  # the 2nd offends, not the 1st
+@example(np.array([3, 2**53 + 1, 2**60 + 1], dtype=np.int64), "fp32", "rz")            # the 2nd and 3rd offend
 def test_round_answers_right_or_refuses(x, fmt, mode):
     try:
         got = workbench.round(x, fmt, mode)
@@ -171,6 +195,7 @@ def test_round_answers_right_or_refuses(x, fmt, mode):
         if isinstance(x, np.ndarray) and x.dtype.kind in "cUS":
             return
         assert any(w is None or (isinstance(w, Fraction) and Fraction(_f64(w)) != w) for w in meant(x)), (x, err)
+        assert_names_the_first_offender(err, x)
         return
     vals = real_array(x, "x")  # the gate accepted them: these are the user's values
     if mode == "rne" and fmt in ("fp16", "bf16", "fp32"):

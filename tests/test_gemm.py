@@ -15,7 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 def _eq10(K=16):
     # Xie et al. 2025 Equation (10)
-    a = np.zeros((1, K)); b = np.zeros((K, 1))
+    a = np.zeros((1, K))
+    b = np.zeros((K, 1))
     a[0, :4] = [-2.0**13, -0.5, -0.25, -0.125]
     b[:4, 0] = [2.0**10, 1, 1, 1]
     return a, b, np.array([[2.0**23]])
@@ -150,7 +151,9 @@ def test_accumulation_outside_and_promote():
 
 def test_alpha_beta_epilogue():
     m = wb.preset("A100", "fp16", "fp32")
-    A = np.array([[1.0, 2.0]]); B = np.array([[3.0], [4.0]]); C = np.array([[5.0]])
+    A = np.array([[1.0, 2.0]])
+    B = np.array([[3.0], [4.0]])
+    C = np.array([[5.0]])
     assert wb.gemm(A, B, C, model=m)[0, 0] == 16.0
     assert wb.gemm(A, B, C, model=m, beta=0.0)[0, 0] == 11.0
     assert wb.gemm(A, B, C, model=m, alpha=2.0, beta=0.5)[0, 0] == 24.5
@@ -158,7 +161,8 @@ def test_alpha_beta_epilogue():
 
 def test_mx_scales():
     m = wb.preset("blackwell", "fp8_e4m3", "fp32", variant="mx")
-    A = np.ones((1, 32)); B = np.ones((32, 1))
+    A = np.ones((1, 32))
+    B = np.ones((32, 1))
     D = wb.gemm(A, B, model=m, scale_a=np.array([[2.0**-3]]), scale_b=np.array([[4.0]]))
     assert D[0, 0] == 32 * 2.0**-1
     with pytest.raises(ValueError, match="scale_a"):

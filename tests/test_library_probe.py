@@ -79,6 +79,30 @@ def test_numpy_fp64_is_the_openblas_schedule_with_its_odd_row_edge_kernel():
     assert r.repeatable
     assert [(s, k, bad) for s, k, bad, _, _ in r.results if bad] == []
     assert r.verified and "bit-identical" in r.sheet()
+    _replay_candidate("numpy-fp64", r)
+
+
+def _replay_candidate(name: str, report: LibraryReport) -> None:
+    """The report's word not taken: its candidate (unit and schedule) run by ``wb.gemm`` on
+    fresh inputs of this test's own (not the probe's draws: cancelling pairs, signed
+    zeros, exponents over 2^+-30, K past the 256 block with odd tails) must give the bits
+    of the call the library target probes, numpy's ``A @ B`` at one thread.  (The
+    schedule adds a C inside its block combination, as DGEMM with beta = 1 does; numpy's
+    ``A @ B + C`` rounds the product first, so C is left out here.)"""
+    assert report.verified
+    cand = LIBRARIES[name].candidate
+    rng = np.random.default_rng(20261128)
+    for M, N, K in ((5, 7, 3), (3, 4, 257), (7, 5, 513), (6, 9, 611)):
+        A = rng.standard_normal((M, K)) * np.exp2(rng.integers(-30, 31, (M, K)))
+        B = rng.standard_normal((K, N)) * np.exp2(rng.integers(-30, 31, (K, N)))
+        A[::2, 1::2] = -A[::2, 0:K - 1:2]
+        B[1::2] = B[0:K - 1:2]
+        A[rng.random((M, K)) < 0.05] = -0.0
+        with threadpool_limits(1, user_api="blas"):
+            want = A @ B
+        got = wb.gemm(A, B, model=cand.unit(), schedule=cand.schedule)
+        same = got.view(np.uint64) == want.view(np.uint64)
+        assert same.all(), (name, (M, N, K), np.argwhere(~same)[:5].tolist())
 
 
 @haswell_openblas

@@ -7,12 +7,10 @@ import math
 import subprocess
 from pathlib import Path
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import workbench as wb
 from workbench.discrimination import discriminate_outcome
 from workbench.discrimination.outcome import exact_text
 

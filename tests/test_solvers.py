@@ -108,10 +108,10 @@ def _slow_reference_lu(A: np.ndarray, block: int, model, fin: str, update_c: str
                 Ct = W[e + i0:e + i0 + tile, e + j0:e + j0 + tile].astype(np.float64)
                 if model is None:  # idealised: exact products, fp32 recursive sum in K order
                     acc = Ct.astype(np.float32) if update_c == "accumulator" else np.zeros_like(Ct, np.float32)
-                    for l in range(Lt.shape[1]):
+                    for kk in range(Lt.shape[1]):
                         for a in range(acc.shape[0]):
                             for b in range(acc.shape[1]):
-                                prod = np.float32(Lt[a, l]) * np.float32(Ut[l, b])
+                                prod = np.float32(Lt[a, kk]) * np.float32(Ut[kk, b])
                                 acc[a, b] = acc[a, b] - prod if update_c == "accumulator" else acc[a, b] + prod
                     out = acc if update_c == "accumulator" else Ct.astype(np.float32) - acc
                 elif update_c == "accumulator":

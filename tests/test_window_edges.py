@@ -113,26 +113,27 @@ def test_final_rounding_of_a_narrow_window_shows_on_a_whole_block_of_large_produ
 
 @settings(max_examples=12, deadline=None, derandomize=True, database=None)
 @given(st.sampled_from(["fp8_e4m3", "fp8_e5m2"]), st.integers(21, 22), st.sampled_from([4, 8]),
-       st.sampled_from(ROUNDINGS), st.sampled_from(ROUNDINGS))
-def test_final_rounding_of_a_t_fdpa_window_one_bit_finer_shows_without_c(in_format, F, L, r1, r2):
+       st.sampled_from([(r1, r2) for r1 in ROUNDINGS for r2 in ROUNDINGS if r1 < r2]))  # every draw must part
+def test_final_rounding_of_a_t_fdpa_window_one_bit_finer_shows_without_c(in_format, F, L, pair):
     """A T-FDPA whose window is one or two bits finer than fp32 at a sum that carries three
     binades (L - 1 large products of one sign) shows its final rounding only when c is 0:
     c's exponent, above the products', moves the window up to the output's ulp.  The slow
     suite's fp8_e5m2 L 4 F 21 RU unit came back as RZ, RU among the alternatives, and RZ
     failed a random input at another seed (three products 448 x 1.75 and a tiny one of the
     other sign); the edge rows now hold that block with the tiny product at the window's edge."""
-    if r1 == r2:
-        return
+    r1, r2 = pair
     fin, fout = formats.format(in_format), formats.format("fp32")
     p = dict(kind="t-fdpa", in_format=in_format, out_format="fp32", L=L, F=F)
     one, two = Model(**p, rounding=r1), Model(**p, rounding=r2)
-    a, b, c = window_edges(np.random.default_rng(3), fin, fout, windows_of([one.params]), 256, L)
+    # 1024 rows: at 256, fp8_e4m3 F 21 L 4 had no parting row for RNE/RU and RZ/RD (none drawn
+    # while r1 == r2 returned early); 1024 hold 10-16 at each of two seeds
+    a, b, c = window_edges(np.random.default_rng(3), fin, fout, windows_of([one.params]), 1024, L)
     assert (from_model(one).dots(a, b, c) != from_model(two).dots(a, b, c)).any(), (in_format, F, L, r1, r2)
 
 
 @settings(max_examples=25, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow])
-@given(in_format=st.sampled_from(["bf16", "fp16", "tf32"]), L=st.sampled_from([2, 4, 8, 16]),
+@given(in_format=st.sampled_from(["bf16", "fp16", "tf32"]), L=st.sampled_from([4, 8, 16]),   # L = 2: no s >= 1
        F=st.integers(20, 32), s=st.integers(1, 5), rounding=st.sampled_from(ROUNDINGS))
 @example(in_format="bf16", L=8, F=28, s=3, rounding="rd")
 def test_tr_fdpa_second_precision_parts_s_binades_below_c(in_format, L, F, s, rounding):
@@ -142,8 +143,7 @@ def test_tr_fdpa_second_precision_parts_s_binades_below_c(in_format, L, F, s, ro
     cancels it (a block of ~2^(s + 1) / 3 products).  The slow suite's bf16 L 8 F 28 RD
     unit (F2 = 33) was reported with F2 = 29: the edge rows cancelled one product only."""
     s = min(s, (4 * (L - 1) - 1).bit_length() - 2)     # n products s + 1 binades below c: 2^(s+1) < 4 (L - 1)
-    if s < 1:
-        return
+    assert s >= 1
     narrow = Model(kind="tr-fdpa", in_format=in_format, out_format="fp32", L=L, F=F, F2=F + s - 1, rounding=rounding)
     wide = Model(**{**narrow.params, "F2": F + s})
     rng = np.random.default_rng(1)

@@ -14,7 +14,8 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 import workbench as wb
 from workbench import schedules as S
-from workbench.probes.library import LIBRARIES, OPENBLAS_CORES, LibraryReport, fprev_counts, probe_library
+from workbench.probes.library import (LIBRARIES, OPENBLAS_CORES, TORCH_CPU_CAPABILITY, TORCH_FP32, LibraryReport,
+                                      fprev_counts, probe_library)
 
 _BLAS = [i for i in threadpool_info() if i.get("user_api") == "blas"]
 haswell_openblas = pytest.mark.skipif(
@@ -243,3 +244,100 @@ def test_a_report_verifies_only_when_every_output_matched():
     with pytest.raises(ValueError, match="unknown library target"):
         probe_library("numpy-fp17")
     assert wb.probes.library.LIBRARIES.keys() >= {"numpy-fp64", "numpy-fp32", "torch-cpu-fp32", "torch-cpu-bf16"}
+
+
+def test_mkl_halving_rule_and_shape_conditions():
+    """Split.halve (MKL SGEMM's K blocking) and KRule.m_min/n_min by hand; bad values refused."""
+    mkl = S.Split(part_size=192, halve=True)
+    assert [len(p) for p in mkl.indices(191)] == [191]
+    assert [len(p) for p in mkl.indices(193)] == [96, 96, 1]
+    assert [len(p) for p in mkl.indices(300)] == [150, 150]
+    assert [len(p) for p in mkl.indices(384)] == [192, 192]
+    assert [len(p) for p in mkl.indices(700)] == [192, 192, 192, 124]
+    assert [len(p) for p in S.Split(part_size=192).indices(300)] == [192, 108]
+    with pytest.raises(ValueError, match="Split.halve"):
+        S.Split(halve=True)
+    with pytest.raises(ValueError, match="Split.lane_combine"):
+        S.Split(lanes=2, lane_block=2, lane_combine="tree")
+    with pytest.raises(ValueError, match="KRule.m_min"):
+        S.KRule(1, None, S.Split(), m_min=0)
+    sched = S.Schedule(rules=(S.KRule(1, None, mkl, m_min=4, n_min=12), S.KRule(1, None, S.Split(part_size=1), n_min=2)))
+    assert sched.split(300, 4, 12) is mkl and sched.split(300, 3, 12).part_size == 1
+    assert sched.split(300, 40, 11).part_size == 1
+    with pytest.raises(ValueError, match=r"no rule for K=300 \(4 x 1\).*N >= 2"):
+        sched.split(300, 4, 1)
+    assert S.Schedule.from_dict(json.loads(json.dumps(sched.to_dict()))) == sched
+
+
+def test_gemm_sums_lanes_in_order():
+    """Split(lanes=4, lane_block=4, lane_combine='in-order') with an fp64 FMA unit: four FMA
+    chains over k % 4, the K % 4 tail on the first, summed ((l0 + l1) + l2) + l3 (Fraction-exact
+    FMAs and float64 additions by hand)."""
+    rng = np.random.default_rng(5)
+    M, N, K = 2, 3, 23
+    A = rng.standard_normal((M, K)) * np.exp2(rng.integers(-30, 30, (M, K)))
+    B = rng.standard_normal((K, N))
+    sched = S.Schedule(combine_format="fp64", rules=(S.KRule(1, None, S.Split(lanes=4, lane_block=4,
+                                                                             lane_combine="in-order")),))
+    D = wb.gemm(A, B, model=wb.custom_model("fp64", "fp64", kind="fma"), schedule=sched)
+    idx = [list(range(lane, 20, 4)) for lane in range(4)]
+    idx[0] += [20, 21, 22]
+    for i in range(M):
+        for j in range(N):
+            l0, l1, l2, l3 = (_fma_chain(A[i, q].tolist(), B[q, j].tolist()) for q in idx)
+            assert D[i, j] == ((l0 + l1) + l2) + l3, (i, j)
+
+
+def _torch_cpu() -> str:
+    """Why the torch schedules do not apply here ('' where they do)."""
+    try:
+        import torch
+    except ImportError:
+        return "torch is not installed"
+    cap = torch.backends.cpu.get_cpu_capability()
+    if cap != TORCH_CPU_CAPABILITY or not torch.backends.mkl.is_available():
+        return (f"torch's CPU path here (capability {cap}, MKL {torch.backends.mkl.is_available()}) is not the "
+                f"{TORCH_CPU_CAPABILITY} + MKL path the torch schedules were verified on")
+    return ""
+
+
+torch_avx2 = pytest.mark.skipif(bool(_torch_cpu()), reason=_torch_cpu() or "-")
+
+
+@torch_avx2
+def test_the_mkl_sgemm_blocks_are_fprevs():
+    """FPRev on the real torch.matmul float32 (1 thread, 4 x 12 x 300: MKL's FMA path): position 0
+    is chained with the first half (150) and joins the second half at the root."""
+    call = LIBRARIES["torch-cpu-fp32"].call
+    with LIBRARIES["torch-cpu-fp32"].set_threads(1):
+        c = fprev_counts(call, 4, 12, 300, 0, 24, "float32")
+    assert (c == c[0]).all()
+    j = np.arange(300)
+    want = np.where(j < 150, 300 - (j + 1), 0)
+    want[0] = 299
+    assert (c[0] == want).all()
+    assert [len(p) for p in TORCH_FP32.schedule.parts(300, 4, 12)] == [150, 150]
+
+
+@torch_avx2
+def test_torch_fp32_is_mkls_two_paths():
+    """At 1 thread torch.matmul float32 is the candidate on both of MKL's paths: FMA chains in K
+    blocks of 192 (odd M, N >= 12, K past the blocking and in the halving range) and rounded
+    products added in order (N < 12 or M < 4; shapes whose rows all start 16-byte aligned or
+    leave fewer than 4 columns after the peel, so that the unmodelled peel loop is not reached)."""
+    shapes = ((5, 13, 193), (4, 12, 700), (3, 5, 100), (2, 3, 1000), (12, 4, 511))
+    r = probe_library("torch-cpu-fp32", shapes=shapes, fprev_shape=(4, 12, 64))
+    assert r.repeatable
+    assert [(s, k, bad) for s, k, bad, _, _ in r.results if bad] == []
+    assert r.verified and "bit-identical" in r.sheet() and "not modelled" in r.sheet()
+
+
+@torch_avx2
+def test_torch_bf16_is_atens_four_partial_sums():
+    """torch.matmul bfloat16 is ATen's loop: four fp32 partial sums over k % 4 summed in order,
+    rounded to bf16 - odd M and N, K % 4 tails 0-3."""
+    shapes = ((3, 5, 101), (7, 4, 258), (5, 9, 1003), (2, 3, 16))
+    r = probe_library("torch-cpu-bf16", shapes=shapes, fprev_shape=(4, 8, 64))
+    assert r.repeatable and r.thread_independent
+    assert [(s, k, bad) for s, k, bad, _, _ in r.results if bad] == []
+    assert r.verified

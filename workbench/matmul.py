@@ -149,6 +149,8 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
             return D
     with _core.threads_for(M * N * max(K, 1)):     # one thread count for every stage of the product
         D = _checked_gemm(A, B, C, model, alpha, beta, sched, scale_a, scale_b, input_rounding, device)
+        if sched.regions:                          # the whole product's split (KRule.m_min/n_min see M and N)
+            sched = replace(sched, rules=(_schedules.KRule(0, None, sched.split(K, M, N)),))
         for region in sched.regions:               # outputs of another micro-kernel (checked above with the rest)
             rows, cols = region.outputs(M, N)
             if rows.size and cols.size:
@@ -352,11 +354,11 @@ def _checked_gemm(A: np.ndarray, B: np.ndarray, C: np.typing.ArrayLike | None, m
                                    promote_every=sched.promote_every, scale_a=part_sa, scale_b=part_sb))
         _core.recycle(part)
     with _core.threads_for(M * N):
-        pairwise = replace(sched, combine="pairwise") if split.lanes > 1 else sched
+        by_lane = replace(sched, combine=split.lane_combine) if split.lanes > 1 else sched
         results, n = [], 0
-        for p in lanes:                            # a part's accumulators summed pairwise (Split.lanes)
+        for p in lanes:                            # a part's accumulators summed as Split.lane_combine says
             sums, n = chains[n:n + len(p)], n + len(p)
-            results.append(sums[0] if len(sums) == 1 else _combine(sums, pairwise))
+            results.append(sums[0] if len(sums) == 1 else _combine(sums, by_lane))
         if sched.inner != "chain" and fout.name != "fp32":
             results = [_formats.round(D, fout, "rne") for D in results]
         if in_unit and beta == 1 and sched.c_position == "combine":

@@ -61,11 +61,16 @@ class Split:
     a BLAS driver's K blocking (GEMM_Q): parts of ``block`` elements, the last two
     halved (each half rounded up to ``block_unroll``) when less than two blocks remain.
 
+    ``halve`` (with ``part_size``): where part_size < K < 2 * part_size, the parts are
+    two of K // 2 elements and, for odd K, a last one of one element (MKL's SGEMM K
+    blocking: 300 = 150 + 150, 193 = 96 + 96 + 1, 700 = 192 + 192 + 192 + 124).
+
     ``lanes``: each part is itself consumed by that many accumulators (vector
     registers of a micro-kernel whose K loop is unrolled by ``lane_block``): of a part's
     n elements the first n - n % lane_block go to accumulator k % lanes, the rest to
     accumulator 0 after them; each accumulator is a chain from zero, and they are summed
-    pairwise, ((l_0 + l_1) + (l_2 + l_3)), each addition rounded like the parts'
+    as ``lane_combine`` says - ``"pairwise"`` ((l_0 + l_1) + (l_2 + l_3)) or
+    ``"in-order"`` (((l_0 + l_1) + l_2) + l_3) - each addition rounded like the parts'
     combination, before the part joins the others."""
 
     parts: int = 1
@@ -75,6 +80,8 @@ class Split:
     block_unroll: int = 1
     lanes: int = 1
     lane_block: int = 1
+    lane_combine: str = "pairwise"
+    halve: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.parts, int) or self.parts < 1:
@@ -97,6 +104,10 @@ class Split:
             raise ValueError(f"Split: give parts ({self.parts}) or part_size ({self.part_size}), not both")
         if self.part_size is not None and self.interleave is not None:
             raise ValueError("Split: interleave goes with parts (that many accumulators), not part_size")
+        if self.lane_combine not in COMBINES:
+            raise ValueError(f"Split.lane_combine={self.lane_combine!r}: expected one of {COMBINES}")
+        if not isinstance(self.halve, bool) or (self.halve and self.part_size is None):
+            raise ValueError(f"Split.halve={self.halve!r}: expected a bool, True only with part_size")
 
     @property
     def whole(self) -> bool:
@@ -126,7 +137,8 @@ class Split:
                 s += n
             return out or [np.arange(0)]
         if self.part_size is not None:
-            return [np.arange(s, min(s + self.part_size, K)) for s in range(0, K, self.part_size)] or [np.arange(0)]
+            n = K // 2 if self.halve and self.part_size < K < 2 * self.part_size else self.part_size
+            return [np.arange(s, min(s + n, K)) for s in range(0, K, n)] or [np.arange(0)]
         if self.interleave is not None:
             tile = np.arange(K) // self.interleave % self.parts
             return [np.flatnonzero(tile == p) for p in range(self.parts)]
@@ -143,18 +155,32 @@ _WHOLE = Split()
 @dataclass(frozen=True)
 class KRule:
     """``split`` applies to every K with ``k_min <= K <= k_max`` (``k_max`` None: no bound)
-    and, where ``mn`` is given, only to products of that (M, N); a rule with an ``mn``
-    goes before the rules without one.  ``split=None`` marks products measured whose
-    split is not known: the schedule refuses them (ValueError) instead of guessing."""
+    and, where ``mn`` is given, only to products of that (M, N); where ``m_min`` or
+    ``n_min`` is given, only to products with M >= m_min and N >= n_min (a library that
+    picks another kernel for small matrices).  A rule with an ``mn`` goes before the rules
+    without one; otherwise the first rule that covers a product wins.  ``split=None``
+    marks products measured whose split is not known: the schedule refuses them
+    (ValueError) instead of guessing."""
 
     k_min: int
     k_max: int | None
     split: Split | None
     mn: tuple[int, int] | None = None
+    m_min: int = 1
+    n_min: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("m_min", "n_min"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"KRule.{name}={v!r}: expected a positive integer")
 
     def covers(self, K: int, M: int | None = None, N: int | None = None) -> bool:
-        """Whether the rule holds for K (and, if it names one, for the product's (M, N))."""
+        """Whether the rule holds for K (and, if it names one, for the product's (M, N);
+        an M or N not given counts as large enough for ``m_min``/``n_min``)."""
         if self.mn is not None and (M, N) != tuple(self.mn):
+            return False
+        if (M is not None and M < self.m_min) or (N is not None and N < self.n_min):
             return False
         return self.k_min <= K and (self.k_max is None or K <= self.k_max)
 
@@ -344,9 +370,11 @@ class Schedule:
                     raise ValueError(f"schedule {self.name!r}: the split of K={K} for {M} x {N} products is not "
                                      f"known (measured, no schedule tried reproduces it; {self.shapes})")
                 return r.split
-        held = ", ".join(f"{r.k_min}" if r.k_max == r.k_min else f"{r.k_min}..{r.k_max or 'inf'}" for r in self.rules)
-        raise ValueError(f"schedule {self.name!r} has no rule for K={K}: it holds for K in {{{held}}} "
-                         f"({self.shapes}); its split of other K is not known")
+        held = ", ".join((f"{r.k_min}" if r.k_max == r.k_min else f"{r.k_min}..{r.k_max or 'inf'}")
+                         + (f" with M >= {r.m_min}, N >= {r.n_min}" if r.m_min > 1 or r.n_min > 1 else "")
+                         for r in self.rules)
+        raise ValueError(f"schedule {self.name!r} has no rule for K={K} ({M} x {N}): it holds for K in {{{held}}} "
+                         f"({self.shapes}); its split of other products is not known")
 
     def parts(self, K: int, M: int | None = None, N: int | None = None) -> list[np.ndarray]:
         """Positions of K in each part (:meth:`Split.indices` of :meth:`split`)."""
@@ -355,9 +383,11 @@ class Schedule:
     def in_region(self, region: Region) -> "Schedule":
         """This schedule as the outputs of ``region`` see it: every split consumed by the
         region's lanes, no regions."""
-        lanes = {"lanes": region.lanes, "lane_block": region.lane_block}
-        rules = tuple(replace(r, split=None if r.split is None else replace(r.split, **lanes)) for r in self.rules)
-        return replace(self, rules=rules or (KRule(0, None, Split(**lanes)),), regions=())
+        def lanes(s: Split) -> Split:
+            return replace(s, lanes=region.lanes, lane_block=region.lane_block)
+
+        rules = tuple(replace(r, split=None if r.split is None else lanes(r.split)) for r in self.rules)
+        return replace(self, rules=rules or (KRule(0, None, lanes(Split())),), regions=())
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields (:func:`from_dict` reads them back): for sweep specs."""
@@ -373,7 +403,8 @@ class Schedule:
         kw = dict(d)
         kw["rules"] = tuple(r if isinstance(r, KRule) else
                             KRule(r["k_min"], r["k_max"], r["split"] if r["split"] is None or isinstance(r["split"], Split)
-                                  else Split(**r["split"]), None if r.get("mn") is None else tuple(r["mn"]))
+                                  else Split(**r["split"]), None if r.get("mn") is None else tuple(r["mn"]),
+                                  r.get("m_min", 1), r.get("n_min", 1))
                             for r in kw.get("rules", ()))
         kw["regions"] = tuple(g if isinstance(g, Region) else Region(
             tuple(g["rows"]), tuple(g["cols"]), g["lanes"], g["lane_block"],

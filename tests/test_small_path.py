@@ -9,6 +9,9 @@ products now run here too (test_engine_reference's ``check_model`` calls gemm on
 20 x K x 20)."""
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -17,39 +20,17 @@ from workbench import catalogue, formats
 from workbench import units
 from workbench.engine import core, operation
 
+sys.path.insert(0, str(Path(__file__).parent))
+from operand_values import values  # noqa: E402
+
 #: every preset whose operation has a small path, by catalogue name
 SMALL_KINDS = ("t-fdpa", "fma", "e-fdpa", "tr-fdpa", "gtr-fdpa", "ftz-addmul")
 PRESETS = [r.name for r in catalogue.records() if r.kind in SMALL_KINDS]
 
 
-def _values(rng: np.random.Generator, shape: tuple[int, int], fmt: str, specials: bool) -> np.ndarray:
-    """Values of ``fmt``: normals over a wide exponent range, zeros of both signs,
-    subnormals, the largest value, and (with ``specials``) NaN and +-Inf where ``fmt``
-    has them."""
-    f = formats.format(fmt)
-    n = int(np.prod(shape))
-    kind = rng.integers(0, 100, n)
-    x = rng.standard_normal(n) * np.exp2(rng.integers(-30, 31, n).astype(float))
-    x[kind < 10] = 0.0
-    x[(kind >= 10) & (kind < 15)] = -0.0
-    sub = (kind >= 15) & (kind < 22)
-    x[sub] = rng.integers(-8, 9, sub.sum()) * f.min_normal * 2.0 ** (1 - f.p)
-    x[(kind >= 22) & (kind < 25)] = rng.choice([-1.0, 1.0], ((kind >= 22) & (kind < 25)).sum()) * f.max
-    x = wb.round(x, fmt)
-    if specials and f.has_nan:
-        x[kind == 99] = np.nan
-    if specials and f.has_inf:
-        x[kind == 98] = np.inf
-        x[kind == 97] = -np.inf
-    return x.reshape(shape)
-
-
 def _bits(x: np.ndarray) -> np.ndarray:
-    """float64 patterns, every NaN one pattern (the general path's NaN payloads are
-    compared through gemm's output encodings below)."""
-    y = np.array(x, dtype=np.float64)
-    y[np.isnan(y)] = np.nan
-    return y.view(np.uint64)
+    """float64 patterns: signs of zeros and NaN payloads compared too."""
+    return np.asarray(x, dtype=np.float64).view(np.uint64)
 
 
 def _shapes(rng: np.random.Generator, L: int) -> list[tuple[int, int, int]]:
@@ -60,9 +41,9 @@ def _shapes(rng: np.random.Generator, L: int) -> list[tuple[int, int, int]]:
 def _check(m: wb.Model, rng: np.random.Generator, accumulation: str = "chain", promote_every: int | None = None,
            specials: bool = True) -> None:
     for M, K, N in _shapes(rng, m.L):
-        A = _values(rng, (M, K), m.in_format, specials)
-        B = _values(rng, (K, N), m.in_format, specials)
-        C = _values(rng, (M, N), m.out_format, specials)
+        A = values(rng, (M, K), m.in_format, specials)
+        B = values(rng, (K, N), m.in_format, specials)
+        C = values(rng, (M, N), m.out_format, specials)
         small = core.run_small(m, A, B, C, accumulation=accumulation, promote_every=promote_every)
         assert small is not None, (m.describe(), M, K, N)
         general = core.run(m, A, B, C, accumulation=accumulation, promote_every=promote_every)
@@ -109,7 +90,7 @@ def test_gemm_takes_the_small_path_and_gives_its_output(monkeypatch):
     (dtype, canonical NaN 0x7FFFFFFF) is what the general path gives the same operands."""
     m = wb.preset("H100", "fp16", "fp32")
     rng = np.random.default_rng(11)
-    A, B, C = _values(rng, (4, 16), "fp16", True), _values(rng, (16, 4), "fp16", True), _values(rng, (4, 4), "fp32", True)
+    A, B, C = values(rng, (4, 16), "fp16", True), values(rng, (16, 4), "fp16", True), values(rng, (4, 4), "fp32", True)
     want = core.run(m, A, B, C).astype(np.float32)
     want.view(np.uint32)[np.isnan(want)] = 0x7FFFFFFF
     monkeypatch.setattr(core, "prepare", lambda *a, **k: pytest.fail("the general path ran"))

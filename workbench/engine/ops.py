@@ -584,3 +584,24 @@ def check_small(xa, xb, xc, man_bits, emin, vmax_bits, has_nan, has_inf, out_man
     return (first_unrepresentable_small(xa, man_bits, emin, vmax_bits, has_nan, has_inf),
             first_unrepresentable_small(xb, man_bits, emin, vmax_bits, has_nan, has_inf),
             first_unrepresentable_small(xc, out_man_bits, out_emin, out_vmax_bits, True, True))
+
+
+@numba.njit(cache=True)
+def decompose_small_product(xa, xb, xc, L, man_bits, emin, flush, vmax_bits, has_nan, has_inf, out_man_bits, out_emin,
+                            out_vmax_bits):
+    """The prologue of the small-product kernels that decompose their operands:
+    ``(sa, ea, sb, eb, bad_a, bad_b, bad_c)``, A (M, K) and B (K, N) (``xa``, ``xb``:
+    int64 patterns) checked and decomposed with K zero-padded to whole blocks of ``L``
+    (:func:`decompose_small`; B as (Kp, N) indexed ``[k, j]``), and C (``xc``) checked
+    against the output format; each ``bad`` the first unrepresentable C-order index or -1."""
+    M, K = xa.shape
+    N = xb.shape[1]
+    Kp = (K + L - 1) // L * L
+    sa = np.empty((M, Kp), dtype=np.int32)
+    ea = np.empty((M, Kp), dtype=np.int32)
+    sb = np.empty((Kp, N), dtype=np.int32)
+    eb = np.empty((Kp, N), dtype=np.int32)
+    bad_a = decompose_small(xa, sa, ea, False, man_bits, emin, flush, vmax_bits, has_nan, has_inf)
+    bad_b = decompose_small(xb, sb, eb, False, man_bits, emin, flush, vmax_bits, has_nan, has_inf)
+    bad_c = first_unrepresentable_small(xc, out_man_bits, out_emin, out_vmax_bits, True, True)
+    return sa, ea, sb, eb, bad_a, bad_b, bad_c

@@ -92,8 +92,7 @@ from ...ops import (
     bit_length,
     combine_special,
     decompose_one,
-    decompose_small,
-    first_unrepresentable_small,
+    decompose_small_product,
     round_fixed,
     round_int,
     shift_floor,
@@ -439,22 +438,17 @@ def amd_small(A, BT, xa, xb, xc, acc, q, man_bits, emin, flush, vmax_bits, has_n
     (:meth:`~workbench.engine.model.Operation.run_small`): ``xa`` (M, K), ``xb`` (K, N),
     ``xc`` (M, N) are the int64 patterns of float64 A, B and C (``A`` and ``BT`` the
     float64 A and B^T, read for E-FDPA's NaN payloads); A and B are checked and
-    decomposed (K zero-padded to whole blocks of L), C checked against the output
-    format, then every output runs :func:`amd_chain`, the arithmetic of
-    :func:`amd_gemm`, on ``acc`` (C as float64 on entry).  Returns the first
+    decomposed (K zero-padded to whole blocks of L) and C checked against the output
+    format (:func:`~workbench.engine.ops.decompose_small_product`), then every output
+    runs :func:`amd_chain`, the arithmetic of :func:`amd_gemm`, on ``acc`` (C as
+    float64 on entry).  Returns the first
     unrepresentable C-order index of A, B and C (-1 each where none); ``acc`` is left as
     it was if any."""
-    M, K = xa.shape
-    N = xb.shape[1]
+    M, N = acc.shape
     L = q[P_L]
-    Kp = (K + L - 1) // L * L
-    sa = np.empty((M, Kp), dtype=np.int32)
-    ea = np.empty((M, Kp), dtype=np.int32)
-    sb = np.empty((Kp, N), dtype=np.int32)
-    eb = np.empty((Kp, N), dtype=np.int32)
-    bad_a = decompose_small(xa, sa, ea, False, man_bits, emin, flush, vmax_bits, has_nan, has_inf)
-    bad_b = decompose_small(xb, sb, eb, False, man_bits, emin, flush, vmax_bits, has_nan, has_inf)
-    bad_c = first_unrepresentable_small(xc, out_man_bits, out_emin, out_vmax_bits, True, True)
+    sa, ea, sb, eb, bad_a, bad_b, bad_c = decompose_small_product(xa, xb, xc, L, man_bits, emin, flush, vmax_bits,
+                                                                  has_nan, has_inf, out_man_bits, out_emin,
+                                                                  out_vmax_bits)
     if bad_a >= 0 or bad_b >= 0 or bad_c >= 0:
         return bad_a, bad_b, bad_c
     limbs = np.zeros(max(1, q[P_NLIMBS]), dtype=np.int64)

@@ -77,8 +77,7 @@ from ...ops import (
     shift_lost,
     combine_special,
     decompose_one,
-    decompose_small,
-    first_unrepresentable_small,
+    decompose_small_product,
     round_fixed,
     special_product,
     special_result,
@@ -623,27 +622,21 @@ def tfdpa_small(xa, xb, xc, acc, prm, man_bits, emin, flush, vmax_bits, has_nan,
     """A small product straight from its operands, on the calling thread
     (:meth:`~workbench.engine.model.Operation.run_small`): ``xa`` (M, K), ``xb`` (K, N)
     and ``xc`` (M, N) are the int64 patterns of float64 A, B and C; A and B are checked
-    against the input format and decomposed (:func:`~workbench.engine.ops.decompose_small`,
+    against the input format and decomposed (:func:`~workbench.engine.ops.decompose_small_product`,
     K zero-padded to whole blocks of L), C is checked against the output format, then
     every output runs its blocks through :func:`_accumulate` - the arithmetic of the
     scalar kernel :func:`tfdpa_gemm`, one chunk of blocks - on ``acc`` (C as float64 on
     entry, D on exit).  Returns the C-order index of the first value of A, B and C that
     is not representable (-1 each where none); ``acc`` is left as it was if any."""
-    M, K = xa.shape
-    N = xb.shape[1]
+    M, N = acc.shape
     L = prm[P_L]
-    Kp = (K + L - 1) // L * L
-    sa = np.empty((M, Kp), dtype=np.int32)
-    ea = np.empty((M, Kp), dtype=np.int32)
-    sb = np.empty((Kp, N), dtype=np.int32)
-    eb = np.empty((Kp, N), dtype=np.int32)
-    bad_a = decompose_small(xa, sa, ea, False, man_bits, emin, flush, vmax_bits, has_nan, has_inf)
-    bad_b = decompose_small(xb, sb, eb, False, man_bits, emin, flush, vmax_bits, has_nan, has_inf)
-    bad_c = first_unrepresentable_small(xc, out_man_bits, out_emin, out_vmax_bits, True, True)
+    sa, ea, sb, eb, bad_a, bad_b, bad_c = decompose_small_product(xa, xb, xc, L, man_bits, emin, flush, vmax_bits,
+                                                                  has_nan, has_inf, out_man_bits, out_emin,
+                                                                  out_vmax_bits)
     if bad_a >= 0 or bad_b >= 0 or bad_c >= 0:
         return bad_a, bad_b, bad_c
     fast = fast_eligible(prm)
-    nblocks = Kp // L
+    nblocks = sa.shape[1] // L
     for i in range(M):
         for j in range(N):
             acc[i, j], _ = _accumulate(sa, ea, sb, eb, i, j, 0, nblocks, acc[i, j], 0.0, prm, fast)

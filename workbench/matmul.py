@@ -142,8 +142,8 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
     N = B.shape[1]
     sched = _unit_accumulation(_resolve_schedule(schedule, accumulation, promote_every), model)
     sched.split(K, M, N)                           # a K the schedule holds no rule for: ValueError now
-    if (device == "cpu" and alpha == 1 and beta == 1 and scale_a is None and scale_b is None
-            and input_rounding is None and _one_part(sched, model)):
+    if (0 < M * N * K <= _core.SMALL_WORK and device == "cpu" and alpha == 1 and beta == 1 and scale_a is None
+            and scale_b is None and input_rounding is None and _one_part(sched, model)):
         D = _small_gemm(A, B, C, model, sched)
         if D is not None:
             return D
@@ -174,7 +174,7 @@ def _one_part(sched: _schedules.Schedule, model: Model) -> bool:
 def _small_gemm(A: np.ndarray, B: np.ndarray, C: np.typing.ArrayLike | None, model: Model,
                 sched: _schedules.Schedule) -> np.ndarray | None:
     """D of a small product in one compiled call (:func:`workbench.engine.core.run_small`),
-    or None where the product is too large or the operation has no such path.  A value
+    or None where the operation has no such path.  A value
     that is not representable also gives None: the general path then raises the
     error, worded as gemm words it (with the ``input_rounding`` hint for A and B)."""
     M, N = A.shape[0], B.shape[1]

@@ -13,6 +13,7 @@ a compiled pass runs on one thread or on numba's thread pool) is re-exported her
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 import weakref
@@ -249,6 +250,29 @@ def raise_unrepresentable(bad: tuple[int, int, int], A: np.ndarray, B: np.ndarra
             raise _formats.not_representable_error(x, int(index), fmt, name)
 
 
+@functools.lru_cache(maxsize=256)
+def _value_check_args(fin: _formats.FloatFormat, fout: _formats.FloatFormat) -> tuple[Any, ...] | None:
+    check = small_check_args(fin, fout, False)
+    return None if check is None else check[:2] + check[3:]     # a value check reads no flush
+
+
+def check_small_values(fin: _formats.FloatFormat, fout: _formats.FloatFormat, A: np.ndarray, B: np.ndarray,
+                       C: np.ndarray) -> bool:
+    """The input checks of a small product for operations that read float64 values (FMA
+    chains, FTZ-AddMul): A and B (C-ordered float64) against ``fin`` and C against
+    ``fout`` in one compiled call (:func:`~workbench.engine.ops.check_small`); the
+    ValueError of :func:`raise_unrepresentable` for the first value that is not
+    representable.  False, checking nothing, for input formats the call does not cover
+    (:func:`small_check_args`): the caller takes the general path."""
+    args = _value_check_args(fin, fout)
+    if args is None:
+        return False
+    bad = _ops.check_small(A.view(np.int64), B.view(np.int64), C.view(np.int64), *args)
+    if bad[0] >= 0 or bad[1] >= 0 or bad[2] >= 0:
+        raise_unrepresentable(bad, A, B, C, fin, fout)
+    return True
+
+
 def float_operands(model: InputSide, A: np.ndarray, B: np.ndarray) -> Operands:
     """A (M, K) and B (K, N) checked against ``model.in_fmt``, as float64 ``A`` and a
     C-ordered ``B^T`` (the form of the operations that do not decompose)."""
@@ -333,4 +357,5 @@ def checked_inputs(fin: _formats.FloatFormat, A: np.ndarray, B: np.ndarray) -> t
 
 __all__ = ["Operands", "RowBattery", "plus_zeros", "workspace_array", "recycle", "recycle_arrays", "release_workspace", "WORKSPACE_BYTES",
            "decompose", "decompose_checked", "pad_k", "float_operands", "padded_decomposed", "threads_for",
-           "threads_used", "PARALLEL_MIN_WORK", "InputSide", "checked_inputs", "small_check_args", "raise_unrepresentable"]
+           "threads_used", "PARALLEL_MIN_WORK", "InputSide", "checked_inputs", "small_check_args", "raise_unrepresentable",
+           "check_small_values"]

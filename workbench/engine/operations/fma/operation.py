@@ -27,7 +27,7 @@ from ... import kernels as _k
 from ... import ops as _ops
 from ...checks import check_c_position, check_rounding
 from ...model import BoundShape, ErrorTerm, Operation, register
-from ...operands import Operands, raise_unrepresentable, small_check_args
+from ...operands import Operands, check_small_values
 from ...trace import Block
 from . import kernels as _kernels
 from .explain import fma_block
@@ -117,15 +117,12 @@ class FMAChain(Operation):
         """A small product in one compiled call after one check call
         (:func:`~workbench.engine.operations.fma.kernels.fma_small`: the one-output
         chain :func:`~workbench.engine.operations.fma.kernels.fma_chain`)."""
-        args = model.derived(_small_args)
-        if args is None or accumulation != "chain" or promote_every is not None:
+        if accumulation != "chain" or promote_every is not None:
             return None
-        check, code = args
-        bad = _ops.check_small(A.view(np.int64), B.view(np.int64), C.view(np.int64), *check)
-        if bad[0] >= 0 or bad[1] >= 0 or bad[2] >= 0:
-            raise_unrepresentable(bad, A, B, C, model.in_fmt, model.out_fmt)
+        if not check_small_values(model.in_fmt, model.out_fmt, A, B, C):
+            return None
         acc = C.copy()
-        _kernels.fma_small(A, B, acc, *code)
+        _kernels.fma_small(A, B, acc, *model.derived(_small_args))
         return acc
 
     def dots(self, model: "Model", a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
@@ -180,16 +177,11 @@ class FMAChain(Operation):
         return BoundShape(1, None, "rz")
 
 
-def _small_args(model: "Model") -> tuple[tuple[Any, ...], tuple[Any, ...]] | None:
-    """``(check, code)``: the scalar arguments of the small path's input check (without
-    ``flush``, which an FMA chain does not read) and of
-    :func:`~workbench.engine.operations.fma.kernels.fma_small` after the operands."""
-    check = small_check_args(model.in_fmt, model.out_fmt, False)
-    if check is None:
-        return None
-    late = model.c_position == "late"
-    return (check[:2] + check[3:],
-            (late, _ops.MODE_CODES[model.late_rounding], model.flush_output_subnormals, *_kernels.fma_code(model.out_fmt)))
+def _small_args(model: "Model") -> tuple[Any, ...]:
+    """The scalar arguments of :func:`~workbench.engine.operations.fma.kernels.fma_small`
+    after the operands: c late, its rounding, the output flush, and :func:`fma_code`."""
+    return (model.c_position == "late", _ops.MODE_CODES[model.late_rounding], model.flush_output_subnormals,
+            *_kernels.fma_code(model.out_fmt))
 
 
 def _fma_chains(model: "Model", A: np.ndarray, B: np.ndarray, acc: np.ndarray) -> None:

@@ -23,9 +23,8 @@ import numba
 from .... import formats as _formats
 from ... import kernels as _k
 from ...model import ErrorTerm, Operation, register
-from ... import ops as _ops
-from ...operands import (Operands, checked_inputs, float_operands, pad_k, raise_unrepresentable, recycle_arrays,
-                         small_check_args, workspace_array)
+from ...operands import (Operands, check_small_values, checked_inputs, float_operands, pad_k, recycle_arrays,
+                         workspace_array)
 from ...trace import Block
 from . import kernels as _kernels
 from .explain import ftz_block
@@ -128,13 +127,9 @@ class FTZAddMul(Operation):
         """A small product after one check call, in one compiled call
         (:func:`~workbench.engine.operations.ftz_addmul.kernels.ftz_small`: the one-output
         chain :func:`~workbench.engine.operations.ftz_addmul.kernels.ftz_chain`)."""
-        check = model.derived(_small_args)
-        if check is None:
-            return None
         self.check_run(accumulation, promote_every, None, None)
-        bad = _ops.check_small(A.view(np.int64), B.view(np.int64), C.view(np.int64), *check)
-        if bad[0] >= 0 or bad[1] >= 0 or bad[2] >= 0:
-            raise_unrepresentable(bad, A, B, C, model.in_fmt, model.out_fmt)
+        if not check_small_values(model.in_fmt, model.out_fmt, A, B, C):
+            return None
         acc = C.copy()
         min_normal = model.in_fmt.min_normal if model.flush_subnormals else 0.0
         _kernels.ftz_small(A, B, acc, self.block_size(model), min_normal)
@@ -196,12 +191,6 @@ class FTZAddMul(Operation):
 
     def includes_output_rounding(self) -> bool:
         return False
-
-
-def _small_args(model: "Model") -> tuple[Any, ...] | None:
-    """The input check's scalar arguments (:func:`~workbench.engine.ops.check_small`)."""
-    check = small_check_args(model.in_fmt, model.out_fmt, False)
-    return None if check is None else check[:2] + check[3:]
 
 
 FTZ_ADDMUL_OPERATION = register(FTZAddMul())

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import workbench as wb
 from workbench import catalogue, formats
@@ -162,3 +164,19 @@ def test_subnormal_inputs_are_flushed_only_where_the_unit_flushes(flush):
             assert np.array_equal(_bits(small), _bits(np.zeros_like(C)))
         else:
             assert np.all(small != 0)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(name=st.sampled_from(PRESETS), M=st.integers(1, 6), K=st.integers(1, 80), N=st.integers(1, 6),
+       seed=st.integers(0, 2**32 - 1), specials=st.booleans())
+def test_drawn_units_shapes_and_values_give_the_general_paths_bits(name, M, K, N, seed, specials):
+    """Hypothesis over the presets of every kind with a small path, shapes (K past several
+    blocks and not a multiple of L) and operands (zeros of both signs, subnormals, the
+    largest values, NaN payloads and +-Inf where the formats have them)."""
+    m = units.resolve(name)
+    rng = np.random.default_rng(seed)
+    A, B, C = values(rng, (M, K), m.in_format, specials), values(rng, (K, N), m.in_format, specials), \
+        values(rng, (M, N), m.out_format, specials)
+    small = core.run_small(m, A, B, C)
+    assert small is not None
+    assert np.array_equal(_bits(small), _bits(core.run(m, A, B, C))), (name, M, K, N, seed)

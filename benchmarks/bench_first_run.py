@@ -21,7 +21,10 @@ numba cache, and where its time goes:
 * (b) collect: ``pytest --collect-only -n 0`` with the warm-up off, once the cache is warm
   (what each xdist worker spends importing and collecting before its first test);
 * (b) cold: the whole command on an empty cache; pytest's own "in N s" (from its session
-  start, after the warm-up) is printed beside it.
+  start, after the warm-up) is printed beside it, and where its compile time went: every
+  numba compilation of the run is logged (``tests/compile_log.py``) and summed by process
+  (warm-up halves, xdist workers), by function, and for the signatures that more than one
+  process compiled.  ``--cold-only`` times just this step.
 
 Results and figures go to temporary folders, so the working tree is not touched.  Prints
 min/median/max over the repetitions and the load average before and after: the targets
@@ -62,9 +65,10 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2, help="sweep worker processes of (a) (default 2, as README)")
     ap.add_argument("--compile-only", action="store_true", help="time only the first compile")
     ap.add_argument("--tests", action="store_true", help="time README (b), the test suite, instead of (a)")
+    ap.add_argument("--cold-only", action="store_true", help="with --tests: only the whole cold command")
     args = ap.parse_args()
     if args.tests:
-        return tests_cold(args.repeat)
+        return tests_cold(args.repeat, parts=not args.cold_only)
     workbench = str(Path(sys.executable).parent / "workbench")
     times: dict[str, list[float]] = {"first compile": []} if args.compile_only else {
         "first compile": [], "(a) cold": [], "(a) warm": []}
@@ -92,22 +96,30 @@ def main() -> None:
         print(f"{label:<16}{min(values):9.1f}{statistics.median(values):10.1f}{max(values):9.1f}  {targets[label]}")
 
 
-def tests_cold(repeat: int) -> None:
+def tests_cold(repeat: int, parts: bool = True) -> None:
     """README (b) on a fresh clone with an empty numba cache, and its parts (module docstring)."""
-    times: dict[str, list[float]] = {"(b) warm-up": [], "(b) collect": [], "(b) cold": [], "(b) pytest says": []}
+    sys.path.insert(0, str(ROOT / "tests"))
+    from compile_log import ENV, summarise
+
+    times: dict[str, list[float]] = {"(b) cold": [], "(b) pytest says": []}
+    if parts:
+        times = {"(b) warm-up": [], "(b) collect": [], **times}
     load_before = os.getloadavg()
     for _ in range(repeat):
         with tempfile.TemporaryDirectory(prefix="bench-first-run-b-") as tmp:
             clone = Path(tmp) / "clone"
             subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
             env = dict(os.environ, NUMBA_CACHE_DIR=str(Path(tmp) / "numba-cache-parts"))
+            env.pop(ENV, None)
             warm = [sys.executable, "-c", "import subprocess, sys; ps = [subprocess.Popen([sys.executable, "
                     "'tests/warm_kernels.py', g]) for g in ('nvidia', 'amd')]; sys.exit(max(p.wait() for p in ps))"]
-            times["(b) warm-up"].append(_timed(warm, env, cwd=clone))
-            times["(b) collect"].append(_timed([sys.executable, "-m", "pytest", "-q", "--collect-only", "-n", "0",
-                                                "-p", "no:cacheprovider"], dict(env, WORKBENCH_TEST_WARMUP="0"),
-                                               cwd=clone))
+            if parts:
+                times["(b) warm-up"].append(_timed(warm, env, cwd=clone))
+                times["(b) collect"].append(_timed([sys.executable, "-m", "pytest", "-q", "--collect-only", "-n",
+                                                    "0", "-p", "no:cacheprovider"],
+                                                   dict(env, WORKBENCH_TEST_WARMUP="0"), cwd=clone))
             env["NUMBA_CACHE_DIR"] = str(Path(tmp) / "numba-cache-b")
+            env[ENV] = str(Path(tmp) / "compile-log")
             t0 = time.perf_counter()
             done = subprocess.run([sys.executable, "-m", "pytest", "-q"], cwd=clone, env=env,
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -116,6 +128,7 @@ def tests_cold(repeat: int) -> None:
             said = re.search(r" in ([0-9.]+)s", summary)
             times["(b) pytest says"].append(float(said[1]) if said else float("nan"))
             print(f"(b): {summary}", flush=True)
+            print(summarise(Path(env[ENV])), flush=True)
             if done.returncode != 0:
                 print(done.stdout[-3000:])
     load_after = os.getloadavg()

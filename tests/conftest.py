@@ -11,7 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from compile_log import install_from_env
+
 _HERE = Path(__file__).parent
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    worker = getattr(config, "workerinput", {}).get("workerid")
+    install_from_env("tests" if worker is None else f"tests {worker}")
 
 
 def _whole_suite(config: pytest.Config) -> bool:

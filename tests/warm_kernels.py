@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
+from compile_log import install_from_env
 
 import workbench as wb
 from workbench import exact
@@ -59,4 +60,5 @@ def warm(group: str) -> None:
 
 
 if __name__ == "__main__":
+    install_from_env(f"warm-up {sys.argv[1]}")
     warm(sys.argv[1])

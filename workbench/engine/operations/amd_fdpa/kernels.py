@@ -668,6 +668,17 @@ def trfdpa_gemm_lanes(A, BT, sa, ea, sb, eb, row_special, col_special, acc, q, T
     threshold or whose chain overflows are recomputed by :func:`amd_chain` (``A``,
     ``BT`` unused by TR/GTR there).  The result format must fit in the output format
     (a block's result is exactly the next c)."""
+    M = sa.shape[0]
+    N = acc.shape[1]
+    n_jt = (N + TJ - 1) // TJ
+    for t in numba.prange(((M + TI - 1) // TI) * n_jt):
+        _tr_gemm_lanes_tile(np.int64(t), A, BT, sa, ea, sb, eb, row_special, col_special, acc, q, TI, TJ, BC)
+
+
+@numba.njit(cache=True)
+def _tr_gemm_lanes_tile(t, A, BT, sa, ea, sb, eb, row_special, col_special, acc, q, TI, TJ, BC):
+    """Tile ``t`` of :func:`trfdpa_gemm_lanes` (its own function: numba compiles it without
+    the parallel passes, which took 4.5 minutes over the whole body)."""
     M, Kp = sa.shape
     N = acc.shape[1]
     Np = sb.shape[1]
@@ -677,51 +688,49 @@ def trfdpa_gemm_lanes(A, BT, sa, ea, sb, eb, row_special, col_special, acc, q, T
     ngroups = 2 if gtr else 1
     narrow = _group_fits_int32(q, L)
     nblocks = Kp // L
-    n_it = (M + TI - 1) // TI
     n_jt = (N + TJ - 1) // TJ
-    for t in numba.prange(n_it * n_jt):
-        i0, ti, j0, nl, nv = lane_tile(t, n_jt, TI, TJ, M, N, Np)
-        neg = np.zeros((ti, nv), dtype=np.bool_)
-        mag = np.zeros((ti, nv), dtype=np.int64)
-        qq = np.zeros((ti, nv), dtype=np.int64)
-        bad = np.zeros((ti, nv), dtype=np.bool_)
-        T0 = np.empty(nv, dtype=np.int64)
-        E0 = np.empty(nv, dtype=np.int64)
-        T1 = np.zeros(nv, dtype=np.int64)
-        E1 = np.full(nv, NEG_BIG, dtype=np.int64)
-        T32 = np.empty(nv, dtype=np.int32)
-        em32 = np.empty(nv, dtype=np.int32)
-        for ii in range(ti):
-            lanes_from_c(acc, i0 + ii, j0, nl, row_special, col_special, q[P_MC], q[P_EMINC], neg[ii], mag[ii],
-                         qq[ii], bad[ii])
-        for b0 in range(0, nblocks, BC):
-            for ii in range(ti):
-                i = i0 + ii
-                if row_special[i] != 0:
-                    continue
-                rneg, rmag, rq, rbad = neg[ii], mag[ii], qq[ii], bad[ii]
-                for blk in range(b0, min(nblocks, b0 + BC)):
-                    if narrow:
-                        _lane_group32(sa, ea, sb, eb, i, j0, nv, blk * L, L, 0, ngroups, ezp, G, roff, ovf1, T0, E0,
-                                      rbad, T32, em32)
-                        if gtr:
-                            _lane_group32(sa, ea, sb, eb, i, j0, nv, blk * L, L, 1, 2, ezp, G, roff, ovf1, T1, E1,
-                                          rbad, T32, em32)
-                    else:
-                        _lane_group(sa, ea, sb, eb, i, j0, nv, blk * L, L, 0, ngroups, ezp, G, roff, ovf1, T0, E0,
-                                    rbad)
-                        if gtr:
-                            _lane_group(sa, ea, sb, eb, i, j0, nv, blk * L, L, 1, 2, ezp, G, roff, ovf1, T1, E1, rbad)
-                    _lane_tr_round(T0, E0, T1, E1, nv, q, rneg, rmag, rq, rbad)
+    i0, ti, j0, nl, nv = lane_tile(t, n_jt, TI, TJ, M, N, Np)
+    neg = np.zeros((ti, nv), dtype=np.bool_)
+    mag = np.zeros((ti, nv), dtype=np.int64)
+    qq = np.zeros((ti, nv), dtype=np.int64)
+    bad = np.zeros((ti, nv), dtype=np.bool_)
+    T0 = np.empty(nv, dtype=np.int64)
+    E0 = np.empty(nv, dtype=np.int64)
+    T1 = np.zeros(nv, dtype=np.int64)
+    E1 = np.full(nv, NEG_BIG, dtype=np.int64)
+    T32 = np.empty(nv, dtype=np.int32)
+    em32 = np.empty(nv, dtype=np.int32)
+    for ii in range(ti):
+        lanes_from_c(acc, i0 + ii, j0, nl, row_special, col_special, q[P_MC], q[P_EMINC], neg[ii], mag[ii],
+                     qq[ii], bad[ii])
+    for b0 in range(0, nblocks, BC):
         for ii in range(ti):
             i = i0 + ii
-            for u in range(nl):
-                j = j0 + u
-                if bad[ii, u]:
-                    limbs = np.zeros(1, dtype=np.int64)
-                    acc[i, j] = amd_chain(A, BT, sa, ea, sb, eb, i, j, acc[i, j], q, limbs)
+            if row_special[i] != 0:
+                continue
+            rneg, rmag, rq, rbad = neg[ii], mag[ii], qq[ii], bad[ii]
+            for blk in range(b0, min(nblocks, b0 + BC)):
+                if narrow:
+                    _lane_group32(sa, ea, sb, eb, i, j0, nv, blk * L, L, 0, ngroups, ezp, G, roff, ovf1, T0, E0,
+                                  rbad, T32, em32)
+                    if gtr:
+                        _lane_group32(sa, ea, sb, eb, i, j0, nv, blk * L, L, 1, 2, ezp, G, roff, ovf1, T1, E1,
+                                      rbad, T32, em32)
                 else:
-                    acc[i, j] = lane_value(neg[ii, u], mag[ii, u], qq[ii, u])
+                    _lane_group(sa, ea, sb, eb, i, j0, nv, blk * L, L, 0, ngroups, ezp, G, roff, ovf1, T0, E0,
+                                rbad)
+                    if gtr:
+                        _lane_group(sa, ea, sb, eb, i, j0, nv, blk * L, L, 1, 2, ezp, G, roff, ovf1, T1, E1, rbad)
+                _lane_tr_round(T0, E0, T1, E1, nv, q, rneg, rmag, rq, rbad)
+    for ii in range(ti):
+        i = i0 + ii
+        for u in range(nl):
+            j = j0 + u
+            if bad[ii, u]:
+                limbs = np.zeros(1, dtype=np.int64)
+                acc[i, j] = amd_chain(A, BT, sa, ea, sb, eb, i, j, acc[i, j], q, limbs)
+            else:
+                acc[i, j] = lane_value(neg[ii, u], mag[ii, u], qq[ii, u])
 
 
 @numba.njit(cache=True)
@@ -802,41 +811,48 @@ def trfdpa_rows_lanes(sa, ea, sb, eb, sal, eal, sbl, ebl, special, acc, q):
     of the lanes, zero padding computed and never written); ``sa, ea`` (rows, Kp),
     ``sb, eb`` (Kp, rows) the same (transposed views allowed) for rows whose operands
     or c are Inf/NaN (flagged in ``special``), whose products may overflow or whose
-    chain overflows (:func:`amd_chain`)."""
+    chain overflows (:func:`amd_chain`).  Each group of rows is one call of
+    :func:`_tr_rows_lanes_tile`, which numba compiles without its parallel passes (the
+    whole body inside the ``prange`` took 214 s to compile, the split a few)."""
+    n = acc.shape[0]
+    for t in numba.prange((n + _ROW_LANES - 1) // _ROW_LANES):
+        _tr_rows_lanes_tile(np.int64(t) * _ROW_LANES, sa, ea, sb, eb, sal, eal, sbl, ebl, special, acc, q)
+
+
+@numba.njit(cache=True)
+def _tr_rows_lanes_tile(r0, sa, ea, sb, eb, sal, eal, sbl, ebl, special, acc, q):
+    """Rows r0 .. r0 + :data:`_ROW_LANES` - 1 of :func:`trfdpa_rows_lanes`."""
     Kp, Np = sal.shape
     n = acc.shape[0]
     L = q[P_L]
     G, roff, ovf1, ezp = _group_shifts(q)
     gtr = q[P_KIND] == KIND_GTR
     ngroups = 2 if gtr else 1
-    zero_row = np.zeros(1, dtype=np.int8)
-    acc2 = acc.reshape(1, n)
+    nl = min(_ROW_LANES, n - r0)
+    nv = min(_ROW_LANES, Np - r0)
+    neg = np.zeros(nv, dtype=np.bool_)
+    mag = np.zeros(nv, dtype=np.int64)
+    qq = np.zeros(nv, dtype=np.int64)
+    bad = np.zeros(nv, dtype=np.bool_)
+    T0 = np.empty(nv, dtype=np.int64)
+    E0 = np.empty(nv, dtype=np.int64)
+    T1 = np.zeros(nv, dtype=np.int64)
+    E1 = np.full(nv, NEG_BIG, dtype=np.int64)
+    lanes_from_c(acc.reshape(1, n), 0, r0, nl, np.zeros(1, dtype=np.int8), special, q[P_MC], q[P_EMINC], neg, mag,
+                 qq, bad)
+    for blk in range(Kp // L):
+        _lane_group_rows(sal, eal, sbl, ebl, r0, nv, blk * L, L, 0, ngroups, ezp, G, roff, ovf1, T0, E0, bad)
+        if gtr:
+            _lane_group_rows(sal, eal, sbl, ebl, r0, nv, blk * L, L, 1, 2, ezp, G, roff, ovf1, T1, E1, bad)
+        _lane_tr_round(T0, E0, T1, E1, nv, q, neg, mag, qq, bad)
     none = np.empty((0, 0))
-    for t in numba.prange((n + _ROW_LANES - 1) // _ROW_LANES):
-        r0 = t * _ROW_LANES
-        nl = min(_ROW_LANES, n - r0)
-        nv = min(_ROW_LANES, Np - r0)
-        neg = np.zeros(nv, dtype=np.bool_)
-        mag = np.zeros(nv, dtype=np.int64)
-        qq = np.zeros(nv, dtype=np.int64)
-        bad = np.zeros(nv, dtype=np.bool_)
-        T0 = np.empty(nv, dtype=np.int64)
-        E0 = np.empty(nv, dtype=np.int64)
-        T1 = np.zeros(nv, dtype=np.int64)
-        E1 = np.full(nv, NEG_BIG, dtype=np.int64)
-        lanes_from_c(acc2, 0, r0, nl, zero_row, special, q[P_MC], q[P_EMINC], neg, mag, qq, bad)
-        for blk in range(Kp // L):
-            _lane_group_rows(sal, eal, sbl, ebl, r0, nv, blk * L, L, 0, ngroups, ezp, G, roff, ovf1, T0, E0, bad)
-            if gtr:
-                _lane_group_rows(sal, eal, sbl, ebl, r0, nv, blk * L, L, 1, 2, ezp, G, roff, ovf1, T1, E1, bad)
-            _lane_tr_round(T0, E0, T1, E1, nv, q, neg, mag, qq, bad)
-        for u in range(nl):
-            r = r0 + u
-            if bad[u]:
-                limbs = np.zeros(1, dtype=np.int64)
-                acc[r] = amd_chain(none, none, sa, ea, sb, eb, r, r, acc[r], q, limbs)
-            else:
-                acc[r] = lane_value(neg[u], mag[u], qq[u])
+    for u in range(nl):
+        r = r0 + u
+        if bad[u]:
+            limbs = np.zeros(1, dtype=np.int64)
+            acc[r] = amd_chain(none, none, sa, ea, sb, eb, r, r, acc[r], q, limbs)
+        else:
+            acc[r] = lane_value(neg[u], mag[u], qq[u])
 
 
 def trfdpa_lanes(model, code: int, sa, ea, sb, eb, acc, special: bool = True):

@@ -295,6 +295,18 @@ def gst_gemm_lanes(sa, ea, sb, eb, xsa, xea, xsb, xeb, row_special, col_special,
     ``row_special[i]`` / ``col_special[j]`` (int8) mark rows of A and columns of B
     whose operands or scales hold Inf/NaN; their outputs, outputs whose C is Inf/NaN
     and outputs whose chain overflows are recomputed by :func:`gst_chain`."""
+    M = sa.shape[0]
+    N = acc.shape[1]
+    TJ = (TJ + LANE_PAD - 1) // LANE_PAD * LANE_PAD
+    n_jt = (N + TJ - 1) // TJ
+    for t in numba.prange(((M + TI - 1) // TI) * n_jt):
+        _gst_lanes_tile(np.int64(t), sa, ea, sb, eb, xsa, xea, xsb, xeb, row_special, col_special, acc, r, TI, TJ)
+
+
+@numba.njit(cache=True)
+def _gst_lanes_tile(t, sa, ea, sb, eb, xsa, xea, xsb, xeb, row_special, col_special, acc, r, TI, TJ):
+    """Tile ``t`` of :func:`gst_gemm_lanes` (``TJ`` a multiple of the lane padding; its own
+    function: numba compiles it without the parallel passes, several times faster)."""
     M, Kp = sa.shape
     N = acc.shape[1]
     Np = sb.shape[1]
@@ -302,43 +314,40 @@ def gst_gemm_lanes(sa, ea, sb, eb, xsa, xea, xsb, xeb, row_special, col_special,
     ng = L // r[P_G]
     nblocks = Kp // L
     BC = max(1, 256 // L)               # blocks per chunk of K, reused from cache by every row of a tile
-    TJ = (TJ + LANE_PAD - 1) // LANE_PAD * LANE_PAD
     ezp = r[P_EZ] if r[P_USE_EZ] != 0 else NEG_BIG
     mc = r[P_MC]
     eminc = r[P_EMINC]
-    n_it = (M + TI - 1) // TI
     n_jt = (N + TJ - 1) // TJ
-    for t in numba.prange(n_it * n_jt):
-        i0, ti, j0, nl, nv = lane_tile(t, n_jt, TI, TJ, M, N, Np)
-        neg = np.zeros((ti, nv), dtype=np.bool_)
-        mag = np.zeros((ti, nv), dtype=np.int64)
-        q = np.zeros((ti, nv), dtype=np.int64)
-        bad = np.zeros((ti, nv), dtype=np.bool_)
-        emx = np.empty(nv, dtype=np.int64)
-        S = np.empty(nv, dtype=np.int64)
-        Xg = np.empty((ng, nv), dtype=np.int64)
-        Eg = np.empty((ng, nv), dtype=np.int64)
-        Og = np.empty(nv, dtype=np.int64)
+    i0, ti, j0, nl, nv = lane_tile(t, n_jt, TI, TJ, M, N, Np)
+    neg = np.zeros((ti, nv), dtype=np.bool_)
+    mag = np.zeros((ti, nv), dtype=np.int64)
+    q = np.zeros((ti, nv), dtype=np.int64)
+    bad = np.zeros((ti, nv), dtype=np.bool_)
+    emx = np.empty(nv, dtype=np.int64)
+    S = np.empty(nv, dtype=np.int64)
+    Xg = np.empty((ng, nv), dtype=np.int64)
+    Eg = np.empty((ng, nv), dtype=np.int64)
+    Og = np.empty(nv, dtype=np.int64)
+    for ii in range(ti):
+        lanes_from_c(acc, i0 + ii, j0, nl, row_special, col_special, mc, eminc, neg[ii], mag[ii], q[ii],
+                     bad[ii])
+    for b0 in range(0, nblocks, BC):
         for ii in range(ti):
-            lanes_from_c(acc, i0 + ii, j0, nl, row_special, col_special, mc, eminc, neg[ii], mag[ii], q[ii],
-                         bad[ii])
-        for b0 in range(0, nblocks, BC):
-            for ii in range(ti):
-                if row_special[i0 + ii] != 0:
-                    continue
-                for blk in range(b0, min(nblocks, b0 + BC)):
-                    _gst_lane_block(sa, ea, sb, eb, xsa, xea, xsb, xeb, i0 + ii, j0, nv, blk * L, neg[ii], mag[ii],
-                                    q[ii], emx, S, Xg, Eg, Og, r, ezp, bad[ii])
-        Xs = np.zeros(ng, dtype=np.int64)
-        Es = np.zeros(ng, dtype=np.int64)
-        for ii in range(ti):
-            i = i0 + ii
-            for u in range(nl):
-                j = j0 + u
-                if bad[ii, u]:
-                    acc[i, j] = gst_chain(sa, ea, sb.T, eb.T, xsa, xea, xsb.T, xeb.T, i, j, acc[i, j], r, Xs, Es)
-                else:
-                    acc[i, j] = lane_value(neg[ii, u], mag[ii, u], q[ii, u])
+            if row_special[i0 + ii] != 0:
+                continue
+            for blk in range(b0, min(nblocks, b0 + BC)):
+                _gst_lane_block(sa, ea, sb, eb, xsa, xea, xsb, xeb, i0 + ii, j0, nv, blk * L, neg[ii], mag[ii],
+                                q[ii], emx, S, Xg, Eg, Og, r, ezp, bad[ii])
+    Xs = np.zeros(ng, dtype=np.int64)
+    Es = np.zeros(ng, dtype=np.int64)
+    for ii in range(ti):
+        i = i0 + ii
+        for u in range(nl):
+            j = j0 + u
+            if bad[ii, u]:
+                acc[i, j] = gst_chain(sa, ea, sb.T, eb.T, xsa, xea, xsb.T, xeb.T, i, j, acc[i, j], r, Xs, Es)
+            else:
+                acc[i, j] = lane_value(neg[ii, u], mag[ii, u], q[ii, u])
 
 
 def gst_params(model) -> np.ndarray:

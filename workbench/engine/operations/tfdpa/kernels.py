@@ -525,6 +525,19 @@ def tfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, prm):
     is Inf/NaN and outputs whose chain overflows are recomputed by the scalar
     :func:`_accumulate`, which handles every special case (Xie et al. Section 4.2).
     """
+    M = sa.shape[0]
+    N = acc.shape[1]
+    TI = prm[P_TI]
+    TJ = (prm[P_TJ] + LANE_PAD - 1) // LANE_PAD * LANE_PAD
+    n_jt = (N + TJ - 1) // TJ
+    for t in numba.prange(((M + TI - 1) // TI) * n_jt):
+        _lanes_tile(np.int64(t), sa, ea, sb, eb, row_special, col_special, acc, prm)
+
+
+@numba.njit(cache=True)
+def _lanes_tile(t, sa, ea, sb, eb, row_special, col_special, acc, prm):
+    """Tile ``t`` of :func:`tfdpa_gemm_lanes` (its own function: numba compiles it
+    without the parallel passes, which took 123 s over the whole body)."""
     M, Kp = sa.shape
     N = acc.shape[1]
     Np = sb.shape[1]
@@ -541,67 +554,65 @@ def tfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, prm):
     c_late = prm[P_CLATE] != 0
     late_mode = prm[P_LATEMODE]
     fast = fast_eligible(prm)
-    n_it = (M + TI - 1) // TI
     n_jt = (N + TJ - 1) // TJ
-    for t in numba.prange(n_it * n_jt):
-        i0, ti, j0, nl, nv = lane_tile(t, n_jt, TI, TJ, M, N, Np)
-        neg = np.zeros((ti, nv), dtype=np.bool_)
-        mag = np.zeros((ti, nv), dtype=np.int64)
-        q = np.zeros((ti, nv), dtype=np.int64)
-        bad = np.zeros((ti, nv), dtype=np.bool_)
-        total = np.zeros((ti, nv))        # the fp32 accumulator (modes 1 and 2)
-        emx = np.empty(nv, dtype=np.int32)
-        S = np.empty(nv, dtype=np.int64)
-        S32 = np.empty(nv, dtype=np.int32)
-        pneg = np.zeros(nv, dtype=np.bool_)   # the block's products alone (c late)
-        pmag = np.zeros(nv, dtype=np.int64)
-        pq = np.zeros(nv, dtype=np.int64)
-        for ii in range(ti):
-            lanes_from_c(acc, i0 + ii, j0, nl, row_special, col_special, mc, eminc, neg[ii], mag[ii], q[ii],
-                         bad[ii])
-            if accmode != ACC_CHAIN:                  # partial chains start from 0, C waits in the fp32 total
-                for u in range(nl):
-                    total[ii, u] = acc[i0 + ii, j0 + u]
-                    neg[ii, u] = False
-                    mag[ii, u] = 0
-        for b0 in range(0, nblocks, BC):
-            b1 = min(nblocks, b0 + BC)
-            for ii in range(ti):
-                if row_special[i0 + ii] != 0:
-                    continue
-                rneg, rmag, rq, rbad = neg[ii], mag[ii], q[ii], bad[ii]
-                tneg, tmag, tq = (pneg, pmag, pq) if c_late else (rneg, rmag, rq)
-                for blk in range(b0, b1):
-                    if c_late:
-                        tneg[:] = False
-                        tmag[:] = 0
-                    for g in range(ng):     # the groups chained in order (one group: the block)
-                        _lane_block(sa, ea, sb, eb, i0 + ii, j0, nv, blk * L, L, g, ng, tneg, tmag, tq, emx, S,
-                                    S32, ezp, F, fp, sticky, eminc, pr, eminr, emaxr, mode, flush, rbad)
-                    if c_late:              # c added to the block's sum, rounded on its own
-                        for u in range(np.uint64(nv)):
-                            neg_r, keep, qq, inf = add_round(tneg[u], tmag[u], tq[u], rneg[u], rmag[u], rq[u],
-                                                             pr, eminr, emaxr, late_mode, flush)
-                            rneg[u] = neg_r
-                            rmag[u] = keep
-                            rq[u] = qq
-                            rbad[u] |= inf
-                    if accmode != ACC_CHAIN and ((blk + 1) % nprom == 0 or blk + 1 == nblocks):
-                        for u in range(nv):
-                            total[ii, u] = exact_add(total[ii, u], lane_value(neg[ii, u], mag[ii, u], q[ii, u]),
-                                                     _FP32_ACC[0], _FP32_ACC[1], _FP32_ACC[2], 0, False)
-                            neg[ii, u] = False
-                            mag[ii, u] = 0
-        for ii in range(ti):
-            i = i0 + ii
+    i0, ti, j0, nl, nv = lane_tile(t, n_jt, TI, TJ, M, N, Np)
+    neg = np.zeros((ti, nv), dtype=np.bool_)
+    mag = np.zeros((ti, nv), dtype=np.int64)
+    q = np.zeros((ti, nv), dtype=np.int64)
+    bad = np.zeros((ti, nv), dtype=np.bool_)
+    total = np.zeros((ti, nv))        # the fp32 accumulator (modes 1 and 2)
+    emx = np.empty(nv, dtype=np.int32)
+    S = np.empty(nv, dtype=np.int64)
+    S32 = np.empty(nv, dtype=np.int32)
+    pneg = np.zeros(nv, dtype=np.bool_)   # the block's products alone (c late)
+    pmag = np.zeros(nv, dtype=np.int64)
+    pq = np.zeros(nv, dtype=np.int64)
+    for ii in range(ti):
+        lanes_from_c(acc, i0 + ii, j0, nl, row_special, col_special, mc, eminc, neg[ii], mag[ii], q[ii],
+                     bad[ii])
+        if accmode != ACC_CHAIN:                  # partial chains start from 0, C waits in the fp32 total
             for u in range(nl):
-                j = j0 + u
-                if bad[ii, u]:
-                    acc[i, j] = _accumulate(sa, ea, sb, eb, i, j, np.int64(0), nblocks, acc[i, j], 0.0, prm, fast)[0]
-                elif accmode != ACC_CHAIN:
-                    acc[i, j] = total[ii, u]
-                else:
-                    acc[i, j] = lane_value(neg[ii, u], mag[ii, u], q[ii, u])
+                total[ii, u] = acc[i0 + ii, j0 + u]
+                neg[ii, u] = False
+                mag[ii, u] = 0
+    for b0 in range(0, nblocks, BC):
+        b1 = min(nblocks, b0 + BC)
+        for ii in range(ti):
+            if row_special[i0 + ii] != 0:
+                continue
+            rneg, rmag, rq, rbad = neg[ii], mag[ii], q[ii], bad[ii]
+            tneg, tmag, tq = (pneg, pmag, pq) if c_late else (rneg, rmag, rq)
+            for blk in range(b0, b1):
+                if c_late:
+                    tneg[:] = False
+                    tmag[:] = 0
+                for g in range(ng):     # the groups chained in order (one group: the block)
+                    _lane_block(sa, ea, sb, eb, i0 + ii, j0, nv, blk * L, L, g, ng, tneg, tmag, tq, emx, S,
+                                S32, ezp, F, fp, sticky, eminc, pr, eminr, emaxr, mode, flush, rbad)
+                if c_late:              # c added to the block's sum, rounded on its own
+                    for u in range(np.uint64(nv)):
+                        neg_r, keep, qq, inf = add_round(tneg[u], tmag[u], tq[u], rneg[u], rmag[u], rq[u],
+                                                         pr, eminr, emaxr, late_mode, flush)
+                        rneg[u] = neg_r
+                        rmag[u] = keep
+                        rq[u] = qq
+                        rbad[u] |= inf
+                if accmode != ACC_CHAIN and ((blk + 1) % nprom == 0 or blk + 1 == nblocks):
+                    for u in range(nv):
+                        total[ii, u] = exact_add(total[ii, u], lane_value(neg[ii, u], mag[ii, u], q[ii, u]),
+                                                 _FP32_ACC[0], _FP32_ACC[1], _FP32_ACC[2], 0, False)
+                        neg[ii, u] = False
+                        mag[ii, u] = 0
+    for ii in range(ti):
+        i = i0 + ii
+        for u in range(nl):
+            j = j0 + u
+            if bad[ii, u]:
+                acc[i, j] = _accumulate(sa, ea, sb, eb, i, j, np.int64(0), nblocks, acc[i, j], 0.0, prm, fast)[0]
+            elif accmode != ACC_CHAIN:
+                acc[i, j] = total[ii, u]
+            else:
+                acc[i, j] = lane_value(neg[ii, u], mag[ii, u], q[ii, u])
 
 
 @numba.njit(cache=True, parallel=True)

@@ -40,7 +40,7 @@ with round to nearest even in K order - the "round-to-nearest everywhere" unit.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.linalg
@@ -127,16 +127,26 @@ class Factorization:
         """``L, U, perm = lu(A, ...)`` unpacks as the issue's (L, U, perm)."""
         return iter((self.L, self.U, self.perm))
 
-    def solve(self, r: np.ndarray, precision: str = "fp64") -> np.ndarray:
-        """``U^-1 L^-1 r[perm]`` by forward and back substitution (BLAS trsv) in
-        ``precision`` (``"fp32"``: the factors and r in single, as MAGMA's
-        ``sgetrs`` in Haidar et al.; ``"fp64"``: the factors' values in double)."""
+    #: the factors converted to each solve precision and checked, made once per precision
+    #: (GMRES-IR applies U^-1 L^-1 thousands of times: a copy of both factors per solve was
+    #: most of its time at n = 2048)
+    _solve_factors: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, init=False, repr=False,
+                                                                      compare=False)
+
+    def __getstate__(self) -> dict:
+        """Pickled without the converted factors (a process pool sends only L, U, perm)."""
+        return {**self.__dict__, "_solve_factors": {}}
+
+    def _factors_in(self, precision: str) -> tuple[np.ndarray, np.ndarray]:
+        """(L, U) in ``precision``, their diagonals checked (a pivot out of its range raises)."""
+        cached = self._solve_factors.get(precision)
+        if cached is not None:
+            return cached
         dt = {"fp32": np.float32, "fp64": np.float64}.get(precision)
         if dt is None:
             raise ValueError(f"precision={precision!r}: the triangular solves run in 'fp32' or 'fp64'")
-        rp = np.asarray(r, dtype=np.float64)[self.perm].astype(dt)
         with np.errstate(over="ignore", under="ignore"):
-            Ld, Ud = self.L.astype(dt), self.U.astype(dt)
+            Ld, Ud = self.L.astype(dt, copy=False), self.U.astype(dt, copy=False)
         for T, stored in ((Ud, self.U), (Ld, self.L)):
             d = np.diag(T)
             bad = np.flatnonzero(~np.isfinite(d) | (d == 0))
@@ -145,6 +155,15 @@ class Factorization:
                 raise FactorizationError("solve", "zero pivot" if d[j] == 0 else "non-finite pivot", j, j, d[j],
                                          precision, f"the stored pivot {float(stored[j, j])!r} is out of the "
                                          f"range of {precision}; solve in 'fp64'")
+        self._solve_factors[precision] = (Ld, Ud)
+        return Ld, Ud
+
+    def solve(self, r: np.ndarray, precision: str = "fp64") -> np.ndarray:
+        """``U^-1 L^-1 r[perm]`` by forward and back substitution (BLAS trsv) in
+        ``precision`` (``"fp32"``: the factors and r in single, as MAGMA's
+        ``sgetrs`` in Haidar et al.; ``"fp64"``: the factors' values in double)."""
+        Ld, Ud = self._factors_in(precision)
+        rp = np.asarray(r, dtype=np.float64)[self.perm].astype(Ld.dtype)
         y = scipy.linalg.solve_triangular(Ld, rp, lower=True, unit_diagonal=self.kind != "cholesky",
                                           check_finite=False)
         z = scipy.linalg.solve_triangular(Ud, y, lower=False, check_finite=False)

@@ -136,9 +136,12 @@ def test_mx_equals_torchao(tao, x, element, rule):
                 quirk[idx] = True
         compare &= ~quirk
     assert _same(e[compare], te[compare])
-    # elements: not where torchao divides by 2**-126 while storing 2**-127 (pinned),
+    # elements: not where the scale is 2**-127, which torchao stores but does not apply (pinned:
+    # FLOOR/CEIL/EVEN divide by 2**-126; RCEIL multiplies by 1.0, its "exponent == 0" case after
+    # Transformer Engine's ptx.cuh, so a block of fp32 subnormals gives zeros where x * 2**127 would
+    # not: found by this test with a block amax of 2.4e-39),
     # and not in NaN blocks: floor/ceil/even give x / Inf, rceil x * NaN, fp6/fp4 the NaN's bits (pinned)
-    keep = compare & ~((e == -127) & (rule != "rceil")) & ~np.isnan(amax)
+    keep = compare & ~(e == -127) & ~np.isnan(amax)
     cols = np.repeat(keep, 32, axis=1)[:, :x.shape[1]]
     assert _same(ours.elements[cols], tel[cols])
 

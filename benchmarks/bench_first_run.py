@@ -16,7 +16,7 @@ where no kernel is compiled yet) and times, in fresh processes:
 this checkout's HEAD (``git clone``: no ``__pycache__``, no pytest cache) with an empty
 numba cache, and where its time goes:
 
-* (b) warm-up: ``tests/warm_kernels.py nvidia`` and ``amd`` in two processes at once, as
+* (b) warm-up: ``tests/warm_kernels.py 1`` and ``2`` in two processes at once, as
   ``tests/conftest.py`` starts them, on an empty cache (the cold compile of the kernel tour);
 * (b) collect: ``pytest --collect-only -n 0`` with the warm-up off, once the cache is warm
   (what each xdist worker spends importing and collecting before its first test);
@@ -112,7 +112,7 @@ def tests_cold(repeat: int, parts: bool = True) -> None:
             env = dict(os.environ, NUMBA_CACHE_DIR=str(Path(tmp) / "numba-cache-parts"))
             env.pop(ENV, None)
             warm = [sys.executable, "-c", "import subprocess, sys; ps = [subprocess.Popen([sys.executable, "
-                    "'tests/warm_kernels.py', g]) for g in ('nvidia', 'amd')]; sys.exit(max(p.wait() for p in ps))"]
+                    "'tests/warm_kernels.py', g]) for g in ('1', '2')]; sys.exit(max(p.wait() for p in ps))"]
             if parts:
                 times["(b) warm-up"].append(_timed(warm, env, cwd=clone))
                 times["(b) collect"].append(_timed([sys.executable, "-m", "pytest", "-q", "--collect-only", "-n",

@@ -44,8 +44,11 @@ def install_from_env(role: str) -> None:
             line = {"role": role, "function": f"{dispatcher.py_func.__module__}.{dispatcher.py_func.__qualname__}",
                     "signature": str(ev.data["args"]), "seconds": seconds, "exclusive": seconds - nested,
                     "nested": bool(stack)}
-            with path.open("a") as out:
-                out.write(json.dumps(line) + "\n")
+            try:
+                with path.open("a") as out:
+                    out.write(json.dumps(line) + "\n")
+            except OSError:      # the folder removed under a running process: the log is lost, not the compile
+                pass
 
     event.register("numba:compile", _Listener())
 

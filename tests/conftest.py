@@ -34,7 +34,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         return
     procs = [subprocess.Popen([sys.executable, str(_HERE / "warm_kernels.py"), group], cwd=_HERE.parent,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-             for group in ("nvidia", "amd")]
+             for group in ("1", "2")]
     for proc in procs:
         _, err = proc.communicate()
         if proc.returncode:

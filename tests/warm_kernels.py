@@ -32,7 +32,10 @@ from workbench.engine import core  # noqa: E402
 GROUPS = {
     "1": [("volta", "fp16", "fp32"), ("hopper", "fp8_e4m3", "fp32"), ("ampere", "fp64", "fp64"),
           ("cdna1", "fp32", "fp32"), ("blackwell", "fp4_e2m1", "fp32", "mx"),
-          ("blackwell", "fp4_e2m1", "fp32", "nvfp4"), ("cdna1", "fp16", "fp32")],
+          ("blackwell", "fp4_e2m1", "fp32", "nvfp4"), ("cdna1", "fp16", "fp32"),
+          # an E-FDPA unit off the binary64 lanes (fp16 output, RZ): the integer lane kernels
+          # the probes' searches and the custom-unit tests reach
+          {"kind": "e-fdpa", "in_format": "fp16", "out_format": "fp16", "L": 4, "rounding": "rz"}],
     "2": [("cdna2", "fp16", "fp32"), ("cdna3", "fp16", "fp32"), ("cdna3", "fp8_e4m3fnuz", "fp32")],
 }
 
@@ -46,7 +49,7 @@ def _shapes(model) -> list[tuple[int, int, int]]:
 def warm(group: str) -> None:
     rng = np.random.default_rng(0)
     for spec in GROUPS[group]:
-        model = wb.preset(*spec)
+        model = wb.Model(**spec) if isinstance(spec, dict) else wb.preset(*spec)
         for M, K, N in _shapes(model):
             A = wb.round(rng.standard_normal((M, K)), model.in_format)
             B = wb.round(rng.standard_normal((K, N)), model.in_format)

@@ -962,6 +962,17 @@ def efdpa_gemm_lanes(A, BT, sa, ea, sb, eb, row_special, col_special, acc, q, TI
     ``sb, eb`` C-ordered (Kp, Np), Np >= N a multiple of 8 (zero padding, computed
     and never written); K is walked in chunks of BC blocks.  The result format must
     fit in the output format (a block's result is exactly the next c)."""
+    M = sa.shape[0]
+    N = acc.shape[1]
+    n_jt = (N + TJ - 1) // TJ
+    for t in numba.prange(((M + TI - 1) // TI) * n_jt):
+        _e_gemm_lanes_tile(np.int64(t), A, BT, sa, ea, sb, eb, row_special, col_special, acc, q, TI, TJ, BC)
+
+
+@numba.njit(cache=True)
+def _e_gemm_lanes_tile(t, A, BT, sa, ea, sb, eb, row_special, col_special, acc, q, TI, TJ, BC):
+    """Tile ``t`` of :func:`efdpa_gemm_lanes` (its own function: numba compiles it without
+    the parallel passes)."""
     M, Kp = sa.shape
     N = acc.shape[1]
     Np = sb.shape[1]
@@ -976,45 +987,43 @@ def efdpa_gemm_lanes(A, BT, sa, ea, sb, eb, row_special, col_special, acc, q, TI
     flush = q[P_FLUSHOUT] != 0
     window = 62 - bit_length(L)          # L + 1 terms below 2**window sum below 2**62
     nblocks = Kp // L
-    n_it = (M + TI - 1) // TI
     n_jt = (N + TJ - 1) // TJ
-    for t in numba.prange(n_it * n_jt):
-        i0, ti, j0, nl, nv = lane_tile(t, n_jt, TI, TJ, M, N, Np)
-        neg = np.zeros((ti, nv), dtype=np.bool_)
-        mag = np.zeros((ti, nv), dtype=np.int64)
-        qq = np.zeros((ti, nv), dtype=np.int64)
-        bad = np.zeros((ti, nv), dtype=np.bool_)
-        lo = np.empty(nv, dtype=np.int64)
-        hi = np.empty(nv, dtype=np.int64)
-        S = np.empty(nv, dtype=np.int64)
-        wide = np.zeros(nv, dtype=np.bool_)
-        limbs = np.zeros(max(1, q[P_NLIMBS]), dtype=np.int64)
-        for ii in range(ti):
-            lanes_from_c(acc, i0 + ii, j0, nl, row_special, col_special, mc, eminc, neg[ii], mag[ii], qq[ii], bad[ii])
-        for b0 in range(0, nblocks, BC):
-            b1 = min(nblocks, b0 + BC)
-            for ii in range(ti):
-                i = i0 + ii
-                if row_special[i] != 0:
-                    continue
-                rneg, rmag, rq, rbad = neg[ii], mag[ii], qq[ii], bad[ii]
-                for blk in range(b0, b1):
-                    _lane_efdpa_block(sa, ea, sb, eb, i, j0, nv, blk * L, L, fp, window, rneg, rmag, rq, lo, hi, S)
-                    if _lane_efdpa_round(S, lo, hi, nv, window, pr, eminr, emaxr, mode, flush, rneg, rmag, rq, rbad,
-                                         wide) == 0:
-                        continue
-                    for u in range(nl):          # the limbs, for the lanes the window did not hold
-                        if wide[u] and not rbad[u]:
-                            _limb_lane(A, BT, sa, ea, sb, eb, i, j0 + u, blk * L, q, limbs, mc, eminc, u, rneg, rmag,
-                                       rq, rbad)
+    i0, ti, j0, nl, nv = lane_tile(t, n_jt, TI, TJ, M, N, Np)
+    neg = np.zeros((ti, nv), dtype=np.bool_)
+    mag = np.zeros((ti, nv), dtype=np.int64)
+    qq = np.zeros((ti, nv), dtype=np.int64)
+    bad = np.zeros((ti, nv), dtype=np.bool_)
+    lo = np.empty(nv, dtype=np.int64)
+    hi = np.empty(nv, dtype=np.int64)
+    S = np.empty(nv, dtype=np.int64)
+    wide = np.zeros(nv, dtype=np.bool_)
+    limbs = np.zeros(max(1, q[P_NLIMBS]), dtype=np.int64)
+    for ii in range(ti):
+        lanes_from_c(acc, i0 + ii, j0, nl, row_special, col_special, mc, eminc, neg[ii], mag[ii], qq[ii], bad[ii])
+    for b0 in range(0, nblocks, BC):
+        b1 = min(nblocks, b0 + BC)
         for ii in range(ti):
             i = i0 + ii
-            for u in range(nl):
-                j = j0 + u
-                if bad[ii, u]:
-                    acc[i, j] = amd_chain(A, BT, sa, ea, sb, eb, i, j, acc[i, j], q, limbs)
-                else:
-                    acc[i, j] = lane_value(neg[ii, u], mag[ii, u], qq[ii, u])
+            if row_special[i] != 0:
+                continue
+            rneg, rmag, rq, rbad = neg[ii], mag[ii], qq[ii], bad[ii]
+            for blk in range(b0, b1):
+                _lane_efdpa_block(sa, ea, sb, eb, i, j0, nv, blk * L, L, fp, window, rneg, rmag, rq, lo, hi, S)
+                if _lane_efdpa_round(S, lo, hi, nv, window, pr, eminr, emaxr, mode, flush, rneg, rmag, rq, rbad,
+                                     wide) == 0:
+                    continue
+                for u in range(nl):          # the limbs, for the lanes the window did not hold
+                    if wide[u] and not rbad[u]:
+                        _limb_lane(A, BT, sa, ea, sb, eb, i, j0 + u, blk * L, q, limbs, mc, eminc, u, rneg, rmag,
+                                   rq, rbad)
+    for ii in range(ti):
+        i = i0 + ii
+        for u in range(nl):
+            j = j0 + u
+            if bad[ii, u]:
+                acc[i, j] = amd_chain(A, BT, sa, ea, sb, eb, i, j, acc[i, j], q, limbs)
+            else:
+                acc[i, j] = lane_value(neg[ii, u], mag[ii, u], qq[ii, u])
 
 
 @numba.njit(cache=True, inline="always")
@@ -1059,6 +1068,15 @@ def efdpa_rows_lanes(A, BT, sa, ea, sb, eb, sal, eal, sbl, ebl, special, acc, q)
     ``sa, ea`` (rows, Kp), ``sb, eb`` (Kp, rows) (the same, transposed views allowed)
     and the float64 ``A``, ``BT`` (n, K) for the limbs of wide blocks and for rows whose operands or c are Inf/NaN (flagged
     in ``special``) or whose chain overflows (:func:`amd_chain`)."""
+    n = acc.shape[0]
+    for t in numba.prange((n + _ROW_LANES - 1) // _ROW_LANES):
+        _e_rows_lanes_tile(np.int64(t) * _ROW_LANES, A, BT, sa, ea, sb, eb, sal, eal, sbl, ebl, special, acc, q)
+
+
+@numba.njit(cache=True)
+def _e_rows_lanes_tile(r0, A, BT, sa, ea, sb, eb, sal, eal, sbl, ebl, special, acc, q):
+    """Rows r0 .. r0 + :data:`_ROW_LANES` - 1 of :func:`efdpa_rows_lanes` (its own
+    function: numba compiles it without the parallel passes)."""
     Kp, Np = sal.shape
     n = acc.shape[0]
     L = q[P_L]
@@ -1068,35 +1086,33 @@ def efdpa_rows_lanes(A, BT, sa, ea, sb, eb, sal, eal, sbl, ebl, special, acc, q)
     window = 62 - bit_length(L)
     zero_row = np.zeros(1, dtype=np.int8)
     acc2 = acc.reshape(1, n)
-    for t in numba.prange((n + _ROW_LANES - 1) // _ROW_LANES):
-        r0 = t * _ROW_LANES
-        nl = min(_ROW_LANES, n - r0)
-        nv = min(_ROW_LANES, Np - r0)
-        neg = np.zeros(nv, dtype=np.bool_)
-        mag = np.zeros(nv, dtype=np.int64)
-        qq = np.zeros(nv, dtype=np.int64)
-        bad = np.zeros(nv, dtype=np.bool_)
-        lo = np.empty(nv, dtype=np.int64)
-        hi = np.empty(nv, dtype=np.int64)
-        S = np.empty(nv, dtype=np.int64)
-        wide = np.zeros(nv, dtype=np.bool_)
-        limbs = np.zeros(max(1, q[P_NLIMBS]), dtype=np.int64)
-        lanes_from_c(acc2, 0, r0, nl, zero_row, special, mc, eminc, neg, mag, qq, bad)
-        for blk in range(Kp // L):
-            _lane_efdpa_rows_block(sal, eal, sbl, ebl, r0, nv, blk * L, L, fp, neg, mag, qq, lo, hi, S)
-            if _lane_efdpa_round(S, lo, hi, nv, window, q[P_PRES], q[P_EMINRES], q[P_EMAXRES], q[P_MODE],
-                                 q[P_FLUSHOUT] != 0, neg, mag, qq, bad, wide) == 0:
-                continue
-            for u in range(nl):          # the limbs, for the lanes the window did not hold
-                if wide[u] and not bad[u]:
-                    _limb_lane(A, BT, sa, ea, sb, eb, r0 + u, r0 + u, blk * L, q, limbs, mc, eminc, u, neg, mag, qq,
-                               bad)
-        for u in range(nl):
-            r = r0 + u
-            if bad[u]:
-                acc[r] = amd_chain(A, BT, sa, ea, sb, eb, r, r, acc[r], q, limbs)
-            else:
-                acc[r] = lane_value(neg[u], mag[u], qq[u])
+    nl = min(_ROW_LANES, n - r0)
+    nv = min(_ROW_LANES, Np - r0)
+    neg = np.zeros(nv, dtype=np.bool_)
+    mag = np.zeros(nv, dtype=np.int64)
+    qq = np.zeros(nv, dtype=np.int64)
+    bad = np.zeros(nv, dtype=np.bool_)
+    lo = np.empty(nv, dtype=np.int64)
+    hi = np.empty(nv, dtype=np.int64)
+    S = np.empty(nv, dtype=np.int64)
+    wide = np.zeros(nv, dtype=np.bool_)
+    limbs = np.zeros(max(1, q[P_NLIMBS]), dtype=np.int64)
+    lanes_from_c(acc2, 0, r0, nl, zero_row, special, mc, eminc, neg, mag, qq, bad)
+    for blk in range(Kp // L):
+        _lane_efdpa_rows_block(sal, eal, sbl, ebl, r0, nv, blk * L, L, fp, neg, mag, qq, lo, hi, S)
+        if _lane_efdpa_round(S, lo, hi, nv, window, q[P_PRES], q[P_EMINRES], q[P_EMAXRES], q[P_MODE],
+                             q[P_FLUSHOUT] != 0, neg, mag, qq, bad, wide) == 0:
+            continue
+        for u in range(nl):          # the limbs, for the lanes the window did not hold
+            if wide[u] and not bad[u]:
+                _limb_lane(A, BT, sa, ea, sb, eb, r0 + u, r0 + u, blk * L, q, limbs, mc, eminc, u, neg, mag, qq,
+                           bad)
+    for u in range(nl):
+        r = r0 + u
+        if bad[u]:
+            acc[r] = amd_chain(A, BT, sa, ea, sb, eb, r, r, acc[r], q, limbs)
+        else:
+            acc[r] = lane_value(neg[u], mag[u], qq[u])
 
 
 # ------------------------------------------------ E-FDPA in binary64 lanes

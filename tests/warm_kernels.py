@@ -7,8 +7,9 @@ module twice in parallel at the start of a session (``python tests/warm_kernels.
 and ``... 2``), each calling :func:`workbench.gemm` (a small product, which takes the
 one-call path, and one past ``SMALL_WORK``, which takes the lane kernels) and the
 dot-product path on one preset per kind, so the machine's two cores compile at once and
-the tests then load the kernels from the cache (compiled once, not once per xdist worker).  On a warm cache it costs the two imports.  The
-results are not checked here: the tests check them.
+the tests then load the kernels from the cache (compiled once, not once per xdist
+worker).  On a warm cache it costs the two imports.  The results are not checked here:
+the tests check them.
 """
 from __future__ import annotations
 

@@ -259,9 +259,9 @@ def _workers_of(pid):
 class _Sweep:
     """``sweep.run`` of the crash experiment in a subprocess of its own session."""
 
-    def __init__(self, spec_file, out, log):
+    def __init__(self, spec_file, out, log, workers=2):
         script = ("import json, workbench.sweep as s; "
-                  f"s.run(json.load(open({str(spec_file)!r})), out={str(out)!r}, workers=2, progress=False)")
+                  f"s.run(json.load(open({str(spec_file)!r})), out={str(out)!r}, workers={workers}, progress=False)")
         env = dict(os.environ, SWEEP_TEST_LOG=str(log),
                    PYTHONPATH=os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]))
         self.out, self.log, self.err = out, log, log.with_suffix(".err")
@@ -357,6 +357,27 @@ def _crash_and_resume(tmp_path, parent_kills, seed):
 
 def test_killed_sweep_resumes_to_the_uninterrupted_table(tmp_path):
     _crash_and_resume(tmp_path, parent_kills=3, seed=15)
+
+
+def test_a_serial_sweep_stores_each_task_as_it_ends(tmp_path):
+    """workers=1 runs the tasks in the sweep's own process: each row is stored when its task
+    ends (not when every task has run), so a kill loses only the task under way, and the
+    resumed folder equals an uninterrupted run."""
+    raw = _crash_experiment()
+    n_tasks = len(sweep.parse(raw))
+    spec_file = tmp_path / "exp.json"
+    spec_file.write_text(json.dumps(raw))
+    out = tmp_path / "serial"
+    run = _Sweep(spec_file, out, tmp_path / "serial.log", workers=1)
+    target = n_tasks // 2
+    assert run.wait_until(lambda: run.stored() >= target), "the serial sweep stored nothing until it ended"
+    run.kill_parent()
+    run.check_nothing_is_left()
+    stored = run.stored()
+    assert target <= stored < n_tasks
+    assert set(sweep.load(out)["task_hash"]) == {p.stem for p in out.glob("parts/*.parquet")}
+    resumed = sweep.run(raw, out=out, workers=1, progress=False)
+    _assert_same_table(resumed, sweep.run(raw, out=tmp_path / "fresh", workers=1, progress=False))
 
 
 @pytest.mark.slow

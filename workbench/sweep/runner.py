@@ -42,21 +42,34 @@ WORKER_RETRIES = 2
 
 
 class _SerialExecutor:
-    """Runs each job at submission, in this process (``workers=1``)."""
+    """Runs the jobs in this process (``workers=1``), one each time the runner waits for
+    one - the highest priority first, as the pool starts them - so that every result is
+    recorded (and its row stored) before the next job starts: a serial sweep that is
+    killed keeps every task it finished."""
+
+    def __init__(self) -> None:
+        self._queued: dict[cf.Future, tuple[Any, tuple[Any, ...], float]] = {}
 
     def submit(self, fn: Any, *args: Any, priority: float = 0.0) -> cf.Future:
         fut: cf.Future = cf.Future()
+        self._queued[fut] = (fn, args, priority)
+        return fut
+
+    def wait_any(self, futures: set) -> set:
+        done = {f for f in futures if f.done()}
+        queued = [f for f in futures if f in self._queued]
+        if done or not queued:
+            return done or set(futures)
+        fut = max(queued, key=lambda f: self._queued[f][2])
+        fn, args, _ = self._queued.pop(fut)
         try:
             fut.set_result(fn(*args))
         except BaseException as exc:  # noqa: BLE001 - handed to the caller through the future
             fut.set_exception(exc)
-        return fut
-
-    def wait_any(self, futures: set) -> set:
-        return {f for f in futures if f.done()} or set(futures)
+        return {fut}
 
     def shutdown(self) -> None:
-        pass
+        self._queued.clear()
 
 
 class _DaskExecutor:

@@ -323,13 +323,40 @@ def test_the_mkl_sgemm_blocks_are_fprevs():
 def test_torch_fp32_is_mkls_two_paths():
     """At 1 thread torch.matmul float32 is the candidate on both of MKL's paths: FMA chains in K
     blocks of 192 (odd M, N >= 12, K past the blocking and in the halving range) and rounded
-    products added in order (N < 12 or M < 4; shapes whose rows all start 16-byte aligned or
-    leave fewer than 4 columns after the peel, so that the unmodelled peel loop is not reached)."""
-    shapes = ((5, 13, 193), (4, 12, 700), (3, 5, 100), (2, 3, 1000), (12, 4, 511))
+    products added in order (N < 12 or M < 4), with the small path's peel loop on the first
+    (-r * N) % 4 columns of row r: N % 4 = 1, 2 and 3, K % 8 tails 0 ... 7, and N = 6, 7 where
+    the peel leaves fewer than 4 columns on some rows."""
+    shapes = ((5, 13, 193), (4, 12, 700), (3, 5, 100), (2, 3, 1000), (12, 4, 511), (4, 5, 24), (4, 9, 16),
+              (6, 10, 17), (9, 7, 255), (8, 6, 131), (5, 11, 1500), (7, 9, 2051))
     r = probe_library("torch-cpu-fp32", shapes=shapes, fprev_shape=(4, 12, 64))
     assert r.repeatable
     assert [(s, k, bad) for s, k, bad, _, _ in r.results if bad] == []
-    assert r.verified and "bit-identical" in r.sheet() and "not modelled" in r.sheet()
+    assert r.verified and "bit-identical" in r.sheet() and "not modelled" not in r.sheet()
+
+
+@torch_avx2
+def test_mkl_peel_loop_is_needed():
+    """Without its peel regions the schedule misses outputs of torch.matmul on the small path
+    (so the regions are what reproduce them, not an accident of the inputs)."""
+    import dataclasses
+
+    import torch
+
+    rng = np.random.default_rng(3)
+    A = rng.standard_normal((6, 40)).astype(np.float32)
+    B = rng.standard_normal((40, 9)).astype(np.float32)
+    with LIBRARIES["torch-cpu-fp32"].set_threads(1):
+        want = torch.matmul(torch.from_numpy(A), torch.from_numpy(B)).numpy()
+    bare = dataclasses.replace(TORCH_FP32.schedule, regions=())
+    unit = TORCH_FP32.unit()
+    got = np.asarray(wb.gemm(A.astype(np.float64), B.astype(np.float64), None, model=unit, schedule=bare),
+                     dtype=np.float32)
+    full = np.asarray(wb.gemm(A.astype(np.float64), B.astype(np.float64), None, model=unit,
+                              schedule=TORCH_FP32.schedule), dtype=np.float32)
+    assert np.array_equal(full.view(np.uint32), want.view(np.uint32))
+    # rows 1, 2, 3 (N = 9: peels of 3, 2 and 1 columns) hold the only outputs the bare schedule can miss
+    missed = np.argwhere(got.view(np.uint32) != want.view(np.uint32))
+    assert len(missed) and all(j < (-i * 9) % 4 for i, j in missed)
 
 
 @torch_avx2

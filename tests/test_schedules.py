@@ -74,6 +74,62 @@ def test_a_split_is_its_parts_summed_in_fp32(split, combine):
     assert np.array_equal(_bits(wb.gemm(A, B, model=H100, schedule=sched)), _bits(want.astype(np.float32)))
 
 
+def test_a_cycle_split_and_its_lanes():
+    """Split.cycle: whole cycles of parts of the given sizes, the remainder one element at a
+    time; a part shorter than lane_block is one accumulator (MKL's peel loop, by hand)."""
+    sp = S.Split(cycle=(1, 1, 1, 1, 4), lanes=4, lane_block=4, lane_combine="in-order")
+    assert [p.tolist() for p in sp.indices(19)] == [[0], [1], [2], [3], [4, 5, 6, 7], [8], [9], [10], [11],
+                                                   [12, 13, 14, 15], [16], [17], [18]]
+    assert [p.tolist() for p in sp.indices(3)] == [[0], [1], [2]]
+    assert [q.tolist() for q in sp.lanes_of(np.arange(4, 8))] == [[4], [5], [6], [7]]
+    assert [q.tolist() for q in sp.lanes_of(np.arange(8, 9))] == [[8]]
+    assert not sp.whole
+    for bad in ((), (0, 4), (1, 2.0)):
+        with pytest.raises(ValueError, match="cycle"):
+            S.Split(cycle=bad)
+    with pytest.raises(ValueError, match="cycle"):
+        S.Split(cycle=(1, 4), part_size=8)
+    A, B, _ = _data(K=19, seed=4)
+    sched = S.Schedule(rules=(S.KRule(19, 19, sp),), c_position="combine")
+    fp32 = wb.custom_model("fp32", "fp32", kind="fma")
+    A32, B32 = A.astype(np.float32), B.astype(np.float32)
+    want = np.zeros((A.shape[0], B.shape[1]), dtype=np.float32)
+    for i in range(A.shape[0]):
+        for j in range(B.shape[1]):
+            p = A32[i] * B32[:, j]                 # float32 products: each rounded once
+            acc = np.float32(0)
+            for k0 in (0, 8):
+                for k in range(k0, k0 + 4):
+                    acc = np.float32(acc + p[k])
+                acc = np.float32(acc + np.float32(np.float32(np.float32(p[k0 + 4] + p[k0 + 5]) + p[k0 + 6]) + p[k0 + 7]))
+            for k in (16, 17, 18):
+                acc = np.float32(acc + p[k])
+            want[i, j] = acc
+    assert np.array_equal(_bits(wb.gemm(A32.astype(np.float64), B32.astype(np.float64), model=fp32, schedule=sched)),
+                          _bits(want))
+
+
+def test_regions_by_n_modulo_and_small_products():
+    """Region.n_mod and Region.below select the products a region applies to; the first
+    (-r * 9) % 4 columns of row r are MKL's peel for N = 9 (rows 1, 2, 3: 3, 2, 1 columns)."""
+    g = S.Region(rows=(0, 1), cols=(0, 3), lanes=1, lane_block=1, row_phase=(4, 1, 2), col_panel=0,
+                 n_mod=(4, 1, 7), below=(4, 12))
+    rows, cols = g.outputs(6, 9)
+    assert rows.tolist() == [1, 5] and cols.tolist() == [0, 1, 2]
+    assert g.outputs(6, 10)[0].size == 0 or g.outputs(6, 10)[1].size == 0     # N % 4 = 2
+    assert g.outputs(6, 5)[1].size == 0 or g.outputs(6, 5)[0].size == 0       # N < 7: too few columns remain
+    assert g.outputs(4, 13)[0].size == 0 or g.outputs(4, 13)[1].size == 0     # M >= 4 and N >= 12: not small
+    assert g.outputs(3, 13)[0].tolist() == [1]
+    with pytest.raises(ValueError, match="n_mod"):
+        S.Region(rows=(0, 1), cols=(0, 1), lanes=1, lane_block=1, n_mod=(4, 4, 0))
+    with pytest.raises(ValueError, match="below"):
+        S.Region(rows=(0, 1), cols=(0, 1), lanes=1, lane_block=1, below=(0, 3))
+    sched = S.Schedule(rules=(S.KRule(1, None, S.Split(part_size=1)),), regions=(
+        S.Region(rows=(0, 1), cols=(0, 1), lanes=1, lane_block=1, split=S.Split(cycle=(1, 4), lanes=4,
+                                                                                 lane_block=4)),))
+    assert S.Schedule.from_dict(json.loads(json.dumps(sched.to_dict()))) == sched
+
+
 def test_pairwise_and_in_order_differ_somewhere():
     A, B, _ = _data(M=16, K=512, N=16, seed=2)
     got = {c: wb.gemm(A, B, model=H100, schedule=S.Schedule(rules=(S.KRule(512, 512, S.Split(8)),), combine=c))

@@ -279,3 +279,45 @@ def test_saved_file_is_plain_toml(tmp_path):
     assert data["unit"]["kind"] == "gtr-fdpa" and data["formats"]["fp8_e4m3fnuz"]["special"] == "fnuz"
     shutil.copy(path, tmp_path / "copy.toml")
     assert wb.load_unit(tmp_path / "copy.toml") == wb.load_unit(path)
+
+
+def test_a_library_model_carries_its_schedule(tmp_path):
+    """save_unit(..., schedule=...) writes the schedule as a [schedule] table that reads back
+    equal (every named schedule and the library probes' own); a sweep task with that unit
+    file runs the schedule, and a schedule given twice is refused."""
+    from workbench import schedules as S
+    from workbench.probes.library import LIBRARIES
+    from workbench.sweep import spec as sp
+
+    fma32 = wb.custom_model("fp32", "fp32", kind="fma")
+    for sched in [S.get(n) for n in S.SCHEDULES] + [lib.candidate.schedule for lib in LIBRARIES.values()]:
+        uf = read_unit(wb.save_unit(fma32, tmp_path / "lib.toml", schedule=sched))
+        assert uf.schedule == sched and uf.model == fma32
+    text = (tmp_path / "lib.toml").read_text()
+    assert "[schedule]" in text and "[[schedule.rules]]" in text and "None" not in text
+    path = wb.save_unit(wb.preset("H100", "fp16", "fp32"), tmp_path / "h100.toml", schedule="cublas-h100-fp16-fp32")
+    assert read_unit(path).schedule == S.get("cublas-h100-fp16-fp32")
+    assert read_unit(wb.save_unit(fma32, tmp_path / "plain.toml")).schedule is None
+    t, = sp.parse({**_experiment(str(path)), "grid": [{**_experiment(str(path))["grid"][0], "k": 2048}]}).tasks
+    assert S.Schedule.from_dict(t.spec["params"]["schedule"]) == S.get("cublas-h100-fp16-fp32")
+    with pytest.raises(ValueError, match="in the unit file or in params, not both"):
+        sp.parse(_experiment(str(path), params={"schedule": "chain"}))
+    with pytest.raises(TypeError, match="schedule must be a Schedule"):
+        wb.save_unit(fma32, tmp_path / "x.toml", schedule=3)
+
+
+@pytest.mark.parametrize("edit,match", [
+    (lambda t: t.replace("[schedule]", "[schedule]\nspeed = 1"), r"schedule\.speed: unknown key"),
+    (lambda t: t.replace('c_position = "epilogue"', 'c_position = "late"'), r"\[schedule\]: Schedule\.c_position"),
+    (lambda t: t.replace("part_size = 1408", "part_size = -3"), r"\[schedule\]: Split\.part_size=-3"),
+    (lambda t: t.replace("part_size = 1408", "size = 3"), r"\[schedule\]: .*size"),
+    (lambda t: t.replace("[schedule]", "[schedule]\nregions = 3"), r"schedule\.regions: expected \[\[schedule\.regions"),
+], ids=["key", "c-position", "part-size", "split-key", "regions-value"])
+def test_malformed_schedules_are_refused(tmp_path, edit, match):
+    good = wb.save_unit(wb.preset("H100", "fp16", "fp32"), tmp_path / "g.toml",
+                        schedule="cublas-h100-fp16-fp32").read_text()
+    assert "part_size = 1408" in good and 'c_position = "epilogue"' in good
+    bad = tmp_path / "bad.toml"
+    bad.write_text(edit(good))
+    with pytest.raises(UnitFileError, match=match):
+        read_unit(bad)

@@ -61,6 +61,12 @@ class Split:
     a BLAS driver's K blocking (GEMM_Q): parts of ``block`` elements, the last two
     halved (each half rounded up to ``block_unroll``) when less than two blocks remain.
 
+    ``cycle``: K in whole cycles of parts of these sizes, the remainder (K modulo the
+    cycle's length) in parts of one element, and a part shorter than ``lane_block``
+    consumed by one accumulator (MKL SGEMM's peel loop, ``(1, 1, 1, 1, 4)`` with four
+    lanes: per 8 elements four products added one by one, then the other four summed
+    from zero and added).
+
     ``halve`` (with ``part_size``): where part_size < K < 2 * part_size, the parts are
     two of K // 2 elements and, for odd K, a last one of one element (MKL's SGEMM K
     blocking: 300 = 150 + 150, 193 = 96 + 96 + 1, 700 = 192 + 192 + 192 + 124).
@@ -82,8 +88,11 @@ class Split:
     lane_block: int = 1
     lane_combine: str = "pairwise"
     halve: bool = False
+    cycle: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.cycle, list):                 # read back from JSON (to_dict)
+            object.__setattr__(self, "cycle", tuple(self.cycle))
         if not isinstance(self.parts, int) or self.parts < 1:
             raise ValueError(f"Split.parts={self.parts!r}: expected a positive integer")
         for name in ("part_size", "interleave"):
@@ -108,17 +117,21 @@ class Split:
             raise ValueError(f"Split.lane_combine={self.lane_combine!r}: expected one of {COMBINES}")
         if not isinstance(self.halve, bool) or (self.halve and self.part_size is None):
             raise ValueError(f"Split.halve={self.halve!r}: expected a bool, True only with part_size")
+        if self.cycle is not None and (not _ints(self.cycle, len(self.cycle)) or not self.cycle
+                                       or min(self.cycle) < 1 or self.parts != 1 or self.part_size is not None
+                                       or self.interleave is not None or self.block is not None):
+            raise ValueError(f"Split.cycle={self.cycle!r}: expected a tuple of positive part sizes, alone")
 
     @property
     def whole(self) -> bool:
         """Whether K is one part consumed by one accumulator (no cut at all)."""
         return (self.parts == 1 and self.part_size is None and self.block is None and self.interleave is None
-                and self.lanes == 1)
+                and self.lanes == 1 and self.cycle is None)
 
     def lanes_of(self, part: np.ndarray) -> list[np.ndarray]:
         """The positions each of the ``lanes`` accumulators consumes of one part, in
         order (one list holding the part itself where ``lanes == 1``)."""
-        if self.lanes == 1:
+        if self.lanes == 1 or (self.cycle is not None and len(part) < self.lane_block):
             return [part]
         main = len(part) - len(part) % self.lane_block
         out = [part[lane:main:self.lanes] for lane in range(self.lanes)]
@@ -127,6 +140,14 @@ class Split:
 
     def indices(self, K: int) -> list[np.ndarray]:
         """The positions of K in each part, in the order the unit consumes them."""
+        if self.cycle is not None:
+            out, s, n = [], 0, sum(self.cycle)
+            while s + n <= K:
+                for size in self.cycle:
+                    out.append(np.arange(s, s + size))
+                    s += size
+            out += [np.arange(k, k + 1) for k in range(s, K)]
+            return out or [np.arange(0)]
         if self.block is not None:
             out, s, u = [], 0, self.block_unroll
             while s < K:
@@ -216,7 +237,18 @@ class Region:
     ``panels=(at_least, modulus, residue)``
         the region applies only where the cols band holds n tiles of ``cols[1]`` with
         n >= at_least and n % modulus == residue (a kernel whose path depends on how
-        many tiles there are, and on their parity)."""
+        many tiles there are, and on their parity).
+
+    Three more, for MKL SGEMM's peel loop (the first columns of a row before C reaches
+    16-byte alignment, in the small-matrix path only):
+
+    ``n_mod=(modulus, residue, at_least)``
+        the region applies only where N % modulus == residue and N >= at_least;
+    ``below=(m, n)``
+        only to products with M < m or N < n (the kernel of small matrices);
+    ``split``
+        the region's outputs consume K as this :class:`Split` says (its own loop),
+        instead of the schedule's split with the region's ``lanes``."""
 
     rows: tuple[int, int]
     cols: tuple[int, int]
@@ -225,6 +257,9 @@ class Region:
     row_phase: tuple[int, int, int] | None = None
     col_panel: int | None = None
     panels: tuple[int, int, int] | None = None
+    n_mod: tuple[int, int, int] | None = None
+    below: tuple[int, int] | None = None
+    split: Split | None = None
 
     def __post_init__(self) -> None:
         for name in ("rows", "cols"):
@@ -244,6 +279,14 @@ class Region:
         if pn is not None and (not _ints(pn, 3) or pn[1] < 1 or pn[2] >= pn[1]):
             raise ValueError(f"Region.panels={pn!r}: expected None or (at_least, modulus, residue) with "
                              f"modulus >= 1 and 0 <= residue < modulus")
+        nm = self.n_mod
+        if nm is not None and (not _ints(nm, 3) or nm[0] < 1 or nm[1] >= nm[0]):
+            raise ValueError(f"Region.n_mod={nm!r}: expected None or (modulus, residue, at_least) with "
+                             f"modulus >= 1 and 0 <= residue < modulus")
+        if self.below is not None and (not _ints(self.below, 2) or min(self.below) < 1):
+            raise ValueError(f"Region.below={self.below!r}: expected None or (m, n), positive integers")
+        if self.split is not None and not isinstance(self.split, Split):
+            raise TypeError(f"Region.split={self.split!r}: expected None or a Split")
 
     def span(self, M: int, N: int) -> tuple[slice, slice]:
         """The bands of rows and columns of an M x N product (``rows``, ``cols``; possibly empty)."""
@@ -252,8 +295,12 @@ class Region:
 
     def outputs(self, M: int, N: int) -> tuple[np.ndarray, np.ndarray]:
         """The rows and the columns of an M x N product this region covers: :meth:`span`'s
-        bands narrowed by ``row_phase``, ``col_panel`` and ``panels`` (possibly empty)."""
+        bands narrowed by ``row_phase``, ``col_panel``, ``panels``, ``n_mod`` and
+        ``below`` (possibly empty)."""
         rs, cs = self.span(M, N)
+        if ((self.n_mod is not None and (N % self.n_mod[0] != self.n_mod[1] or N < self.n_mod[2]))
+                or (self.below is not None and M >= self.below[0] and N >= self.below[1])):
+            return np.arange(0), np.arange(0)
         rows, cols = np.arange(rs.start, max(rs.start, rs.stop)), np.arange(cs.start, max(cs.start, cs.stop))
         if self.row_phase is not None:
             period, lo, hi = self.row_phase
@@ -381,8 +428,11 @@ class Schedule:
         return self.split(K, M, N).indices(K)
 
     def in_region(self, region: Region) -> "Schedule":
-        """This schedule as the outputs of ``region`` see it: every split consumed by the
-        region's lanes, no regions."""
+        """This schedule as the outputs of ``region`` see it: the region's own split, or
+        every split consumed by the region's lanes; no regions."""
+        if region.split is not None:
+            return replace(self, rules=(KRule(0, None, region.split),), regions=())
+
         def lanes(s: Split) -> Split:
             return replace(s, lanes=region.lanes, lane_block=region.lane_block)
 
@@ -395,21 +445,26 @@ class Schedule:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Schedule":
-        """The schedule of :meth:`to_dict`'s fields."""
+        """The schedule of :meth:`to_dict`'s fields (fields left out take their defaults:
+        a unit file writes only those that differ)."""
         known = set(cls.__dataclass_fields__)
         extra = set(d) - known
         if extra:
             raise ValueError(f"unknown schedule fields {sorted(extra)}; expected some of {sorted(known)}")
         kw = dict(d)
         kw["rules"] = tuple(r if isinstance(r, KRule) else
-                            KRule(r["k_min"], r["k_max"], r["split"] if r["split"] is None or isinstance(r["split"], Split)
-                                  else Split(**r["split"]), None if r.get("mn") is None else tuple(r["mn"]),
-                                  r.get("m_min", 1), r.get("n_min", 1))
+                            KRule(r["k_min"], r.get("k_max"), r.get("split") if r.get("split") is None
+                                  or isinstance(r["split"], Split) else Split(**r["split"]),
+                                  None if r.get("mn") is None else tuple(r["mn"]), r.get("m_min", 1), r.get("n_min", 1))
                             for r in kw.get("rules", ()))
         kw["regions"] = tuple(g if isinstance(g, Region) else Region(
-            tuple(g["rows"]), tuple(g["cols"]), g["lanes"], g["lane_block"],
+            tuple(g["rows"]), tuple(g["cols"]), g.get("lanes", 1), g.get("lane_block", 1),
             None if g.get("row_phase") is None else tuple(g["row_phase"]), g.get("col_panel"),
-            None if g.get("panels") is None else tuple(g["panels"])) for g in kw.get("regions", ()))
+            None if g.get("panels") is None else tuple(g["panels"]),
+            None if g.get("n_mod") is None else tuple(g["n_mod"]),
+            None if g.get("below") is None else tuple(g["below"]),
+            None if g.get("split") is None or isinstance(g["split"], Split) else Split(**g["split"]))
+            for g in kw.get("regions", ()))
         return cls(**kw)
 
 

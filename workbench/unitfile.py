@@ -36,6 +36,22 @@ can be reloaded by a sweep (``unit = "path.toml"``), ``workbench explain --unit`
     [provenance.verification]   # counts: name -> non-negative integer
     ...
 
+A library model - a unit and how the library composes it into a GEMM - carries its
+:class:`~workbench.schedules.Schedule` as an optional ``[schedule]`` table (its fields;
+``[[schedule.rules]]`` and ``[[schedule.regions]]`` one table each, a rule's ``split``
+an inline table; fields at their defaults left out), written by ``save_unit(...,
+schedule=...)`` and read back as :attr:`UnitFile.schedule`::
+
+    [schedule]
+    name = "openblas-haswell-dgemm"
+    c_position = "combine"
+    combine_format = "fp64"
+    threads = 1
+
+    [[schedule.rules]]
+    k_min = 1
+    split = {block = 256, block_unroll = 4}
+
 A file is data, never code: it is read with :mod:`tomllib` and every key is checked
 against what is expected; nothing in it is imported, evaluated or executed.  A
 malformed or hostile file raises :class:`UnitFileError` (a ValueError) naming the
@@ -51,12 +67,13 @@ from __future__ import annotations
 import datetime as _dt
 import re
 import tomllib
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from ._version import __version__
 from . import formats as _formats
+from . import schedules as _schedules
 from .catalogue import Preset, records
 from .engine.model import PARAM_NAMES, Model
 
@@ -69,7 +86,7 @@ FORMAT_VERSION = 1
 ORIGINS = ("preset", "custom", "probed")
 #: a unit file larger than this is refused before it is parsed
 MAX_BYTES = 1 << 20
-_TOP_KEYS = ("workbench_unit", "unit", "formats", "provenance")
+_TOP_KEYS = ("workbench_unit", "unit", "formats", "provenance", "schedule")
 _PROVENANCE_KEYS = ("origin", "preset", "devices", "target", "date", "workbench", "verification", "notes")
 _FORMAT_KEYS = ("exp_bits", "man_bits", "bias", "special", "subnormals", "signed")
 _FORMAT_PARAMS = ("in_format", "out_format", "result_format", "scale_format")
@@ -114,11 +131,13 @@ class Provenance:
 class UnitFile:
     """A unit file read back: the ``model`` (a :class:`~workbench.catalogue.Preset`
     when the file names a catalogue preset with the same arithmetic), its
-    ``provenance`` and the ``path`` it was read from."""
+    ``provenance``, the ``path`` it was read from and the library ``schedule`` it
+    carries (None: the unit alone)."""
 
     model: Model
     provenance: Provenance
     path: Path
+    schedule: _schedules.Schedule | None = None
 
 
 # ------------------------------------------------------------------ writing
@@ -151,6 +170,8 @@ def _toml_value(v: Any) -> str:
         return _toml_str(v)
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):                        # an inline table; None values are left out
+        return "{" + ", ".join(f"{_toml_key(k)} = {_toml_value(x)}" for k, x in v.items() if x is not None) + "}"
     raise TypeError(f"cannot write {v!r} ({type(v).__name__}) to a unit file")
 
 
@@ -170,8 +191,39 @@ def _default_provenance(model: Model) -> Provenance:
     return Provenance(origin="custom")
 
 
-def save_unit(model: Model, path: str | Path, provenance: Provenance | dict[str, Any] | None = None) -> Path:
+def _changed(record: Any) -> dict[str, Any]:
+    """The fields of a schedule record (a dataclass) that differ from their defaults
+    (required fields always), nested records as their own such dicts."""
+    out: dict[str, Any] = {}
+    for f in fields(record):
+        v = getattr(record, f.name)
+        if f.default is not MISSING and v == f.default:
+            continue
+        if isinstance(v, (_schedules.Split, _schedules.KRule, _schedules.Region)):
+            v = _changed(v)
+        out[f.name] = v
+    return out
+
+
+def _schedule_lines(schedule: _schedules.Schedule) -> list[str]:
+    """The ``[schedule]`` table of a unit file (:func:`save_unit`)."""
+    top = _changed(schedule)
+    lines = ["", "[schedule]"]
+    lines += [f"{k} = {_toml_value(v)}" for k, v in top.items() if k not in ("rules", "regions") and v is not None]
+    for key in ("rules", "regions"):
+        for rec in getattr(schedule, key):
+            lines += ["", f"[[schedule.{key}]]"]
+            lines += [f"{k} = {_toml_value(v)}" for k, v in _changed(rec).items() if v is not None]
+    return lines
+
+
+def save_unit(model: Model, path: str | Path, provenance: Provenance | dict[str, Any] | None = None,
+              schedule: _schedules.Schedule | str | None = None) -> Path:
     """Write ``model`` to the TOML unit file ``path`` and return the path.
+
+    ``schedule`` (a :class:`~workbench.schedules.Schedule` or the name of one) makes
+    the file a library model: the unit and how the library composes it into a GEMM,
+    read back as :attr:`UnitFile.schedule`.
 
     ``provenance`` (a :class:`Provenance` or a dict of its fields) says where the unit
     comes from; without it a preset records its name and devices and any other model
@@ -211,6 +263,12 @@ def save_unit(model: Model, path: str | Path, provenance: Provenance | dict[str,
     if prov.verification:
         lines += ["", "[provenance.verification]"]
         lines += [f"{_toml_key(k)} = {v}" for k, v in prov.verification.items()]
+    if schedule is not None:
+        if isinstance(schedule, str):
+            schedule = _schedules.get(schedule)
+        if not isinstance(schedule, _schedules.Schedule):
+            raise TypeError(f"schedule must be a Schedule or the name of one, got {type(schedule).__name__}")
+        lines += _schedule_lines(schedule)
     out = Path(path)
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return out
@@ -383,7 +441,22 @@ def read_unit(path: str | Path) -> UnitFile:
         model = Model(**params)
     except (TypeError, ValueError) as exc:
         raise UnitFileError(f"unit file {str(p)!r}: [unit]: {exc}") from None
-    return UnitFile(model=_as_preset(model, prov), provenance=prov, path=p)
+    schedule = _read_schedule(p, data["schedule"]) if "schedule" in data else None
+    return UnitFile(model=_as_preset(model, prov), provenance=prov, path=p, schedule=schedule)
+
+
+def _read_schedule(path: Path, table: Any) -> _schedules.Schedule:
+    """The ``[schedule]`` table as a Schedule; every field is checked by the schedule's
+    own records (a wrong key, type or value is a UnitFileError naming it)."""
+    t = _table(path, "schedule", table, tuple(f.name for f in fields(_schedules.Schedule)))
+    for key in ("rules", "regions"):
+        v = t.get(key, [])
+        if not isinstance(v, list) or not all(isinstance(x, dict) for x in v):
+            raise _fail(path, f"schedule.{key}", f"expected [[schedule.{key}]] tables, got {v!r}")
+    try:
+        return _schedules.Schedule.from_dict(t)
+    except (TypeError, ValueError, KeyError) as exc:
+        raise UnitFileError(f"unit file {str(path)!r}: [schedule]: {exc}") from None
 
 
 def _as_preset(model: Model, prov: Provenance) -> Model:

@@ -127,28 +127,43 @@ _MKL_SGEMM_KB = 192
 #: code paths by shape, found by FPRev per output and by fresh random products:
 #: m >= 12 and n >= 4 run an FMA kernel with K blocked by 192, other shapes a kernel without
 #: FMA (each product rounded to fp32, then added) over the whole K.
+#: MKL SGEMM's small-matrix path (M < 4 or N < 12) runs the first (-r * N) % 4 columns of row r
+#: - the outputs before C's row reaches 16-byte alignment, where at least 4 columns remain after
+#: them - through a peel loop: per 8 elements of K the first four rounded products are added to
+#: the sum one by one, the other four summed from zero ((p4 + p5) + p6) + p7 and that sum added,
+#: the K % 8 tail one by one (FPRev per output on 4 x 5 x 24 and 4 x 9 x 16; fresh products of
+#: 4 x 6 x 512, 8 x 7 x 255, 16 x 9 x 256, 10 x 11 x 513, 14 x 6 x 1500, 4 x 5 x 2049).  One
+#: region per residue of N modulo 4 and row phase r % 4 whose peel is not empty.
+_MKL_PEEL = _schedules.Split(cycle=(1, 1, 1, 1, 4), lanes=4, lane_block=4, lane_combine="in-order")
+_MKL_PEEL_REGIONS = tuple(
+    _schedules.Region(rows=(0, 1), cols=(0, peel), lanes=1, lane_block=1, row_phase=(4, phase, phase + 1),
+                      col_panel=0, n_mod=(4, n4, peel + 4), below=(4, 12), split=_MKL_PEEL)
+    for n4 in (1, 2, 3) for phase in (1, 2, 3) for peel in ((-phase * n4) % 4,) if peel)
+
+#: torch.matmul float32 on the CPU: MKL SGEMM (``MKL_VERBOSE=1`` shows SGEMM(N,N,N,M,K) for
+#: numpy's row-major C = A @ B: MKL's m is numpy's N, its n numpy's M).  MKL picks one of two
+#: code paths by shape, found by FPRev per output and by fresh random products:
+#: m >= 12 and n >= 4 run an FMA kernel with K blocked by 192, other shapes a kernel without
+#: FMA (each product rounded to fp32, then added) over the whole K, with the peel loop above.
 TORCH_FP32 = LibraryCandidate(lambda: _fma("fp32"), _schedules.Schedule(
     name="mkl-sgemm-avx2",
     rules=(_schedules.KRule(1, None, _schedules.Split(part_size=_MKL_SGEMM_KB, halve=True), m_min=4, n_min=12),
            _schedules.KRule(1, None, _schedules.Split(part_size=1), n_min=2)),
-    c_position="combine", combine_format="fp32",
+    c_position="combine", combine_format="fp32", regions=_MKL_PEEL_REGIONS,
     shapes=f"torch.matmul of contiguous float32 matrices with N >= 2 (N = 1 runs a matrix-vector kernel, not "
-           f"described), beta = 0 (torch.matmul: C is not read, so where C enters is not verified); torch CPU "
-           f"capability {TORCH_CPU_CAPABILITY} with MKL 2024.2 on an AMD Zen 3 (no AVX-512), 1 thread",
+           f"described), beta = 0 (torch.matmul: C is not read, so where C enters is not verified), C's rows "
+           f"starting 64-byte aligned (torch's CPU allocator); torch CPU capability {TORCH_CPU_CAPABILITY} with "
+           f"MKL 2024.2 on an AMD Zen 3 (no AVX-512), 1 thread",
     threads=1,
     evidence=f"M >= 4 and N >= 12: one vfmadd-style FMA chain per K block, blocks of {_MKL_SGEMM_KB} (K < "
              f"{2 * _MKL_SGEMM_KB}: halves of K // 2, the odd element last), each from zero, added in order in fp32 "
              f"(FPRev per output: 300 = 150 + 150, 700 = 192 * 3 + 124, 193 = 96 + 96 + 1); other shapes: every "
              f"product rounded to fp32 and added in order (parts of one element), K not blocked (2 x 3 x 1000 "
-             f"bit-identical)"),
-    "MKL SGEMM's two code paths (FPRev per output; fresh random and adversarial products)",
-    gap="MKL's small-matrix path (M < 4 or N < 12) treats the first (-r * N) % 4 columns of row r (while at "
-        "least 4 columns remain after them: the outputs before MKL's C column reaches 16-byte alignment) with "
-        "another loop: per 8 elements of K the first 4 rounded products are added to the sum one by one, the "
-        "other 4 summed from zero ((p4 + p5) + p6) + p7 and that sum added; the K % 8 tail one by one (FPRev per "
-        "output on 4 x 5 x 24 and 4 x 9 x 16, and fresh products of 4 x 6 x 512, 8 x 7 x 255, 16 x 9 x 256, "
-        "10 x 11 x 513, 14 x 6 x 1500, 4 x 5 x 2049 reproduced by that tree outside the workbench); the schedule "
-        "gives those outputs one chain, so they can differ")
+             f"bit-identical), except the peel loop's outputs (the first (-r * N) % 4 columns of row r where at "
+             f"least 4 columns follow: per 8 elements four products added one by one, then the other four "
+             f"summed from zero and added; FPRev per output on 4 x 5 x 24 and 4 x 9 x 16)"),
+    "MKL SGEMM's two code paths and the small path's peel loop (FPRev per output; fresh random and "
+    "adversarial products)")
 
 #: torch.matmul bfloat16 on a CPU without AVX-512 BF16/AMX: oneDNN's bf16 matmul is not used
 #: (torch's mkldnn_bf16_device_check needs AVX-512; ONEDNN_VERBOSE=all prints nothing) and MKL

@@ -442,7 +442,8 @@ def _check_metrics(metrics: Any) -> list[str]:
 def _unit_task(combo: dict[str, Any], base: Path, where: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """A task with ``unit = "path.toml"``: the unit file read (relative paths from
     ``base``, the experiment file's folder), its parameters as ``model`` and its formats
-    as ``in_format``/``out_format``; ``unit`` becomes the absolute path the workers load.
+    as ``in_format``/``out_format``, the library schedule it carries (if any) as the
+    algorithm's ``params.schedule``; ``unit`` becomes the absolute path the workers load.
     Also returns the unit's content, which replaces the path in the task hash."""
     from ..unitfile import read_unit
 
@@ -465,6 +466,12 @@ def _unit_task(combo: dict[str, Any], base: Path, where: str) -> tuple[dict[str,
     params = {k: v for k, v in m.params.items() if v is not None and k not in ("in_format", "out_format")}
     out = {**combo, "unit": str(resolved.resolve()), "model": params, "in_format": m.in_format,
            "out_format": m.out_format}
+    if uf.schedule is not None:                  # a library model: its schedule goes to the algorithm
+        algo_params = dict(combo.get("params") or {})
+        if "schedule" in algo_params:
+            raise ValueError(f"{where}: unit={path!r} carries a schedule ({uf.schedule.name}); give the schedule "
+                             f"in the unit file or in params, not both")
+        out["params"] = {**algo_params, "schedule": uf.schedule.to_dict()}
     formats = {n: repr(_formats.format(getattr(m, n))) for n in ("in_format", "out_format", "result_format",
                                                                  "scale_format") if getattr(m, n) is not None}
     return out, {"params": params, "formats": formats}

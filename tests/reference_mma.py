@@ -77,6 +77,7 @@ non-zero TR-/GTR-FDPA sum that rounds to zero keeps its sign (MMA-Sim 2.1.1).
 from __future__ import annotations
 
 import math
+import struct
 from fractions import Fraction
 
 from workbench.formats import format as _format
@@ -770,3 +771,130 @@ def fp32_fma_chain_matmul(A, B, C):
             lo = (p - (hi - bv)) + (s - bv)
             acc = _round_to_fp32_exact(hi, np.where(np.isfinite(hi), lo, 0.0))
         return (acc + np.asarray(C, dtype=np.float32)).astype(np.float64)
+
+
+# ------------------------------------------------ CPU bf16 pair units (pair-dot)
+# The vendors' pseudo-code read again, in exact arithmetic: Intel SDM Vol. 2 VDPBF16PS and
+# TDPBF16PS ("FP32 FMA with DAZ in, FTZ out and RNE rounding"; NaN operands by Table 5-1) and
+# Arm's BFDotAdd (FPCR.EBF = 0: BFMulH, FPAdd_BF16, BFRound - round to odd, overflow to Inf,
+# inputs and tiny results flushed, default NaN; FPCR.EBF = 1: FPDot then FPAdd, RNE, FZ = 0).
+_MIN32 = Fraction(1, 2 ** 126)
+_X86_NAN = 0xFFC00000
+_ARM_NAN = 0x7FC00000
+
+
+def _f32_from_bits(u: int) -> float:
+    return struct.unpack("<f", struct.pack("<I", u))[0]
+
+
+def _bits_of_f32(x: float) -> int:
+    return struct.unpack("<I", struct.pack("<f", x))[0]
+
+
+def round32(x: Fraction, odd: bool) -> float:
+    """x (nonzero) rounded to binary32: to nearest even, or to odd with overflow to Inf."""
+    sign = -1.0 if x < 0 else 1.0
+    m = abs(x)
+    e = floor_log2(m)
+    q = Fraction(2) ** (max(e, -126) - 23)
+    n, rem = divmod(m, q)
+    if odd:
+        if e >= 128:
+            return sign * math.inf
+        n = n | 1 if rem else n
+    elif rem > q / 2 or (rem == q / 2 and n % 2):
+        n += 1
+    v = n * q
+    return sign * math.inf if v >= 2 ** 128 else sign * float(v)
+
+
+def _daz(x: float) -> float:
+    return math.copysign(0.0, x) if x != 0 and abs(x) < 2.0 ** -126 else x
+
+
+def _add32(x: float, y: float, *, odd: bool, ftz_before: bool, ftz_after: bool) -> float:
+    """Round(x + y) to binary32 with IEEE zero signs and Inf rules (NaN in, NaN out)."""
+    if not (math.isfinite(x) and math.isfinite(y)):
+        return x + y
+    s = Fraction(x) + Fraction(y)
+    if s == 0:
+        return x + y           # +0 unless both are -0 (round to nearest)
+    if ftz_before and abs(s) < _MIN32:
+        return math.copysign(0.0, float(s))
+    r = round32(s, odd)
+    return _daz(r) if ftz_after else r
+
+
+def _x86_fma(x: float, y: float, z: float) -> float:
+    """x86 binary32 FMA of bf16 values x, y and binary32 z: RNE, results subnormal after
+    rounding flushed."""
+    if not all(map(math.isfinite, (x, y, z))):
+        return x * y + z
+    p = Fraction(x) * Fraction(y)
+    if p == 0:
+        return _add32(x * y, z, odd=False, ftz_before=False, ftz_after=True) if z == 0 else z
+    s = p + Fraction(z)
+    return 0.0 if s == 0 else _daz(round32(s, False))
+
+
+def _arm_mul_odd(x: float, y: float) -> float:
+    """Arm BFMulH with FPCR.EBF = 0: the product rounded to odd, tiny results flushed."""
+    if not (math.isfinite(x) and math.isfinite(y)):
+        return x * y
+    p = Fraction(x) * Fraction(y)
+    if p == 0:
+        return x * y
+    return math.copysign(0.0, float(p)) if abs(p) < _MIN32 else round32(p, True)
+
+
+def _arm_dot2(a0: float, b0: float, a1: float, b1: float) -> float:
+    """Arm FPDot with FPCR.EBF = 1 (RNE, FZ = 0): both products summed exactly, rounded once."""
+    if not all(map(math.isfinite, (a0, b0, a1, b1))):
+        return a0 * b0 + a1 * b1
+    s = Fraction(a0) * Fraction(b0) + Fraction(a1) * Fraction(b1)
+    return a0 * b0 + a1 * b1 if s == 0 else round32(s, False)
+
+
+def pair_dot(a, b, c, *, rule: str) -> float:
+    """One instruction of a CPU bf16 pair unit (kind ``pair-dot``): the pairs of ``a`` and
+    ``b`` (an even number of bf16 values) and the binary32 accumulator ``c`` -> the new
+    accumulator, by ``rule`` ("x86-fma", "x86-even-odd", "arm-odd", "arm-fused").  A NaN
+    result carries its bits: the first NaN operand of the instruction in SDM Table 5-1's
+    order (a low, b low, a high, b high per pair, then c), quieted, or x86's default NaN
+    0xFFC00000; Arm's rules give the default NaN 0x7FC00000."""
+    a = [float(x) for x in a]
+    b = [float(x) for x in b]
+    c = float(c)
+    pairs = range(0, len(a), 2)
+    if rule in ("x86-fma", "x86-even-odd"):
+        acc = _daz(c)
+        if rule == "x86-fma":
+            for k in pairs:
+                acc = _x86_fma(_daz(a[k + 1]), _daz(b[k + 1]), acc)
+                acc = _x86_fma(_daz(a[k]), _daz(b[k]), acc)
+        else:
+            ev = od = 0.0
+            for k in pairs:
+                ev = _x86_fma(_daz(a[k]), _daz(b[k]), ev)
+                od = _x86_fma(_daz(a[k + 1]), _daz(b[k + 1]), od)
+            acc = _add32(acc, _add32(ev, od, odd=False, ftz_before=False, ftz_after=True),
+                         odd=False, ftz_before=False, ftz_after=True)
+        if math.isnan(acc):
+            for v in [x for k in pairs for x in (a[k], b[k], a[k + 1], b[k + 1])] + [c]:
+                if math.isnan(v):
+                    return _f32_from_bits(_bits_of_f32(v) | 0x00400000)
+            return _f32_from_bits(_X86_NAN)
+        return acc
+    if rule not in ("arm-odd", "arm-fused"):
+        raise ValueError(f"rule={rule!r}")
+    odd = rule == "arm-odd"
+    acc = _daz(c) if odd else c
+    for k in pairs:
+        if odd:
+            t = _add32(_arm_mul_odd(_daz(a[k]), _daz(b[k])), _arm_mul_odd(_daz(a[k + 1]), _daz(b[k + 1])),
+                       odd=True, ftz_before=True, ftz_after=False)
+            acc = _add32(acc, t, odd=True, ftz_before=True, ftz_after=False)
+        else:
+            acc = _add32(acc, _arm_dot2(a[k], b[k], a[k + 1], b[k + 1]), odd=False, ftz_before=False,
+                         ftz_after=False)
+    return _f32_from_bits(_ARM_NAN) if math.isnan(acc) else acc

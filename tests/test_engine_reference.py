@@ -78,6 +78,8 @@ def reference_kwargs(m):
         return dict(L=m.L, op=ref.st_fdpa, F=m.F, rounding=m.rounding, in_format=m.in_format, out_format=rf,
                     k_block=m.k_block, scale_format=m.scale_format, zero_exponent=m.zero_exponent,
                     flush_output_subnormals=m.flush_output_subnormals), True
+    if m.kind == "pair-dot":
+        return dict(L=m.L, op=partial(ref.pair_dot, rule=m.pair_rule)), False
     if m.kind == "gst-fdpa":
         return dict(L=m.L, op=ref.gst_fdpa, F=m.F, G=m.G, rounding=m.rounding, in_format=m.in_format,
                     out_format=rf, k_block=m.k_block, scale_format=m.scale_format,

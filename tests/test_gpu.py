@@ -139,6 +139,7 @@ def test_kernels_lower_for_the_cuda_target_without_a_gpu(monkeypatch):
     from workbench.engine.operations.ftz_addmul.cuda import ftz_kernel
     from workbench.engine.operations.tfdpa.cuda import tfdpa_kernel
     from workbench.engine.operations.gstfdpa.cuda import gst_kernel
+    from workbench.engine.operations.pair_dot.cuda import pair_kernel
 
     sm90 = type("SM90", (), {"compute_capability": (9, 0)})()
     monkeypatch.setattr(dispatcher, "get_current_device", lambda: sm90)  # no driver asked for one
@@ -154,6 +155,7 @@ def test_kernels_lower_for_the_cuda_target_without_a_gpu(monkeypatch):
                 {"llvm.ctlz.i64", "__nv_ldexp", "__nv_frexp", "__nv_isinfd"}),
         "ftz": (ftz_kernel, (f64, types.Array(types.float64, 2, "F"), f64, types.int64, types.float64),
                 {"__nv_isinfd"}),
+        "pair": (pair_kernel, (f64, f64, f64, types.int64, types.int64), set()),
         "add_late": (ck.add_late_kernel, (f64, f64) + (types.int64,) * 4 + (types.boolean,), {"__nv_frexp"}),
     }
     for name, (kernel, argtypes, needed) in kernels.items():

@@ -51,6 +51,8 @@ if TYPE_CHECKING:
         GTRFDPAParams,
         Model,
         Operation,
+        PairDot,
+        PairDotParams,
         STFDPAParams,
         TFDPAParams,
         Trace,
@@ -63,7 +65,7 @@ if TYPE_CHECKING:
 
 _ENGINE_NAMES = ("Model", "Operation", "register", "Trace", "TFDPA", "TFDPAParams", "FMAChain", "FMAParams",
                  "EFDPA", "EFDPAParams", "FTZAddMul", "FTZAddMulParams", "TRFDPA", "TRFDPAParams", "GTRFDPA",
-                 "GTRFDPAParams", "STFDPA", "STFDPAParams", "GSTFDPA", "GSTFDPAParams")
+                 "GTRFDPAParams", "STFDPA", "STFDPAParams", "GSTFDPA", "GSTFDPAParams", "PairDot", "PairDotParams")
 # Public names defined in submodules that load on first use: name -> module.  The
 # modules are not named after the functions (``workbench.gemm`` is a function, so
 # its module is ``workbench.matmul``): importing a submodule binds its name on the
@@ -91,7 +93,7 @@ __all__ = [
     # the engine: models, elementary operations and their parameters, traces
     "Model", "Operation", "register", "explain", "Trace", "TFDPA", "TFDPAParams", "FMAChain", "FMAParams",
     "EFDPA", "EFDPAParams", "FTZAddMul", "FTZAddMulParams", "TRFDPA", "TRFDPAParams", "GTRFDPA", "GTRFDPAParams",
-    "STFDPA", "STFDPAParams", "GSTFDPA", "GSTFDPAParams",
+    "STFDPA", "STFDPAParams", "GSTFDPA", "GSTFDPAParams", "PairDot", "PairDotParams",
     # presets, products, discrimination
     "Preset", "preset", "presets", "custom_model", "gemm", "Schedule", "discriminate", "find_worse",
     # units saved as files

@@ -76,6 +76,8 @@ record that workbench.preset(DEVICE, IN, OUT) returns without instruction/varian
   block=n     scaled kinds: elements per scale factor; G=n GST-FDPA's group; scale=fmt
   RNE/FMA     FMA chain: every FMA rounds to nearest even in the output format
   RNE/op      FTZ-AddMul: every add and multiply rounds to nearest even (binary32)
+  rule=r      pair-dot (CPU dot-product units): x86-fma (VDPBF16PS), x86-even-odd (TDPBF16PS),
+              arm-odd (BFDOT/BFMMLA, FPCR.EBF=0), arm-fused (FEAT_EBF16, FPCR.EBF=1)
 --wide prints one line per preset with devices and sources; --format csv|json gives every
 read parameter as its own field."""
 
@@ -156,13 +158,18 @@ ARCHITECTURES: dict[str, tuple[str, ...]] = {
     "cdna1": ("MI100",),
     "cdna2": ("MI250X",),
     "cdna3": ("MI300X",),
+    # CPU units (specification only; the x86 ones on the host where it has them)
+    "x86-avx512-bf16": ("Zen4", "Zen5", "CooperLake"),
+    "x86-amx-bf16": ("SapphireRapids", "GraniteRapids"),
+    "arm-bf16": ("NeoverseV1", "NeoverseN2", "Graviton3"),
 }
 DEVICES: dict[str, str] = {d.lower(): a for a, ds in ARCHITECTURES.items() for d in ds}
 _ARCH_ALIASES = {"ada lovelace": "ada", "ada-lovelace": "ada", "rtx blackwell": "rtx-blackwell",
                  "rtx_blackwell": "rtx-blackwell", "sm70": "volta", "sm75": "turing", "sm80": "ampere",
                  "sm89": "ada", "sm90": "hopper", "sm100": "blackwell", "sm120": "rtx-blackwell",
                  "gfx908": "cdna1", "gfx90a": "cdna2", "gfx942": "cdna3", "rtx pro 6000": "rtx-blackwell",
-                 "rtx_pro_6000": "rtx-blackwell", "mi250": "cdna2", "mi300": "cdna3"}
+                 "rtx_pro_6000": "rtx-blackwell", "mi250": "cdna2", "mi300": "cdna3", "avx512-bf16": "x86-avx512-bf16",
+                 "amx-bf16": "x86-amx-bf16", "amx": "x86-amx-bf16"}
 
 _XIE4 = "Xie et al. 2025 Table 4 (T-FDPA parameters) and MMA-Sim 2.1.1 zero exponents"
 _KM2 = "Khattak & Mikaitis 2025 Table II"
@@ -175,6 +182,9 @@ _NVIDIA = ("volta", "turing", "ampere", "ada", "hopper", "blackwell", "rtx-black
 _FASI_TF32 = ("Fasi et al. 2021 (A100, TensorFloat-32 mode, whose suite passes with fp32 data such as 1 - 2^-24 "
               "loaded straight into the tf32 fragments; tc_test_numerics-A100-tf32.cu 'products are computed "
               "exactly' expects (1 - 2^-24)^2 -> (1 - 2^-11)^2)")
+
+
+_CPU = ("x86-avx512-bf16", "x86-amx-bf16", "arm-bf16")
 
 
 def _wider_inputs(arch: str, in_format: str) -> str:
@@ -195,6 +205,10 @@ def _wider_inputs(arch: str, in_format: str) -> str:
                 "checked here): choose input_rounding yourself. rocBLAS' own rocblas_xfloat32 type rounds fp32 to "
                 "nearest even (float_to_xfloat32 in ROCm/rocBLAS library/include/internal/rocblas_xfloat32.h), "
                 "input_rounding='rne' for data converted through it")
+    if arch in _CPU:
+        return ("bf16 operands: wider data is converted in software before the instruction, on x86 with "
+                "VCVTNE2PS2BF16 / VCVTNEPS2BF16 (Intel SDM: round to nearest even, no MXCSR) and on Arm with "
+                "BFCVT / BFCVTN (FPCR's mode, round to nearest even by default), input_rounding='rne'")
     if in_format in ("fp16", "bf16"):
         if arch in _NVIDIA:
             return (f"packed 16-bit operands: wider data is converted before the instruction, by default with "
@@ -331,6 +345,43 @@ def _build() -> None:
     for fin in ("fp8_e4m3fnuz", "fp8_e5m2fnuz"):
         _add("cdna3", "mfma", fin, "fp32", kind="gtr-fdpa", L=16, F=24, F2=31, rounding="rne",
              source=f"{amd} (CDNA3 FP8: GTR-FDPA, F 24, F2 31, RNE-FP32)")
+    _cpu_records()
+
+
+def _cpu_records() -> None:
+    """The CPU bf16 pair units from their vendors' pseudo-code (kind ``pair-dot``,
+    :mod:`workbench.engine.operations.pair_dot`): specification only - nothing here has
+    been run against the silicon on the machines this project is tested on."""
+    sdm = "Intel SDM Vol. 2 (2024)"
+    arm = "Arm ARM (DDI 0487) pseudo-code BFDotAdd, BFMulH, FPAdd_BF16, BFRound, FPDot"
+    for arch in ("x86-avx512-bf16", "x86-amx-bf16"):   # AMX CPUs have VDPBF16PS too (not their default)
+        _add(arch, "vdpbf16ps", "bf16", "fp32", kind="pair-dot", L=2, pair_rule="x86-fma",
+             default=arch == "x86-avx512-bf16",
+             source=f"{sdm}, VDPBF16PS: per lane c += a[2i+1]*b[2i+1] then c += a[2i]*b[2i], 'FP32 FMA with "
+                    "DAZ in, FTZ out and RNE rounding, MXCSR neither consulted nor updated'; NaN operands by Table 5-1",
+             assumed_from="specification only: Intel's VDPBF16PS pseudo-code; the differential test against the "
+                          "real instruction (tests/test_pair_dot.py, tests/test_cpu_bf16.py) skips on CPUs "
+                          "without AVX512-BF16, and the development machine (AMD EPYC, Zen 3) has none")
+    _add("x86-amx-bf16", "tdpbf16ps", "bf16", "fp32", kind="pair-dot", L=32, pair_rule="x86-even-odd",
+         source=f"{sdm}, TDPBF16PS: temp1.fp32[2n+0] and [2n+1] FMA chains over k from 0 ('FP32 FMA with "
+                "DAZ=FTZ=1, RNE rounding'), then tmpf32 = temp1[2n] + temp1[2n+1] and dst += tmpf32 "
+                "(DAZ=FTZ=1, RNE); a 64-byte tile row holds 32 bf16 (L = 32)",
+         assumed_from="specification only: Intel's TDPBF16PS pseudo-code (the SDM's current text: two "
+                      "chains; the Intrinsics Guide's older text chains every pair into c); no AMX CPU was "
+                      "available to check it, and NaN payloads are assumed to follow VDPBF16PS' Table 5-1 rule")
+    for instr, L, default in (("bfdot", 2, True), ("bfmmla", 4, False)):
+        _add("arm-bf16", instr, "bf16", "fp32", kind="pair-dot", L=L, pair_rule="arm-odd", default=default,
+             source=f"{arm}: FPCR.EBF = 0, products and sums rounded to odd with overflow to Inf, inputs and "
+                    f"results below 2^-126 flushed, default NaN; {instr.upper()} chains "
+                    f"{L // 2} BFDotAdd per output",
+             assumed_from="specification only: Arm's BFDotAdd pseudo-code with FPCR.EBF = 0 (QEMU's "
+                          "target/arm bfdotadd implements the same); no Arm CPU was available to check it")
+        _add("arm-bf16", instr, "bf16", "fp32", kind="pair-dot", L=L, pair_rule="arm-fused", variant="ebf16",
+             default=False,
+             source=f"{arm}: FEAT_EBF16 with FPCR.EBF = 1, FPDot (both products summed, rounded once) then FPAdd "
+                    "with c, at FPCR's defaults RMode = RNE, FZ = 0, and DN = 1 (default NaN)",
+             assumed_from="specification only: Arm's BFDotAdd pseudo-code with FEAT_EBF16 and FPCR.EBF = 1 "
+                          "(RNE, FZ = 0, DN = 1 assumed); no Arm CPU with FEAT_EBF16 was available to check it")
 
 
 def _scaled_records() -> None:
@@ -513,6 +564,8 @@ def arithmetic(model: Model) -> list[str]:
         tok.append(f"G={p['G']}")
     if p.get("scale_format") is not None:
         tok.append(f"scale={p['scale_format']}")
+    if p.get("pair_rule") is not None:
+        tok.append(f"rule={p['pair_rule']}")
     return tok
 
 

@@ -20,6 +20,11 @@ lanes to an instruction, lane ``i`` reading bf16 elements ``2i`` (low) and ``2i 
   (src1 low, src2 low, src1 high, src2 high, srcdest), quieted, and an invalid
   operation without NaN operands gives the x86 default NaN 0xFFC00000.
 
+The engine runs the same arithmetic as a unit: the preset
+``x86-avx512-bf16/vdpbf16ps/bf16->fp32`` (``workbench.preset("Zen4", "bf16", "fp32")``,
+kind ``pair-dot``, :mod:`workbench.engine.operations.pair_dot`), whose chains of
+instructions take any K.
+
 The silicon of this project's development machine (AMD EPYC, family 25 model 1:
 Zen 3) has no AVX-512, so the differential test against the instruction
 (``tests/test_cpu_bf16.py``) skips there with that reason; where the two part on a CPU

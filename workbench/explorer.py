@@ -277,17 +277,19 @@ class Explorer:
 
     # ------------------------------------------------------------ panels
     def curves(self) -> pd.DataFrame:
-        """Panel (a) as data: unit, k, normwise error, and the unit's a-priori bound."""
+        """Panel (a) as data: unit, k, normwise error, and the unit's a-priori bound (NaN
+        for a kind whose operation gives no block-FMA bound)."""
         unit = self.model()
         units: list[tuple[str, Model]] = [("this unit", unit)]
         units += [(d, p) for d, p in self.presets().items() if isinstance(p, Model)]
+        has_bound = unit.operation.bound_shape(unit) is not None     # the CPU pair units have none here
         rows = []
         for k in self.ks():
             for label, mdl in units:
                 rows.append({"unit": label, "preset": getattr(mdl, "name", "custom"), "k": k,
                              "normwise_inf": _error(mdl, self.generator.value, self._m, k, self._n,
                                                     int(self.seed.value)),
-                             "bound": a_priori_bound(unit, k) if label == "this unit" else np.nan})
+                             "bound": a_priori_bound(unit, k) if label == "this unit" and has_bound else np.nan})
         return pd.DataFrame(rows)
 
     def figure(self, curves: pd.DataFrame | None = None) -> Any:
@@ -307,7 +309,8 @@ class Explorer:
                 ax.plot(sub["k"][zero], np.full(zero.sum(), ax.get_ylim()[0]), "v", color=ax.lines[-1].get_color(),
                         label=f"{label}: exact (error 0)")
         b = res[res["unit"] == "this unit"]
-        ax.loglog(b["k"], b["bound"], "k:", lw=1.5, label="a-priori bound of this unit")
+        if b["bound"].notna().any():
+            ax.loglog(b["k"], b["bound"], "k:", lw=1.5, label="a-priori bound of this unit")
         ax.set_xlabel("K (inner dimension)")
         ax.set_ylabel(r"$\|D - AB\|_\infty / (\|A\|_\infty \|B\|_\infty)$")
         ax.set_title(f"(a) error vs K: {self.generator.value} inputs in {unit.in_format}, {self._m} x K x {self._n}, "

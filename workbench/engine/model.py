@@ -76,6 +76,11 @@ return inferred models as ``.params`` dictionaries with these keys:
     Inputs subnormal in their format are flushed to +0 (AMD CDNA2, Xie Algorithm 2).
 ``flush_output_subnormals``
     Subnormal results (and intermediate FTZ-Add/FTZ-Mul results) flush to zero.
+``pair_rule``
+    ``"pair-dot"`` (the CPU bf16 pair units): what one instruction does with its pairs
+    of bf16 products and c - ``"x86-fma"`` (VDPBF16PS), ``"x86-even-odd"``
+    (TDPBF16PS), ``"arm-odd"`` (BFDOT/BFMMLA, FPCR.EBF = 0), ``"arm-fused"``
+    (FEAT_EBF16, FPCR.EBF = 1); :mod:`workbench.engine.operations.pair_dot` states each.
 """
 
 from __future__ import annotations
@@ -97,9 +102,9 @@ if TYPE_CHECKING:
     from .operands import Operands, RowBattery
     from .trace import Block
 
-#: The built-in elementary operations (Xie et al. Table 1); :func:`kinds` lists every
-#: registered one (:mod:`workbench.engine.model`).
-KINDS = ("t-fdpa", "fma", "e-fdpa", "ftz-addmul", "tr-fdpa", "gtr-fdpa", "st-fdpa", "gst-fdpa")
+#: The built-in elementary operations (Xie et al. Table 1, then the CPU bf16 pair units);
+#: :func:`kinds` lists every registered one (:mod:`workbench.engine.model`).
+KINDS = ("t-fdpa", "fma", "e-fdpa", "ftz-addmul", "tr-fdpa", "gtr-fdpa", "st-fdpa", "gst-fdpa", "pair-dot")
 ROUNDINGS = _checks.ROUNDINGS
 #: Directions of TR-/GTR-FDPA's re-alignment (Xie Algorithms 10-11; "rz": the Figure 3 twin).
 ALIGNMENT_ROUNDINGS = ("rd", "rz")
@@ -108,6 +113,7 @@ PARAM_NAMES = (
     "kind", "in_format", "out_format", "L", "F", "rounding", "result_format", "sticky",
     "c_position", "late_rounding", "zero_exponent", "interleave", "group_F", "P", "F2",
     "alignment_rounding", "k_block", "G", "scale_format", "flush_subnormals", "flush_output_subnormals",
+    "pair_rule",
 )
 _INT_FIELDS = ("L", "F", "zero_exponent", "interleave", "group_F", "P", "F2", "k_block", "G")
 
@@ -137,6 +143,7 @@ class Model:
     scale_format: str | None = None
     flush_subnormals: bool = False
     flush_output_subnormals: bool = False
+    pair_rule: str | None = None
 
     def __post_init__(self) -> None:
         self._check_types()

@@ -12,7 +12,8 @@ from .stfdpa import STFDPA, STFDPAParams  # registered before GST-FDPA, as the k
 from .gstfdpa import GSTFDPA, GSTFDPAParams
 from .tfdpa import TFDPA, TFDPAParams
 from .trfdpa import GTRFDPA, TRFDPA, GTRFDPAParams, TRFDPAParams
+from .pair_dot import PairDot, PairDotParams
 
 __all__ = ["TFDPA", "TFDPAParams", "FMAChain", "FMAParams", "EFDPA", "EFDPAParams", "FTZAddMul",
            "FTZAddMulParams", "TRFDPA", "GTRFDPA", "TRFDPAParams", "GTRFDPAParams", "STFDPA", "STFDPAParams", "GSTFDPA",
-           "GSTFDPAParams"]
+           "GSTFDPAParams", "PairDot", "PairDotParams"]

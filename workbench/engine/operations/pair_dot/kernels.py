@@ -1,0 +1,164 @@
+"""Compiled kernels of the CPU bf16 pair units (:mod:`..pair_dot`): one instruction
+(:func:`pair_block`), the GEMM over instructions (:func:`pair_dot_gemm`) and the batch of
+dot products (:func:`pair_dot_rows`).
+
+Values are float64 throughout: bf16 operands and their products are exact in binary64
+(8-bit significands, exponents within -266 ... 256), and every rounding to binary32 is
+done from an exact sum ``s + e`` (TwoSum): ``s`` is first made round-to-odd at 53 bits
+(the sticky bit from ``e``), so that one conversion to 24 bits rounds the exact value
+correctly (53 >= 24 + 2) to nearest even, or to odd by truncating and setting the last
+bit.
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from ...nans import _bits_from_f64, _f64_from_bits, default_nan, quiet
+
+#: The rules of :class:`~workbench.engine.operations.pair_dot.operation.PairDotParams`, by code.
+X86_FMA, X86_EVEN_ODD, ARM_ODD, ARM_FUSED = 0, 1, 2, 3
+RULE_CODES = {"x86-fma": X86_FMA, "x86-even-odd": X86_EVEN_ODD, "arm-odd": ARM_ODD, "arm-fused": ARM_FUSED}
+
+_MIN_NORMAL32 = 2.0 ** -126
+_OVERFLOW32 = 2.0 ** 128
+_LOW29 = np.int64((1 << 29) - 1)          # float64 fraction bits below binary32's 23
+_ARM_DEFAULT_NAN = np.int64(0x7FF8 << 48)  # 0x7FC00000 once narrowed to fp32: Arm's default NaN
+
+
+@numba.njit(cache=True, inline="always")
+def _round32(s, e, odd, ftz_before, ftz_after):
+    """The binary32 value (as a float64) of the exact sum ``s + e`` (``s = fl(s + e)``,
+    ``|e| <= ulp(s) / 2``): to nearest even, or with ``odd`` to odd with overflow to
+    Inf (Arm's BFRound); ``ftz_before`` flushes an exact value below 2^-126 to zero of
+    its sign (Arm: tininess before rounding), ``ftz_after`` a result that is subnormal
+    after rounding (x86 FTZ).  Inf and NaN pass through."""
+    if s == 0.0 or not math.isfinite(s):
+        return s
+    a = abs(s)
+    if ftz_before and (a < _MIN_NORMAL32 or (a == _MIN_NORMAL32 and e != 0.0 and (e > 0.0) != (s > 0.0))):
+        return math.copysign(0.0, s)
+    if e != 0.0:
+        bits = _bits_from_f64(s)
+        if bits & 1 == 0:
+            bits += 1 if (e > 0.0) == (s > 0.0) else -1
+            s = _f64_from_bits(bits)
+    if odd:
+        if abs(s) >= _OVERFLOW32:
+            return math.copysign(math.inf, s)
+        bits = _bits_from_f64(s)
+        if bits & _LOW29:
+            bits = (bits & ~_LOW29) | (_LOW29 + 1)
+        r = _f64_from_bits(bits)
+    else:
+        r = np.float64(np.float32(s))
+    if ftz_after and r != 0.0 and abs(r) < _MIN_NORMAL32:
+        return math.copysign(0.0, r)
+    return r
+
+
+@numba.njit(cache=True, inline="always")
+def _sum32(x, y, odd, ftz_before, ftz_after):
+    """Round(x + y) to binary32 (x, y exact in binary64; IEEE zero signs and Inf rules)."""
+    s = x + y
+    if not math.isfinite(s):
+        return s
+    bp = s - x
+    e = (x - (s - bp)) + (y - bp)
+    return _round32(s, e, odd, ftz_before, ftz_after)
+
+
+@numba.njit(cache=True, inline="always")
+def _flush(x):
+    """x with a subnormal (below 2^-126) made zero of its sign: DAZ / Arm's input flush."""
+    if x != 0.0 and abs(x) < _MIN_NORMAL32:
+        return math.copysign(0.0, x)
+    return x
+
+
+@numba.njit(cache=True, inline="always")
+def _at(x, k):
+    """Element k of row x, +0 past its end (K zero-padded to whole instructions)."""
+    return x[k] if k < x.shape[0] else 0.0
+
+
+@numba.njit(cache=True)
+def pair_block(a, b, k0, L, d, rule):
+    """One instruction: elements ``k0 ... k0 + L - 1`` of rows ``a`` and ``b`` (bf16
+    values; +0 past their end) and the accumulator ``d`` (a binary32 value) -> the new
+    accumulator, by ``rule`` (the module's codes; the operation's docstring states them)."""
+    if rule == X86_FMA or rule == X86_EVEN_ODD:
+        acc = _flush(d)
+        if rule == X86_FMA:
+            # VDPBF16PS: per pair, fma(high) then fma(low), each RNE, DAZ in, FTZ out
+            for k in range(k0, k0 + L, 2):
+                acc = _sum32(_flush(_at(a, k + 1)) * _flush(_at(b, k + 1)), acc, False, False, True)
+                acc = _sum32(_flush(_at(a, k)) * _flush(_at(b, k)), acc, False, False, True)
+        else:
+            # TDPBF16PS: even and odd FMA chains from +0, summed, then added to c
+            ev = 0.0
+            od = 0.0
+            for k in range(k0, k0 + L, 2):
+                ev = _sum32(_flush(_at(a, k)) * _flush(_at(b, k)), ev, False, False, True)
+                od = _sum32(_flush(_at(a, k + 1)) * _flush(_at(b, k + 1)), od, False, False, True)
+            acc = _sum32(acc, _sum32(ev, od, False, False, True), False, False, True)
+        if acc != acc:
+            # SDM Table 5-1 over the instruction's operands (VDPBF16PS: low pair, high pair,
+            # then c), the first NaN quieted; an invalid operation gives the x86 default NaN
+            for k in range(k0, k0 + L, 2):
+                for x in (_at(a, k), _at(b, k), _at(a, k + 1), _at(b, k + 1)):
+                    if x != x:
+                        return quiet(x)
+            if d != d:
+                return quiet(d)
+            return default_nan()
+        return acc
+    odd = rule == ARM_ODD
+    acc = _flush(d) if odd else d
+    for k in range(k0, k0 + L, 2):
+        a0, b0, a1, b1 = _at(a, k), _at(b, k), _at(a, k + 1), _at(b, k + 1)
+        if odd:
+            # FPCR.EBF = 0: products, their sum and the addition to c each rounded to odd,
+            # inputs and tiny results flushed to zero (BFMul, BFAdd, BFRound)
+            p0 = _round32(_flush(a0) * _flush(b0), 0.0, True, True, False)
+            p1 = _round32(_flush(a1) * _flush(b1), 0.0, True, True, False)
+            t = _sum32(p0, p1, True, True, False)
+            acc = _sum32(acc, t, True, True, False)
+        else:
+            # FPCR.EBF = 1 (RNE, FZ = 0): the pair's sum rounded once (FPDot), then added to c
+            t = _sum32(a0 * b0, a1 * b1, False, False, False)
+            acc = _sum32(acc, t, False, False, False)
+    if acc != acc:
+        return _f64_from_bits(_ARM_DEFAULT_NAN)
+    return acc
+
+
+@numba.njit(cache=True)
+def pair_dot_chain(a, b, d, L, rule):
+    """The row of instructions over ``a`` and ``b`` (length K) from accumulator ``d``."""
+    K = a.shape[0]
+    for k0 in range(0, K, L):
+        d = pair_block(a, b, k0, L, d, rule)
+    return d
+
+
+@numba.njit(cache=True, parallel=True)
+def pair_dot_gemm(A, BT, acc, L, rule):
+    """``acc[i, j] <- chain(A[i, :], BT[j, :], acc[i, j])`` for A (M, K), BT (N, K)."""
+    M, N = acc.shape
+    for i in numba.prange(M):
+        for j in range(N):
+            acc[i, j] = pair_dot_chain(A[i], BT[j], acc[i, j], L, rule)
+
+
+@numba.njit(cache=True, parallel=True)
+def pair_dot_rows(a, b, acc, L, rule):
+    """``acc[r] <- chain(a[r, :], b[r, :], acc[r])``: a batch of independent dot products."""
+    for r in numba.prange(acc.shape[0]):
+        acc[r] = pair_dot_chain(a[r], b[r], acc[r], L, rule)
+
+
+__all__ = ["RULE_CODES", "X86_FMA", "X86_EVEN_ODD", "ARM_ODD", "ARM_FUSED", "pair_block", "pair_dot_chain",
+           "pair_dot_gemm", "pair_dot_rows"]

@@ -40,7 +40,7 @@ A library model - a unit and how the library composes it into a GEMM - carries i
 :class:`~workbench.schedules.Schedule` as an optional ``[schedule]`` table (its fields;
 ``[[schedule.rules]]`` and ``[[schedule.regions]]`` one table each, a rule's ``split``
 an inline table; fields at their defaults left out), written by ``save_unit(...,
-schedule=...)`` and read back as :attr:`UnitFile.schedule`::
+schedule=...)`` and read back as ``UnitFile.schedule``::
 
     [schedule]
     name = "openblas-haswell-dgemm"
@@ -223,7 +223,7 @@ def save_unit(model: Model, path: str | Path, provenance: Provenance | dict[str,
 
     ``schedule`` (a :class:`~workbench.schedules.Schedule` or the name of one) makes
     the file a library model: the unit and how the library composes it into a GEMM,
-    read back as :attr:`UnitFile.schedule`.
+    read back as ``UnitFile.schedule``.
 
     ``provenance`` (a :class:`Provenance` or a dict of its fields) says where the unit
     comes from; without it a preset records its name and devices and any other model

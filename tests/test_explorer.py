@@ -147,3 +147,32 @@ def test_a_device_without_the_formats_is_named():
 def test_bad_starting_values_are_refused(kw, match):
     with pytest.raises(ValueError, match=match):
         Explorer(**{**SMALL, **kw})
+
+
+def test_a_schedule_composes_this_units_gemms():
+    """schedule="outside": each block of L from zero, added to an fp32 accumulator (the
+    reference's blocks summed in float32 here); the compared presets stay on their units
+    alone, the bound is left out, and a schedule without a rule for the K range says so."""
+    from workbench.explorer import _inputs
+
+    ex = Explorer(**SMALL, schedule="outside")
+    unit = ex.model()
+    res = ex.curves()
+    A, B = _inputs("normal", unit.in_format, 4, 32, 4, 0)
+    D = np.zeros((4, 4))
+    for i in range(4):
+        for j in range(4):
+            blocks = [reference_dot(unit, A[i, s:s + 16], B[s:s + 16, j], 0.0) for s in (0, 16)]
+            D[i, j] = float(np.float32(np.float32(blocks[0]) + np.float32(blocks[1])))
+    ours = res[res["unit"] == "this unit"].set_index("k")
+    assert float(ours.loc[32, "normwise_inf"]) == pytest.approx(float(_normwise_exact(D, A, B)), rel=1e-12)
+    assert ours["bound"].isna().all()
+    chain = Explorer(**SMALL).curves()
+    assert (chain[chain["unit"] != "this unit"]["normwise_inf"].to_numpy()
+            == res[res["unit"] != "this unit"]["normwise_inf"].to_numpy()).all()
+    ex.schedule.value = "cublas-h100-fp16-fp32"     # measured on the H100 at K = 16, 32, 64, 256, ...
+    assert ex.error is None
+    ex.k_range.value = (16, 128)
+    assert ex.error is not None and "no rule for K=128" in ex.error
+    with pytest.raises(ValueError, match="schedule='cublas'"):
+        Explorer(**SMALL, schedule="cublas")

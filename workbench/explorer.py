@@ -35,12 +35,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import bounds, catalogue, exact, inputs, metrics, unitfile, units
+from . import bounds, catalogue, exact, inputs, metrics, schedules, unitfile, units
 from .engine import ROUNDINGS, Model
 from .formats import round as round_to
 from .report import feature_row
 
-__all__ = ["Explorer", "DEVICES", "CUSTOM_KINDS", "IN_FORMATS", "OUT_FORMATS", "K_CHOICES", "dot_trace_length"]
+__all__ = ["Explorer", "DEVICES", "CUSTOM_KINDS", "IN_FORMATS", "OUT_FORMATS", "K_CHOICES", "SCHEDULES",
+           "dot_trace_length"]
 
 #: devices offered for comparison and discrimination (their preset for the unit's formats)
 DEVICES = ("V100", "T4", "A100", "L40S", "H100", "B200", "MI100", "MI250X", "MI300X")
@@ -48,6 +49,9 @@ DEVICES = ("V100", "T4", "A100", "L40S", "H100", "B200", "MI100", "MI250X", "MI3
 CUSTOM_KINDS = ("t-fdpa", "e-fdpa", "fma")
 IN_FORMATS = ("fp16", "bf16", "tf32", "fp8_e4m3", "fp8_e5m2", "fp32")
 OUT_FORMATS = ("fp32", "fp16")
+#: how this unit's GEMMs are composed (:data:`workbench.schedules.SCHEDULES`): the unit alone
+#: ("chain"), accumulation outside the unit, DeepSeek's promotion, cuBLAS' H100 schedules
+SCHEDULES = tuple(schedules.SCHEDULES)
 #: the inner dimensions of the K range slider
 K_CHOICES = tuple(2**i for i in range(2, 15))
 #: the bound's internal precision for units that add their block exactly (E-FDPA, FMA):
@@ -78,11 +82,11 @@ def _exact(generator: str, in_format: str, m: int, k: int, n: int, seed: int) ->
 
 
 @lru_cache(maxsize=2048)
-def _error(model: Model, generator: str, m: int, k: int, n: int, seed: int) -> float:
+def _error(model: Model, generator: str, m: int, k: int, n: int, seed: int, schedule: str = "chain") -> float:
     from .matmul import gemm
 
     A, B = _inputs(generator, model.in_format, m, k, n, seed)
-    D = np.asarray(gemm(A, B, model=model), dtype=np.float64)
+    D = np.asarray(gemm(A, B, model=model, schedule=schedule), dtype=np.float64)
     return float(metrics.normwise_error_inf(D, _exact(generator, model.in_format, m, k, n, seed), A, B))
 
 
@@ -124,8 +128,11 @@ class Explorer:
     ``explore.ipynb``); ``preset`` (a device or a preset name) starts on that preset
     instead of the custom unit (a device with ``in_format``/``out_format``, or a whole unit name
     such as ``"H100:fp16:fp32"`` or ``"hopper/wgmma/fp16->fp32"``, :func:`workbench.units.resolve`); ``unit`` (the path of a unit file, :func:`workbench.load_unit`)
-    adds that unit to the preset list as ``"file: <name>"`` and starts on it.  Raises
-    ValueError for values the controls do not offer.
+    adds that unit to the preset list as ``"file: <name>"`` and starts on it; ``schedule``
+    (a name of :data:`SCHEDULES`) composes this unit's GEMMs of panel (a) as a library would
+    (the compared devices run their units alone; a schedule that holds no rule for a K of
+    the range says so in the status line).  Raises ValueError for values the controls do
+    not offer.
     """
 
     def __init__(self, *, in_format: str = "fp16", out_format: str = "fp32", kind: str = "t-fdpa", L: int = 16,
@@ -133,7 +140,7 @@ class Explorer:
                  generator: str = "normal", k_range: Sequence[int] = (16, 1024), m: int = 8, n: int = 8,
                  seed: int = 0, compare_with: Sequence[str] = ("V100", "A100", "H100"),
                  discriminate_with: str = "H100", discriminate_budget: int = 20000,
-                 unit: str | Path | None = None) -> None:
+                 unit: str | Path | None = None, schedule: str = "chain") -> None:
         import ipywidgets as w
 
         def choice(name: str, value: Any, options: Sequence[Any]) -> Any:
@@ -187,6 +194,8 @@ class Explorer:
                                               value=choice("c_position", c_position, ("early", "late")),
                                               description="c added", style={**style, "button_width": "78px"}),
                               "c-position")
+        self.schedule = css(w.Dropdown(options=SCHEDULES, value=choice("schedule", schedule, SCHEDULES),
+                                       description="schedule", style=style, layout=lay), "schedule")
         self.generator = css(w.Dropdown(options=sorted(inputs.GENERATORS),
                                         value=choice("generator", generator, sorted(inputs.GENERATORS)),
                                         description="inputs", style=style, layout=lay), "generator")
@@ -215,7 +224,7 @@ class Explorer:
             tabs.set_title(i, title)
         self._custom_controls = [self.kind, self.in_format, self.out_format, self.L, self.F, self.neab, self.rounding,
                                  self.c_position]
-        controls = w.VBox([self.source, self.preset, *self._custom_controls,
+        controls = w.VBox([self.source, self.preset, *self._custom_controls, self.schedule,
                            w.HTML("<b>inputs and comparison</b>"), self.generator, self.k_range, self.seed,
                            self.compare_with, self.discriminate_with])
         self.widget = w.HBox([controls, w.VBox([self.status, self.plot, tabs])])
@@ -231,8 +240,8 @@ class Explorer:
         self.neab.observe(self._on_neab, names="value")
         self.F.observe(self._on_F, names="value")
         self.out_format.observe(lambda _: self._sync_neab(), names="value")
-        for c in [self.source, self.preset, *self._custom_controls, self.generator, self.k_range, self.seed,
-                  self.compare_with, self.discriminate_with]:
+        for c in [self.source, self.preset, *self._custom_controls, self.schedule, self.generator, self.k_range,
+                  self.seed, self.compare_with, self.discriminate_with]:
             c.observe(self._on_change, names="value")
 
     # ------------------------------------------------------------ the unit
@@ -278,17 +287,20 @@ class Explorer:
     # ------------------------------------------------------------ panels
     def curves(self) -> pd.DataFrame:
         """Panel (a) as data: unit, k, normwise error, and the unit's a-priori bound (NaN
-        for a kind whose operation gives no block-FMA bound)."""
+        for a kind whose operation gives no block-FMA bound, and under a schedule other
+        than the unit alone, which the bound does not describe)."""
         unit = self.model()
         units: list[tuple[str, Model]] = [("this unit", unit)]
         units += [(d, p) for d, p in self.presets().items() if isinstance(p, Model)]
-        has_bound = unit.operation.bound_shape(unit) is not None     # the CPU pair units have none here
+        # the CPU pair units have no block-FMA bound; a library's schedule is not what it bounds
+        has_bound = unit.operation.bound_shape(unit) is not None and self.schedule.value == "chain"
         rows = []
         for k in self.ks():
             for label, mdl in units:
+                sched = self.schedule.value if label == "this unit" else "chain"
                 rows.append({"unit": label, "preset": getattr(mdl, "name", "custom"), "k": k,
                              "normwise_inf": _error(mdl, self.generator.value, self._m, k, self._n,
-                                                    int(self.seed.value)),
+                                                    int(self.seed.value), sched),
                              "bound": a_priori_bound(unit, k) if label == "this unit" and has_bound else np.nan})
         return pd.DataFrame(rows)
 
@@ -304,7 +316,8 @@ class Explorer:
             y = sub["normwise_inf"].to_numpy()
             zero = y == 0
             ax.loglog(sub["k"], np.where(zero, np.nan, y), "o-" if i == 0 else "s--", lw=2.2 if i == 0 else 1.2,
-                      ms=5 if i == 0 else 4, label=label if i else f"this unit ({unit.kind}, {self._short(unit)})")
+                      ms=5 if i == 0 else 4, label=label if i else f"this unit ({unit.kind}, {self._short(unit)}"
+                      + (f"; schedule {self.schedule.value})" if self.schedule.value != "chain" else ")"))
             if zero.any():
                 ax.plot(sub["k"][zero], np.full(zero.sum(), ax.get_ylim()[0]), "v", color=ax.lines[-1].get_color(),
                         label=f"{label}: exact (error 0)")

@@ -89,7 +89,7 @@ class PairDot(Operation):
     citation = "Intel SDM Vol. 2 (VDPBF16PS, TDPBF16PS); Arm ARM (BFDotAdd, FEAT_EBF16)"
     params = PairDotParams
     propagates_nan = True
-    kernel_family = "amd"
+    kernel_family = "amd"    # compiled beside the AMD kinds, apart from T-FDPA's (it shares no kernel with either)
     has_row_kernel = True
     has_cuda_kernel = True
 
@@ -132,6 +132,8 @@ class PairDot(Operation):
 
     def explain_block(self, index: int, start: int, K: int, a: np.ndarray, b: np.ndarray, d: float,
                       model: "Model", scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> Block:
+        """One instruction (:func:`~workbench.engine.operations.pair_dot.kernels.pair_block`)
+        on the block's L elements, its rule named."""
         rule = str(model.pair_rule)
         r = float(_kernels.pair_block(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64), 0,
                                       model.L, float(d), _kernels.RULE_CODES[rule]))

@@ -94,8 +94,14 @@ x = (x.groupby(["architecture", "kind", "output", "L_max", "F", "rho"], sort=Fal
 rep.save_table(x, "feature_table_mmasim_table4", "MMA-Sim (Xie et al. 2025) Table 4, generated from the presets")
 print(x.to_string())
 allp = pd.DataFrame(list(catalogue.presets()))
-cols = [c for c in ["name", "devices", "kind", "L", "F", "F2", "P", "G", "rounding", "result_format", "c_position",
-                    "late_rounding", "interleave", "zero_exponent", "flush_subnormals", "default"] if c in allp]
+# each preset's parameters as its kind reads them (catalogue.read_parameters); the others left blank
+read = {r.name: catalogue.read_parameters(r) for r in catalogue.records()}
+params = ["L", "F", "F2", "P", "G", "rounding", "result_format", "c_position", "late_rounding", "interleave",
+          "zero_exponent", "flush_subnormals", "pair_rule"]
+for c in params:
+    if c in allp:
+        allp[c] = [v if c in read[n] else None for n, v in zip(allp["name"], allp[c])]
+cols = [c for c in ["name", "devices", "kind", *params, "default"] if c in allp]
 rep.save_table(allp[cols], "feature_table_all_presets", "Every preset of the workbench (architecture parameters)")
 
 # %% [markdown]

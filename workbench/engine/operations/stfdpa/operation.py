@@ -16,7 +16,7 @@ import numpy as np
 from ...checks import check_scales
 from ...layout import ACC_MODES, P_ACCMODE
 from ...model import ErrorTerm, Operation, register
-from ...operands import Operands
+from ...operands import Operands, recycle_arrays, workspace_array
 from ...trace import Block
 from ..tfdpa.kernels import pack_tfdpa
 from ..tfdpa import TFDPA_OPERATION, TFDPAParams, accumulation_params, fused_sum_terms, kernel_params, run_tfdpa
@@ -25,6 +25,17 @@ from .kernels import add_scale_exponents
 
 if TYPE_CHECKING:
     from ...model import Model
+
+
+def _scaled(s: np.ndarray, e: np.ndarray, log2_scale: np.ndarray, kb: int, k_first: bool, rows: int, cols: int,
+            nan_scales: bool) -> tuple[np.ndarray, np.ndarray]:
+    """C-ordered ``s, e`` with their blocks' scale exponents added
+    (:func:`.kernels.add_scale_exponents`), in workspace arrays: ``s`` itself where no
+    scale is NaN (no significand changes)."""
+    s_out = workspace_array(s.shape, s.dtype) if nan_scales else s
+    e_out = workspace_array(e.shape, e.dtype)
+    add_scale_exponents(s, e, log2_scale, kb, k_first, rows, cols, nan_scales, s_out, e_out)
+    return s_out, e_out
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,15 +85,16 @@ class STFDPA(Operation):
         kb = cast(int, model.k_block)  # STFDPAParams checked it
         log2_a = np.log2(scale_a)              # powers of two (E8M0): exact; NaN stays NaN
         log2_b = np.log2(scale_b)
-        # the prepared operands stay as they are: the scaled ones are copies (in their layout)
+        # a NaN scale makes every product of its block NaN (Xie Section 4.2)
+        nan_scales = bool(np.isnan(log2_a).any() or np.isnan(log2_b).any())
+        # the prepared operands stay as they are: the scaled ones are workspace arrays (in their layout)
         if sb.flags.f_contiguous and not sb.flags.c_contiguous:   # B^T's transposed view
-            sbT, ebT = add_scale_exponents(sb.T, eb.T, np.ascontiguousarray(log2_b.T), kb, False, N, K)
+            sbT, ebT = _scaled(sb.T, eb.T, np.ascontiguousarray(log2_b.T), kb, False, N, K, nan_scales)
             sb, eb = sbT.T, ebT.T
         else:
-            sb, eb = add_scale_exponents(sb, eb, log2_b, kb, True, K, N)
-        sa, ea = add_scale_exponents(sa, ea, log2_a, kb, False, ops.M, K)
-        # a NaN scale makes every product of its block NaN (Xie Section 4.2)
-        special = ops.special or bool(np.isnan(log2_a).any() or np.isnan(log2_b).any())
+            sb, eb = _scaled(sb, eb, log2_b, kb, True, K, N, nan_scales)
+        sa, ea = _scaled(sa, ea, log2_a, kb, False, ops.M, K, nan_scales)
+        special = ops.special or nan_scales
         return ops._replace(sa=sa, ea=ea, sb=sb, eb=eb, special=special)
 
     def run(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
@@ -97,6 +109,8 @@ class STFDPA(Operation):
         prm = pack_tfdpa(params, ops.M, ops.N, numba.get_num_threads())
         run_tfdpa(model, cast(np.ndarray, sc.sa), cast(np.ndarray, sc.ea), cast(np.ndarray, sc.sb),
                   cast(np.ndarray, sc.eb), acc, prm, sc.special)
+        made = ((sc.sa, ops.sa), (sc.ea, ops.ea), (sc.sb, ops.sb), (sc.eb, ops.eb))
+        recycle_arrays(*(new for new, old in made if new is not old))   # the arrays scaled_operands wrote
         return acc
 
     def run_cuda(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,

@@ -62,7 +62,7 @@ class _Workspace:
         self.free: list[np.ndarray] = []
         self.handed: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
 
-    def take(self, shape: tuple[int, ...], dtype: type) -> np.ndarray:
+    def take(self, shape: tuple[int, ...], dtype: np.typing.DTypeLike) -> np.ndarray:
         dt = np.dtype(dtype)
         if math.prod(shape) * dt.itemsize < WORKSPACE_MIN_BYTES:
             return np.empty(shape, dtype=dt)
@@ -97,7 +97,7 @@ class _Workspace:
 _WORKSPACE = _Workspace()
 
 
-def workspace_array(shape: tuple[int, ...], dtype: type) -> np.ndarray:
+def workspace_array(shape: tuple[int, ...], dtype: np.typing.DTypeLike) -> np.ndarray:
     """An uninitialised C-ordered array, one a finished product handed back when
     one of this shape and type is free (see :class:`_Workspace`)."""
     return _WORKSPACE.take(shape, dtype)

@@ -20,13 +20,13 @@ from hypothesis import strategies as st
 import workbench as wb
 from workbench import catalogue, formats
 from workbench import units
-from workbench.engine import core, operation
+from workbench.engine import core
 
 sys.path.insert(0, str(Path(__file__).parent))
 from operand_values import values  # noqa: E402
 
 #: every preset whose operation has a small path, by catalogue name
-SMALL_KINDS = ("t-fdpa", "fma", "e-fdpa", "tr-fdpa", "gtr-fdpa", "ftz-addmul")
+SMALL_KINDS = ("t-fdpa", "fma", "e-fdpa", "tr-fdpa", "gtr-fdpa", "ftz-addmul", "st-fdpa", "gst-fdpa")
 PRESETS = [r.name for r in catalogue.records() if r.kind in SMALL_KINDS]
 
 
@@ -40,15 +40,37 @@ def _shapes(rng: np.random.Generator, L: int) -> list[tuple[int, int, int]]:
                                                                   int(rng.integers(1, 9)))]
 
 
+def _scales(m: wb.Model, rng: np.random.Generator, M: int, K: int, N: int, specials: bool) -> dict[str, np.ndarray]:
+    """Block scale factors of a scaled unit (none for the others): values of the scale
+    format over its whole range (E8M0: 2**-127 .. 2**127; UE4M3: its grid up to 448,
+    subnormals included), a NaN among them with ``specials``."""
+    if not m.operation.scaled:
+        return {}
+    sf = formats.format(m.scale_format)
+    nb = -(-K // m.k_block)
+    out = {}
+    for name, shape in (("scale_a", (M, nb)), ("scale_b", (nb, N))):
+        if sf.man_bits == 0:
+            x = np.exp2(rng.integers(sf.emin, sf.emax + 1, shape) if rng.random() < 0.3
+                        else rng.integers(-12, 13, shape)).astype(np.float64)
+        else:
+            x = formats.round(np.exp2(rng.uniform(np.log2(sf.min_subnormal), np.log2(sf.max), shape)), sf)
+        if specials and sf.has_nan and rng.random() < 0.5:
+            x.flat[rng.integers(x.size)] = np.nan
+        out[name] = x
+    return out
+
+
 def _check(m: wb.Model, rng: np.random.Generator, accumulation: str = "chain", promote_every: int | None = None,
            specials: bool = True) -> None:
     for M, K, N in _shapes(rng, m.L):
         A = values(rng, (M, K), m.in_format, specials)
         B = values(rng, (K, N), m.in_format, specials)
         C = values(rng, (M, N), m.out_format, specials)
-        small = core.run_small(m, A, B, C, accumulation=accumulation, promote_every=promote_every)
+        scales = _scales(m, rng, M, K, N, specials)
+        small = core.run_small(m, A, B, C, accumulation=accumulation, promote_every=promote_every, **scales)
         assert small is not None, (m.describe(), M, K, N)
-        general = core.run(m, A, B, C, accumulation=accumulation, promote_every=promote_every)
+        general = core.run(m, A, B, C, accumulation=accumulation, promote_every=promote_every, **scales)
         assert np.array_equal(_bits(small), _bits(general)), (m.describe(), accumulation, M, K, N)
 
 
@@ -87,16 +109,21 @@ def test_outside_and_promote_give_the_general_paths_bits(accumulation, every):
         _check(m, np.random.default_rng(5), accumulation, every)
 
 
-def test_gemm_takes_the_small_path_and_gives_its_output(monkeypatch):
+@pytest.mark.parametrize("name", ["H100:fp16:fp32", "blackwell/tcgen05.mma.block_scale/fp8_e4m3->fp32/mx",
+                                  "blackwell/tcgen05.mma.block_scale.k64/fp4_e2m1->fp32/nvfp4"])
+def test_gemm_takes_the_small_path_and_gives_its_output(monkeypatch, name):
     """A tiny gemm never reaches prepare (the general path's first step), and its output
     (dtype, canonical NaN 0x7FFFFFFF) is what the general path gives the same operands."""
-    m = wb.preset("H100", "fp16", "fp32")
+    m = units.resolve(name)
     rng = np.random.default_rng(11)
-    A, B, C = values(rng, (4, 16), "fp16", True), values(rng, (16, 4), "fp16", True), values(rng, (4, 4), "fp32", True)
-    want = core.run(m, A, B, C).astype(np.float32)
+    K = 16 if m.k_block is None else 2 * m.L
+    A, B = values(rng, (4, K), m.in_format, True), values(rng, (K, 4), m.in_format, True)
+    C = values(rng, (4, 4), "fp32", True)
+    scales = _scales(m, rng, 4, K, 4, True)
+    want = core.run(m, A, B, C, **scales).astype(np.float32)
     want.view(np.uint32)[np.isnan(want)] = 0x7FFFFFFF
     monkeypatch.setattr(core, "prepare", lambda *a, **k: pytest.fail("the general path ran"))
-    got = wb.gemm(A, B, C, model=m)
+    got = wb.gemm(A, B, C, model=m, **scales)
     assert got.dtype == np.float32 and np.array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
@@ -138,13 +165,47 @@ def test_a_value_that_is_not_representable_gives_the_general_paths_error(where):
     assert str(direct.value) == str(reference.value)
 
 
-def test_the_operations_without_a_small_path_say_so():
-    """Every operation answers run_small; the scaled ones (their products take block
-    scale factors, which gemm's small path never passes) answer None (the default)."""
-    for name in ("blackwell/tcgen05.mma.block_scale/fp8_e4m3->fp32/mx",
-                 "blackwell/tcgen05.mma.block_scale.k64/fp4_e2m1->fp32/nvfp4"):
-        m = units.resolve(name)
-        assert operation(m.kind).run_small(m, np.ones((1, 32)), np.ones((32, 1)), np.zeros((1, 1)), "chain", None) is None
+def test_scale_factors_missing_or_given_to_an_unscaled_unit_go_the_general_way():
+    """A scaled unit without its scale factors, and an unscaled one given some: the
+    small path answers None, and gemm's general path says what is wrong."""
+    mx = units.resolve("blackwell/tcgen05.mma.block_scale/fp8_e4m3->fp32/mx")
+    A, B, C = np.ones((1, 32)), np.ones((32, 1)), np.zeros((1, 1))
+    assert core.run_small(mx, A, B, C) is None
+    assert core.run_small(mx, A, B, C, scale_a=np.ones((1, 1))) is None
+    h100 = wb.preset("H100", "fp16", "fp32")
+    assert core.run_small(h100, A, B, C, scale_a=np.ones((1, 1)), scale_b=np.ones((1, 1))) is None
+    with pytest.raises(ValueError, match="needs scale_a and scale_b"):
+        wb.gemm(A, B, C, model=mx)
+    with pytest.raises(ValueError, match="must have shape"):
+        wb.gemm(A, B, C, model=mx, scale_a=np.ones((1, 2)), scale_b=np.ones((2, 1)))
+    with pytest.raises(ValueError, match="takes no scale factors"):
+        wb.gemm(A, B, C, model=h100, scale_a=np.ones((1, 1)), scale_b=np.ones((1, 1)))
+
+
+@pytest.mark.parametrize("name, where, bad", [
+    ("blackwell/tcgen05.mma.block_scale/fp8_e4m3->fp32/mx", "scale_a", 3.0),      # E8M0: powers of two only
+    ("blackwell/tcgen05.mma.block_scale/fp8_e4m3->fp32/mx", "scale_b", 0.0),      # E8M0 has no zero
+    ("blackwell/tcgen05.mma.block_scale/fp8_e4m3->fp32/mx", "scale_a", 2.0**-128),
+    ("blackwell/tcgen05.mma.block_scale.k64/fp4_e2m1->fp32/nvfp4", "scale_b", -1.0),   # UE4M3: unsigned
+    ("blackwell/tcgen05.mma.block_scale.k64/fp4_e2m1->fp32/nvfp4", "scale_a", 1.0625),
+    ("blackwell/tcgen05.mma.block_scale.k64/fp4_e2m1->fp32/nvfp4", "scale_b", 480.0)])
+def test_a_scale_factor_that_is_not_representable_gives_the_general_paths_error(name, where, bad):
+    """The small path's check of the scale factors: the first one outside the scale
+    format is named, with check_representable's words, by core.run_small and by gemm."""
+    m = units.resolve(name)
+    K = 2 * m.L
+    nb = K // m.k_block
+    A, B, C = np.ones((2, K)), np.ones((K, 3)), np.zeros((2, 3))
+    scales = {"scale_a": np.ones((2, nb)), "scale_b": np.ones((nb, 3))}
+    scales[where].flat[3] = bad
+    with pytest.raises(ValueError) as reference:
+        formats.check_representable(scales[where], m.scale_format, where)
+    with pytest.raises(ValueError) as direct:
+        core.run_small(m, A, B, C, **scales)
+    with pytest.raises(ValueError) as via_gemm:
+        wb.gemm(A, B, C, model=m, **scales)
+    assert str(direct.value) == str(reference.value) == str(via_gemm.value)
+    assert str(direct.value).startswith(f"{where}[")
 
 
 @pytest.mark.parametrize("flush", [False, True])
@@ -177,6 +238,7 @@ def test_drawn_units_shapes_and_values_give_the_general_paths_bits(name, M, K, N
     rng = np.random.default_rng(seed)
     A, B, C = values(rng, (M, K), m.in_format, specials), values(rng, (K, N), m.in_format, specials), \
         values(rng, (M, N), m.out_format, specials)
-    small = core.run_small(m, A, B, C)
+    scales = _scales(m, rng, M, K, N, specials)
+    small = core.run_small(m, A, B, C, **scales)
     assert small is not None
-    assert np.array_equal(_bits(small), _bits(core.run(m, A, B, C))), (name, M, K, N, seed)
+    assert np.array_equal(_bits(small), _bits(core.run(m, A, B, C, **scales))), (name, M, K, N, seed)

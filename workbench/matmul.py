@@ -142,9 +142,9 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
     N = B.shape[1]
     sched = _unit_accumulation(_resolve_schedule(schedule, accumulation, promote_every), model)
     sched.split(K, M, N)                           # a K the schedule holds no rule for: ValueError now
-    if (0 < M * N * K <= _core.SMALL_WORK and device == "cpu" and alpha == 1 and beta == 1 and scale_a is None
-            and scale_b is None and input_rounding is None and _one_part(sched, model)):
-        D = _small_gemm(A, B, C, model, sched)
+    if (0 < M * N * K <= _core.SMALL_WORK and device == "cpu" and alpha == 1 and beta == 1
+            and input_rounding is None and _one_part(sched, model)):
+        D = _small_gemm(A, B, C, model, sched, scale_a, scale_b)
         if D is not None:
             return D
     with _core.threads_for(M * N * max(K, 1)):     # one thread count for every stage of the product
@@ -172,21 +172,32 @@ def _one_part(sched: _schedules.Schedule, model: Model) -> bool:
 
 
 def _small_gemm(A: np.ndarray, B: np.ndarray, C: np.typing.ArrayLike | None, model: Model,
-                sched: _schedules.Schedule) -> np.ndarray | None:
+                sched: _schedules.Schedule, scale_a: np.typing.ArrayLike | None,
+                scale_b: np.typing.ArrayLike | None) -> np.ndarray | None:
     """D of a small product in one compiled call (:func:`workbench.engine.core.run_small`),
-    or None where the operation has no such path.  A value
-    that is not representable also gives None: the general path then raises the
-    error, worded as gemm words it (with the ``input_rounding`` hint for A and B)."""
+    or None where the operation has no such path.  A value that is not representable,
+    or a C or scale factors of the wrong shape, also give None: the general path then
+    raises the error, worded as gemm words it (with the ``input_rounding`` hint for A
+    and B)."""
     M, N = A.shape[0], B.shape[1]
-    if C is None:
-        C64 = np.zeros((M, N))
-    else:
-        C64 = real_matrix(C, "C")
-        if C64.shape != (M, N):
-            return None                            # the general path's ValueError names the shapes
     try:
+        if C is None:
+            C64 = np.zeros((M, N))
+        else:
+            C64 = real_matrix(C, "C")
+            if C64.shape != (M, N):
+                return None
+        scales: dict[str, np.ndarray] = {}
+        if scale_a is not None and scale_b is not None and model.k_block is not None:
+            nb = -(-A.shape[1] // model.k_block)
+            scales = {"scale_a": np.ascontiguousarray(real_matrix(scale_a, "scale_a")),
+                      "scale_b": np.ascontiguousarray(real_matrix(scale_b, "scale_b"))}
+            if scales["scale_a"].shape != (M, nb) or scales["scale_b"].shape != (nb, N):
+                return None
+        elif scale_a is not None or scale_b is not None:
+            return None
         D = _core.run_small(model, np.ascontiguousarray(A), np.ascontiguousarray(B), np.ascontiguousarray(C64),
-                            accumulation=sched.inner, promote_every=sched.promote_every)
+                            accumulation=sched.inner, promote_every=sched.promote_every, **scales)
     except ValueError:
         return None
     return None if D is None else _to_output(D, model.out_fmt, model)

@@ -79,19 +79,24 @@ SMALL_WORK = 1 << 14
 
 
 def run_small(model: Model, A: np.ndarray, B: np.ndarray, C: np.ndarray, *, accumulation: str = "chain",
-              promote_every: int | None = None) -> np.ndarray | None:
+              promote_every: int | None = None, scale_a: np.ndarray | None = None,
+              scale_b: np.ndarray | None = None) -> np.ndarray | None:
     """D = the unit's A @ B + C as float64 for a product of at most :data:`SMALL_WORK`
     multiply-adds (K >= 1), straight from C-ordered float64 A (M, K), B (K, N) and C
-    (M, N) in one compiled call where the operation has one
+    (M, N) (and, for scaled units, the block scale factors ``scale_a`` (M, nb) and
+    ``scale_b`` (nb, N)) in one compiled call where the operation has one
     (:meth:`Operation.run_small <workbench.engine.model.Operation.run_small>`): the
     same checks and bits as :func:`prepare` then :func:`run_prepared` at a fraction of
-    their per-call cost.  ``None`` where the product is larger or the operation has no
-    such path: the caller takes the general one."""
+    their per-call cost.  ``None`` where the product is larger, the operation has no
+    such path, or scale factors are missing (a scaled unit) or given (another): the
+    caller takes the general one, which says what is wrong."""
     M, K = A.shape
     if not 0 < M * B.shape[1] * K <= SMALL_WORK:
         return None
     op = operation(model.kind)
-    D = op.run_small(model, A, B, C, accumulation, promote_every)
+    if op.scaled != (scale_a is not None and scale_b is not None) or (scale_a is None) != (scale_b is None):
+        return None
+    D = op.run_small(model, A, B, C, accumulation, promote_every, scale_a, scale_b)
     if D is None:
         return None
     return plus_zeros(D) if op.positive_zero(model) else D

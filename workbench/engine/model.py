@@ -413,14 +413,18 @@ class Operation:
         raise NotImplementedError(f"{type(self).__name__}.run")
 
     def run_small(self, model: Model, A: np.ndarray, B: np.ndarray, C: np.ndarray, accumulation: str,
-                  promote_every: int | None) -> np.ndarray | None:
+                  promote_every: int | None, scale_a: np.ndarray | None = None,
+                  scale_b: np.ndarray | None = None) -> np.ndarray | None:
         """D = unit(A, B, C) as float64 for a small product, straight from float64
         operands A (M, K), B (K, N) and C (M, N), in one compiled call on the calling
         thread: no workspace, no parallel launch, no parameter vector built again (the
         per-call cost of :func:`workbench.gemm` on tiny products, issue 41).  Every
         input check stays: a ValueError names the first value of A, then B, then C that
         is not representable (in the input format; C in the output format), as
-        :meth:`prepare` and gemm's check of C do.  Bit for bit :meth:`run`'s result
+        :meth:`prepare` and gemm's check of C do.  Scaled operations (:attr:`scaled`)
+        also get their block scale factors, ``scale_a`` (M, nb) and ``scale_b`` (nb, N)
+        float64 of the shapes gemm checked, whose values they check against the scale
+        format; the others never get them.  Bit for bit :meth:`run`'s result
         (before :meth:`positive_zero`'s sign rule, which the caller applies).  ``None``
         where the operation has no such path for this model or accumulation: the caller
         then prepares and runs (this default)."""

@@ -40,6 +40,17 @@ class InputSide(Protocol):
     @property
     def flush_subnormals(self) -> bool: ...
 
+
+class ScaledSide(InputSide, Protocol):
+    """What the small-product checks read of a scaled model: the input side, the
+    output format and the scale factors' format."""
+
+    @property
+    def out_fmt(self) -> _formats.FloatFormat: ...
+
+    @property
+    def scale_format(self) -> str | None: ...
+
 #: Most bytes of decomposed operands kept for reuse between products (:func:`workspace_array`).
 WORKSPACE_BYTES = 512 << 20
 #: Smallest array the workspace keeps: below it allocation costs little.
@@ -240,6 +251,28 @@ def small_check_args(fin: _formats.FloatFormat, fout: _formats.FloatFormat, flus
             fout.man_bits, fout.emin, int(np.float64(fout.max).view(np.int64)))
 
 
+def small_scale_args(sf: _formats.FloatFormat) -> tuple[Any, ...] | None:
+    """The scalar arguments of the small-product kernels' check of block scale factors
+    (:func:`~workbench.engine.ops.first_bad_scale_small`): the scale format's
+    significand bits, emin, the pattern of its largest value, whether it has NaN and
+    Inf, whether it is unsigned and whether it has a zero; ``None`` for a format with
+    significand bits but no subnormals, which that check does not cover (E8M0 has no
+    significand bits, so no values below 2**emin either way)."""
+    if not (sf.subnormals or sf.man_bits == 0):
+        return None
+    return (sf.man_bits, sf.emin, int(np.float64(sf.max).view(np.int64)), sf.has_nan, sf.has_inf, not sf.signed,
+            sf.has_zero)
+
+
+def scaled_small_check_args(model: ScaledSide) -> tuple[tuple[Any, ...], tuple[Any, ...]] | None:
+    """The format arguments of a scaled unit's small-product kernel: those of its
+    operands' checks (:func:`small_check_args`), then of its scales'
+    (:func:`small_scale_args`); None where either does not cover the formats."""
+    check = small_check_args(model.in_fmt, model.out_fmt, model.flush_subnormals)
+    scale_check = None if model.scale_format is None else small_scale_args(_formats.format(model.scale_format))
+    return None if check is None or scale_check is None else (check, scale_check)
+
+
 def raise_unrepresentable(bad: tuple[int, int, int], A: np.ndarray, B: np.ndarray, C: np.ndarray,
                           fin: _formats.FloatFormat, fout: _formats.FloatFormat) -> None:
     """The ValueError of :func:`workbench.formats.check_representable` for the first of
@@ -248,6 +281,15 @@ def raise_unrepresentable(bad: tuple[int, int, int], A: np.ndarray, B: np.ndarra
     for index, x, fmt, name in zip(bad, (A, B, C), (fin, fin, fout), "ABC"):
         if index >= 0:
             raise _formats.not_representable_error(x, int(index), fmt, name)
+
+
+def raise_unrepresentable_scales(bad: tuple[int, int], scale_a: np.ndarray, scale_b: np.ndarray,
+                                 scale_format: str) -> None:
+    """:func:`raise_unrepresentable` for the block scale factors (``bad``: the indices a
+    scaled small-product kernel gives for ``scale_a`` and ``scale_b``)."""
+    for index, x, name in zip(bad, (scale_a, scale_b), ("scale_a", "scale_b")):
+        if index >= 0:
+            raise _formats.not_representable_error(x, int(index), _formats.format(scale_format), name)
 
 
 @functools.lru_cache(maxsize=256)
@@ -357,5 +399,7 @@ def checked_inputs(fin: _formats.FloatFormat, A: np.ndarray, B: np.ndarray) -> t
 
 __all__ = ["Operands", "RowBattery", "plus_zeros", "workspace_array", "recycle", "recycle_arrays", "release_workspace", "WORKSPACE_BYTES",
            "decompose", "decompose_checked", "pad_k", "float_operands", "padded_decomposed", "threads_for",
-           "threads_used", "PARALLEL_MIN_WORK", "InputSide", "checked_inputs", "small_check_args", "raise_unrepresentable",
+           "threads_used", "PARALLEL_MIN_WORK", "InputSide", "checked_inputs", "small_check_args", "small_scale_args",
+           "scaled_small_check_args", "ScaledSide", "raise_unrepresentable_scales",
+           "raise_unrepresentable",
            "check_small_values"]

@@ -576,6 +576,26 @@ def first_unrepresentable_small(bits, man_bits, emin, vmax_bits, has_nan, has_in
 
 
 @numba.njit(cache=True)
+def first_bad_scale_small(bits, man_bits, emin, vmax_bits, has_nan, has_inf, unsigned, has_zero):
+    """:func:`first_unrepresentable_small` for block scale factors, whose formats may be
+    unsigned (E8M0, UE4M3: no negative value; -0 is their zero, as
+    :func:`workbench.formats.is_representable` counts it) or have no zero (E8M0)."""
+    R, C = bits.shape
+    for r in range(R):
+        for c in range(C):
+            b = bits[r, c]
+            ok, _, _ = check_decompose_bits(b, man_bits, emin, False, vmax_bits, has_nan, has_inf)
+            if not (((b >> 52) & _EXP_MASK) == _EXP_MASK and (b & _FRAC_MASK) != 0):     # NaN: as checked
+                if unsigned and b < 0 and (b & _ABS_MASK) != 0:
+                    ok = False
+                if not has_zero and (b & _ABS_MASK) == 0:
+                    ok = False
+            if not ok:
+                return np.int64(r) * C + c
+    return np.int64(-1)
+
+
+@numba.njit(cache=True)
 def check_small(xa, xb, xc, man_bits, emin, vmax_bits, has_nan, has_inf, out_man_bits, out_emin, out_vmax_bits):
     """The input checks of a small product on the calling thread, for operations that
     read float64 values: the first unrepresentable C-order index of A and of B (``xa``,

@@ -35,7 +35,8 @@ class AMDFused(Operation):
         return _amd.amd_dots(model, self.code, a, b, acc)
 
     def run_small(self, model: Model, A: np.ndarray, B: np.ndarray, C: np.ndarray, accumulation: str,
-                  promote_every: int | None) -> np.ndarray | None:
+                  promote_every: int | None, scale_a: np.ndarray | None = None,
+                  scale_b: np.ndarray | None = None) -> np.ndarray | None:
         """A small product in one compiled call
         (:func:`~workbench.engine.operations.amd_fdpa.kernels.amd_small`: the one-output
         chain :func:`~workbench.engine.operations.amd_fdpa.kernels.amd_chain`); input formats

@@ -113,7 +113,8 @@ class FMAChain(Operation):
         return d
 
     def run_small(self, model: "Model", A: np.ndarray, B: np.ndarray, C: np.ndarray, accumulation: str,
-                  promote_every: int | None) -> np.ndarray | None:
+                  promote_every: int | None, scale_a: np.ndarray | None = None,
+                  scale_b: np.ndarray | None = None) -> np.ndarray | None:
         """A small product in one compiled call after one check call
         (:func:`~workbench.engine.operations.fma.kernels.fma_small`: the one-output
         chain :func:`~workbench.engine.operations.fma.kernels.fma_chain`)."""

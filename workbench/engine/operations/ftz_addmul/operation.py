@@ -123,7 +123,8 @@ class FTZAddMul(Operation):
         return acc
 
     def run_small(self, model: "Model", A: np.ndarray, B: np.ndarray, C: np.ndarray, accumulation: str,
-                  promote_every: int | None) -> np.ndarray | None:
+                  promote_every: int | None, scale_a: np.ndarray | None = None,
+                  scale_b: np.ndarray | None = None) -> np.ndarray | None:
         """A small product after one check call, in one compiled call
         (:func:`~workbench.engine.operations.ftz_addmul.kernels.ftz_small`: the one-output
         chain :func:`~workbench.engine.operations.ftz_addmul.kernels.ftz_chain`)."""

@@ -16,7 +16,8 @@ import numpy as np
 
 from ...checks import check_fused_window, check_scales
 from ...model import ErrorTerm, Model, Operation, register
-from ...operands import Operands, decompose_checked, plus_zeros, threads_for
+from ...operands import (Operands, decompose_checked, plus_zeros, raise_unrepresentable, raise_unrepresentable_scales,
+                         scaled_small_check_args, threads_for)
 from ...trace import Block
 from ..tfdpa import fused_sum_terms
 from . import kernels as _kernels
@@ -88,6 +89,24 @@ class GSTFDPA(Operation):
         sa, ea, sb, eb = cast("tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]", (ops.sa, ops.ea, ops.sb, ops.eb))
         return _kernels.run_gst(model, sa, ea, sb, eb, acc, scale_a, scale_b, ops.special)
 
+
+    def run_small(self, model: "Model", A: np.ndarray, B: np.ndarray, C: np.ndarray, accumulation: str,
+                  promote_every: int | None, scale_a: np.ndarray | None = None,
+                  scale_b: np.ndarray | None = None) -> np.ndarray | None:
+        """A small product in one compiled call
+        (:func:`~workbench.engine.operations.gstfdpa.kernels.gst_small`: the one-output
+        kernel's arithmetic); input formats without signed subnormals take the general
+        path."""
+        args = model.derived(scaled_small_check_args)
+        if args is None or scale_a is None or scale_b is None or accumulation != "chain" or promote_every is not None:
+            return None
+        check, scale_check = args
+        acc = C.copy()
+        bad = _kernels.gst_small(A.view(np.int64), B.view(np.int64), C.view(np.int64), scale_a, scale_b, acc,
+                                 model.derived(_kernels.gst_params), check, scale_check)
+        raise_unrepresentable(bad[:3], A, B, C, model.in_fmt, model.out_fmt)
+        raise_unrepresentable_scales(bad[3:], scale_a, scale_b, cast(str, model.scale_format))
+        return acc
 
     def screen_rows(self, params: dict[str, Any], battery: "RowBattery", acc: np.ndarray) -> np.ndarray:
         """The probes' search's row kernel

@@ -6,7 +6,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ...ops import SIG_NAN, SPECIAL
+from ...layout import P_L
+from ...ops import SIG_NAN, SPECIAL, decompose_small_product, first_bad_scale_small
+from ..tfdpa.kernels import _accumulate, fast_eligible
 
 
 @numba.njit(cache=True, parallel=True)
@@ -48,4 +50,45 @@ def _scale_one(s, e, x, y, v, nan_scales, s_out, e_out):
             ex += np.int32(v)
     e_out[x, y] = ex
 
-__all__ = ["add_scale_exponents"]
+@numba.njit(cache=True)
+def stfdpa_small(xa, xb, xc, scale_a, scale_b, kb, acc, prm, check, scale_check):
+    """A small ST-FDPA product straight from its operands, on the calling thread
+    (:meth:`~workbench.engine.model.Operation.run_small`): ``xa`` (M, K), ``xb`` (K, N)
+    and ``xc`` (M, N) the int64 patterns of float64 A, B and C, checked and decomposed
+    as T-FDPA's small kernel does (:func:`~workbench.engine.ops.decompose_small_product`,
+    ``check`` its format arguments); the float64 block scales ``scale_a`` (M, nb) and
+    ``scale_b`` (nb, N) checked against the scale format
+    (:func:`~workbench.engine.ops.first_bad_scale_small`, ``scale_check`` its
+    arguments) and their exponents added to their blocks of ``kb`` elements as
+    :func:`add_scale_exponents` adds them; then every output's blocks through T-FDPA's
+    :func:`~workbench.engine.operations.tfdpa.kernels._accumulate`, the scalar kernel's
+    arithmetic, on ``acc`` (C on entry, D on exit).  Returns the C-order indices of the
+    first value of A, B, C, scale_a and scale_b that is not representable (-1 each
+    where none); ``acc`` is left as it was if any."""
+    M, N = acc.shape
+    K = xa.shape[1]
+    L = prm[P_L]
+    (man_bits, emin, flush, vmax_bits, has_nan, has_inf, out_man_bits, out_emin, out_vmax_bits) = check
+    sa, ea, sb, eb, bad_a, bad_b, bad_c = decompose_small_product(xa, xb, xc, L, man_bits, emin, flush, vmax_bits,
+                                                                  has_nan, has_inf, out_man_bits, out_emin,
+                                                                  out_vmax_bits)
+    s_man, s_emin, s_vmax, s_nan, s_inf, s_unsigned, s_zero = scale_check
+    bad_sa = first_bad_scale_small(scale_a.view(np.int64), s_man, s_emin, s_vmax, s_nan, s_inf, s_unsigned, s_zero)
+    bad_sb = first_bad_scale_small(scale_b.view(np.int64), s_man, s_emin, s_vmax, s_nan, s_inf, s_unsigned, s_zero)
+    if bad_a >= 0 or bad_b >= 0 or bad_c >= 0 or bad_sa >= 0 or bad_sb >= 0:
+        return bad_a, bad_b, bad_c, bad_sa, bad_sb
+    for i in range(M):
+        for k in range(K):
+            _scale_one(sa, ea, i, k, np.log2(scale_a[i, k // kb]), True, sa, ea)
+    for k in range(K):
+        for j in range(N):
+            _scale_one(sb, eb, k, j, np.log2(scale_b[k // kb, j]), True, sb, eb)
+    fast = fast_eligible(prm)
+    nblocks = sa.shape[1] // L
+    for i in range(M):
+        for j in range(N):
+            acc[i, j], _ = _accumulate(sa, ea, sb, eb, i, j, 0, nblocks, acc[i, j], 0.0, prm, fast)
+    return bad_a, bad_b, bad_c, bad_sa, bad_sb
+
+
+__all__ = ["add_scale_exponents", "stfdpa_small"]

@@ -16,15 +16,20 @@ import numpy as np
 from ...checks import check_scales
 from ...layout import ACC_MODES, P_ACCMODE
 from ...model import ErrorTerm, Operation, register
-from ...operands import Operands, recycle_arrays, workspace_array
+from ...operands import (Operands, raise_unrepresentable, raise_unrepresentable_scales, recycle_arrays,
+                         scaled_small_check_args, workspace_array)
 from ...trace import Block
 from ..tfdpa.kernels import pack_tfdpa
 from ..tfdpa import TFDPA_OPERATION, TFDPAParams, accumulation_params, fused_sum_terms, kernel_params, run_tfdpa
 from .explain import st_block
-from .kernels import add_scale_exponents
+from .kernels import add_scale_exponents, stfdpa_small
 
 if TYPE_CHECKING:
     from ...model import Model
+
+
+def _chain_params(model: "Model") -> np.ndarray:
+    return accumulation_params(model, "chain", None)
 
 
 def _scaled(s: np.ndarray, e: np.ndarray, log2_scale: np.ndarray, kb: int, k_first: bool, rows: int, cols: int,
@@ -111,6 +116,25 @@ class STFDPA(Operation):
                   cast(np.ndarray, sc.eb), acc, prm, sc.special)
         made = ((sc.sa, ops.sa), (sc.ea, ops.ea), (sc.sb, ops.sb), (sc.eb, ops.eb))
         recycle_arrays(*(new for new, old in made if new is not old))   # the arrays scaled_operands wrote
+        return acc
+
+    def run_small(self, model: "Model", A: np.ndarray, B: np.ndarray, C: np.ndarray, accumulation: str,
+                  promote_every: int | None, scale_a: np.ndarray | None = None,
+                  scale_b: np.ndarray | None = None) -> np.ndarray | None:
+        """A small product in one compiled call (:func:`.kernels.stfdpa_small`: the
+        scalar T-FDPA kernel's arithmetic on operands carrying their scales' exponents);
+        input formats without signed subnormals take the general path."""
+        args = model.derived(scaled_small_check_args)
+        if args is None or scale_a is None or scale_b is None or promote_every is not None \
+                or accumulation not in self.accumulations:
+            return None
+        prm = model.derived(_chain_params) if accumulation == "chain" else accumulation_params(model, accumulation, None)
+        check, scale_check = args
+        acc = C.copy()
+        bad = stfdpa_small(A.view(np.int64), B.view(np.int64), C.view(np.int64), scale_a, scale_b,
+                           cast(int, model.k_block), acc, prm, check, scale_check)
+        raise_unrepresentable(bad[:3], A, B, C, model.in_fmt, model.out_fmt)
+        raise_unrepresentable_scales(bad[3:], scale_a, scale_b, cast(str, model.scale_format))
         return acc
 
     def run_cuda(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,

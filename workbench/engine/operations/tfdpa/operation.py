@@ -214,7 +214,8 @@ class TFDPA(Operation):
         return acc
 
     def run_small(self, model: "Model", A: np.ndarray, B: np.ndarray, C: np.ndarray, accumulation: str,
-                  promote_every: int | None) -> np.ndarray | None:
+                  promote_every: int | None, scale_a: np.ndarray | None = None,
+                  scale_b: np.ndarray | None = None) -> np.ndarray | None:
         """A small product in one compiled call
         (:func:`~workbench.engine.operations.tfdpa.kernels.tfdpa_small`: the scalar kernel's
         arithmetic); input formats without signed subnormals take the general path."""

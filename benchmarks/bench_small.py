@@ -40,6 +40,7 @@ UNITS = (
     ("MI250X fp16 (FTZ-AddMul)", "MI250X:fp16:fp32"),
     ("MI300X fp16 (TR-FDPA)", "MI300X:fp16:fp32"),
     ("MI300X fp8 (GTR-FDPA)", "MI300X:fp8_e4m3:fp32"),
+    ("Zen 4 VDPBF16PS (pair-dot)", "x86-avx512-bf16/vdpbf16ps/bf16->fp32"),
 )
 
 

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from operand_values import values  # noqa: E402
 
 #: every preset whose operation has a small path, by catalogue name
-SMALL_KINDS = ("t-fdpa", "fma", "e-fdpa", "tr-fdpa", "gtr-fdpa", "ftz-addmul", "st-fdpa", "gst-fdpa")
+SMALL_KINDS = ("t-fdpa", "fma", "e-fdpa", "tr-fdpa", "gtr-fdpa", "ftz-addmul", "st-fdpa", "gst-fdpa", "pair-dot")
 PRESETS = [r.name for r in catalogue.records() if r.kind in SMALL_KINDS]
 
 

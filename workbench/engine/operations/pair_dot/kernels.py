@@ -153,6 +153,17 @@ def pair_dot_gemm(A, BT, acc, L, rule):
             acc[i, j] = pair_dot_chain(A[i], BT[j], acc[i, j], L, rule)
 
 
+@numba.njit(cache=True)
+def pair_dot_small(A, B, acc, L, rule):
+    """A small product on the calling thread (:meth:`~workbench.engine.model.Operation.run_small`,
+    inputs already checked): :func:`pair_dot_gemm`'s chains for A (M, K) and B (K, N)."""
+    BT = np.ascontiguousarray(B.T)
+    M, N = acc.shape
+    for i in range(M):
+        for j in range(N):
+            acc[i, j] = pair_dot_chain(A[i], BT[j], acc[i, j], L, rule)
+
+
 @numba.njit(cache=True, parallel=True)
 def pair_dot_rows(a, b, acc, L, rule):
     """``acc[r] <- chain(a[r, :], b[r, :], acc[r])``: a batch of independent dot products."""
@@ -161,4 +172,4 @@ def pair_dot_rows(a, b, acc, L, rule):
 
 
 __all__ = ["RULE_CODES", "X86_FMA", "X86_EVEN_ODD", "ARM_ODD", "ARM_FUSED", "pair_block", "pair_dot_chain",
-           "pair_dot_gemm", "pair_dot_rows"]
+           "pair_dot_gemm", "pair_dot_small", "pair_dot_rows"]

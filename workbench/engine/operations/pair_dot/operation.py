@@ -49,7 +49,7 @@ import numpy as np
 from ....gate import unknown_name
 from ...checks import check_block
 from ...model import Operation, register
-from ...operands import Operands, float_operands
+from ...operands import Operands, check_small_values, float_operands
 from ...trace import Block
 from . import kernels as _kernels
 
@@ -106,6 +106,20 @@ class PairDot(Operation):
         self.check_run(accumulation, promote_every, scale_a, scale_b)
         assert ops.A is not None and ops.BT is not None
         _kernels.pair_dot_gemm(ops.A, ops.BT, acc, model.L, _kernels.RULE_CODES[str(model.pair_rule)])
+        return acc
+
+    def run_small(self, model: "Model", A: np.ndarray, B: np.ndarray, C: np.ndarray, accumulation: str,
+                  promote_every: int | None, scale_a: np.ndarray | None = None,
+                  scale_b: np.ndarray | None = None) -> np.ndarray | None:
+        """A small product in one compiled call after one check call
+        (:func:`~workbench.engine.operations.pair_dot.kernels.pair_dot_small`: the
+        chains of instructions of :meth:`run`)."""
+        if accumulation != "chain" or promote_every is not None:
+            return None
+        if not check_small_values(model.in_fmt, model.out_fmt, A, B, C):
+            return None
+        acc = C.copy()
+        _kernels.pair_dot_small(A, B, acc, model.L, _kernels.RULE_CODES[str(model.pair_rule)])
         return acc
 
     def run_cuda(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,

@@ -48,6 +48,7 @@ df = rep.run_sweep("solvers_ir")
 errors = df[df["error"].notna()]
 assert errors.empty, errors[["preset", "in_format", "error"]].head()
 n = int(df["m"].iloc[0])
+stem = "solvers_ir" if quick else f"solvers_ir_n{n}"   # the full run's figure and table beside the quick one's
 print(f"{len(df)} solves, n = {n}, {df['elapsed_s'].sum():.0f} s of worker time")
 
 # %% [markdown]
@@ -67,7 +68,7 @@ cols = {"unit": "unit", "format": "format", "solver_name": "solver", "kappa": "k
         "solver.iterations": "steps", "solver.inner_iterations": "gmres its", "solver.status": "status",
         "solver.forward_error_0": "fe(x0)", "solver.forward_error": "fe(final)"}
 table = units[list(cols)].rename(columns=cols).sort_values(["solver", "format", "unit", "kappa"])
-rep.save_table(table, "solvers_ir", f"LU-IR and GMRES-IR, LU on matrix units, randsvd mode 3, n = {n}")
+rep.save_table(table, stem, f"LU-IR and GMRES-IR, LU on matrix units, randsvd mode 3, n = {n}")
 pick = table[table["kappa"].isin([1e2, 1e4, 1e6, 1e10])]
 pick.head(12)
 
@@ -124,7 +125,7 @@ for r, (metric, title) in enumerate([("solver.iterations", "LU-IR steps"),
     ax.legend(fontsize=7)
 fig.suptitle(f"Iterative refinement with the LU on matrix-unit models (randsvd mode 3, n = {n}, block 64)")
 fig.tight_layout()
-rep.save_fig(fig, "solvers_ir")
+rep.save_fig(fig, stem)
 
 # %% [markdown]
 # **What the figure shows.**  Top row: iterations of converged solves; bottom row: final

@@ -3,11 +3,11 @@
 dot products (:func:`pair_dot_rows`).
 
 Values are float64 throughout: bf16 operands and their products are exact in binary64
-(8-bit significands, exponents within -266 ... 256), and every rounding to binary32 is
-done from an exact sum ``s + e`` (TwoSum): ``s`` is first made round-to-odd at 53 bits
-(the sticky bit from ``e``), so that one conversion to 24 bits rounds the exact value
-correctly (53 >= 24 + 2) to nearest even, or to odd by truncating and setting the last
-bit.
+(8-bit significands, exponents within -266 ... 256).  Rounding to nearest even is the
+engine's IEEE adder (:func:`~workbench.engine.kernels.exact_add`, as the FMA chains'
+binary32 FMA); Arm's round to odd (FPCR.EBF = 0) is done here from the exact sum
+``s + e`` (TwoSum): ``s`` made round-to-odd at 53 bits by the sticky bit of ``e``, then
+truncated to 24 bits with the last bit set.
 """
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ import math
 import numba
 import numpy as np
 
+from ....formats import RNE
+from ...kernels import exact_add
 from ...nans import _bits_from_f64, _f64_from_bits, default_nan, quiet
 
 #: The rules of :class:`~workbench.engine.operations.pair_dot.operation.PairDotParams`, by code.
@@ -29,45 +31,46 @@ _ARM_DEFAULT_NAN = np.int64(0x7FF8 << 48)  # 0x7FC00000 once narrowed to fp32: A
 
 
 @numba.njit(cache=True, inline="always")
-def _round32(s, e, odd, ftz_before, ftz_after):
+def _odd32(s, e):
     """The binary32 value (as a float64) of the exact sum ``s + e`` (``s = fl(s + e)``,
-    ``|e| <= ulp(s) / 2``): to nearest even, or with ``odd`` to odd with overflow to
-    Inf (Arm's BFRound); ``ftz_before`` flushes an exact value below 2^-126 to zero of
-    its sign (Arm: tininess before rounding), ``ftz_after`` a result that is subnormal
-    after rounding (x86 FTZ).  Inf and NaN pass through."""
+    ``|e| <= ulp(s) / 2``) rounded to odd with overflow to Inf (Arm's BFRound, FPCR.EBF
+    = 0), an exact value below 2^-126 flushed to zero of its sign first (Arm: tininess
+    before rounding).  Zero, Inf and NaN pass through."""
     if s == 0.0 or not math.isfinite(s):
         return s
     a = abs(s)
-    if ftz_before and (a < _MIN_NORMAL32 or (a == _MIN_NORMAL32 and e != 0.0 and (e > 0.0) != (s > 0.0))):
+    if a < _MIN_NORMAL32 or (a == _MIN_NORMAL32 and e != 0.0 and (e > 0.0) != (s > 0.0)):
         return math.copysign(0.0, s)
-    if e != 0.0:
-        bits = _bits_from_f64(s)
-        if bits & 1 == 0:
-            bits += 1 if (e > 0.0) == (s > 0.0) else -1
-            s = _f64_from_bits(bits)
-    if odd:
-        if abs(s) >= _OVERFLOW32:
-            return math.copysign(math.inf, s)
-        bits = _bits_from_f64(s)
-        if bits & _LOW29:
-            bits = (bits & ~_LOW29) | (_LOW29 + 1)
-        r = _f64_from_bits(bits)
-    else:
-        r = np.float64(np.float32(s))
-    if ftz_after and r != 0.0 and abs(r) < _MIN_NORMAL32:
-        return math.copysign(0.0, r)
-    return r
+    bits = _bits_from_f64(s)
+    if e != 0.0 and bits & 1 == 0:          # the sticky bit of e: round to odd at 53 bits first
+        bits += 1 if (e > 0.0) == (s > 0.0) else -1
+    if abs(_f64_from_bits(bits)) >= _OVERFLOW32:
+        return math.copysign(math.inf, s)
+    if bits & _LOW29:
+        bits = (bits & ~_LOW29) | (_LOW29 + 1)
+    return _f64_from_bits(bits)
 
 
 @numba.njit(cache=True, inline="always")
-def _sum32(x, y, odd, ftz_before, ftz_after):
-    """Round(x + y) to binary32 (x, y exact in binary64; IEEE zero signs and Inf rules)."""
+def _add_odd32(x, y):
+    """:func:`_odd32` of x + y (x, y exact in binary64; IEEE zero signs and Inf rules)."""
     s = x + y
     if not math.isfinite(s):
         return s
     bp = s - x
-    e = (x - (s - bp)) + (y - bp)
-    return _round32(s, e, odd, ftz_before, ftz_after)
+    return _odd32(s, (x - (s - bp)) + (y - bp))
+
+
+@numba.njit(cache=True, inline="always")
+def _add32(x, y, ftz):
+    """x + y (exact in binary64) rounded to binary32 to nearest even by the engine's
+    IEEE adder (:func:`~workbench.engine.kernels.exact_add`: zero signs, Inf and NaN as
+    IEEE 754 says); with ``ftz`` a result subnormal after rounding becomes zero of its
+    sign (x86 FTZ)."""
+    r = exact_add(x, y, 24, -126, 127, RNE, False)
+    if ftz and r != 0.0 and abs(r) < _MIN_NORMAL32:
+        return math.copysign(0.0, r)
+    return r
 
 
 @numba.njit(cache=True, inline="always")
@@ -94,16 +97,16 @@ def pair_block(a, b, k0, L, d, rule):
         if rule == X86_FMA:
             # VDPBF16PS: per pair, fma(high) then fma(low), each RNE, DAZ in, FTZ out
             for k in range(k0, k0 + L, 2):
-                acc = _sum32(_flush(_at(a, k + 1)) * _flush(_at(b, k + 1)), acc, False, False, True)
-                acc = _sum32(_flush(_at(a, k)) * _flush(_at(b, k)), acc, False, False, True)
+                acc = _add32(_flush(_at(a, k + 1)) * _flush(_at(b, k + 1)), acc, True)
+                acc = _add32(_flush(_at(a, k)) * _flush(_at(b, k)), acc, True)
         else:
             # TDPBF16PS: even and odd FMA chains from +0, summed, then added to c
             ev = 0.0
             od = 0.0
             for k in range(k0, k0 + L, 2):
-                ev = _sum32(_flush(_at(a, k)) * _flush(_at(b, k)), ev, False, False, True)
-                od = _sum32(_flush(_at(a, k + 1)) * _flush(_at(b, k + 1)), od, False, False, True)
-            acc = _sum32(acc, _sum32(ev, od, False, False, True), False, False, True)
+                ev = _add32(_flush(_at(a, k)) * _flush(_at(b, k)), ev, True)
+                od = _add32(_flush(_at(a, k + 1)) * _flush(_at(b, k + 1)), od, True)
+            acc = _add32(acc, _add32(ev, od, True), True)
         if acc != acc:
             # SDM Table 5-1 over the instruction's operands (VDPBF16PS: low pair, high pair,
             # then c), the first NaN quieted; an invalid operation gives the x86 default NaN
@@ -122,14 +125,14 @@ def pair_block(a, b, k0, L, d, rule):
         if odd:
             # FPCR.EBF = 0: products, their sum and the addition to c each rounded to odd,
             # inputs and tiny results flushed to zero (BFMul, BFAdd, BFRound)
-            p0 = _round32(_flush(a0) * _flush(b0), 0.0, True, True, False)
-            p1 = _round32(_flush(a1) * _flush(b1), 0.0, True, True, False)
-            t = _sum32(p0, p1, True, True, False)
-            acc = _sum32(acc, t, True, True, False)
+            p0 = _odd32(_flush(a0) * _flush(b0), 0.0)
+            p1 = _odd32(_flush(a1) * _flush(b1), 0.0)
+            t = _add_odd32(p0, p1)
+            acc = _add_odd32(acc, t)
         else:
             # FPCR.EBF = 1 (RNE, FZ = 0): the pair's sum rounded once (FPDot), then added to c
-            t = _sum32(a0 * b0, a1 * b1, False, False, False)
-            acc = _sum32(acc, t, False, False, False)
+            t = _add32(a0 * b0, a1 * b1, False)
+            acc = _add32(acc, t, False)
     if acc != acc:
         return _f64_from_bits(_ARM_DEFAULT_NAN)
     return acc

@@ -94,7 +94,8 @@ def run_small(model: Model, A: np.ndarray, B: np.ndarray, C: np.ndarray, *, accu
     if not 0 < M * B.shape[1] * K <= SMALL_WORK:
         return None
     op = operation(model.kind)
-    if op.scaled != (scale_a is not None and scale_b is not None) or (scale_a is None) != (scale_b is None):
+    scaled = scale_a is not None
+    if scaled != (scale_b is not None) or scaled != op.scaled:
         return None
     D = op.run_small(model, A, B, C, accumulation, promote_every, scale_a, scale_b)
     if D is None:

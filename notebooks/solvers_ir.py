@@ -28,7 +28,7 @@
 # `experiments/solvers_ir.toml`.
 
 # %% tags=["parameters"]
-quick: bool = True  # systems of order 256, minutes on 2 cores. False: order 2048 (hours)
+quick: bool = True  # systems of order 256, minutes on 2 cores. False: order 2048 (10,813 s of worker time: 1.5 h or more on 2 cores)
 out_dir: str = "figures"  # figure PNG+PDF and tables CSV+Markdown, relative to the repository root
 sweep_dir: str = "results/sweeps"  # Parquet results of the sweep, resumable, relative to the repository root
 workers: int = 2  # local worker processes of the sweep
@@ -150,8 +150,9 @@ rep.save_fig(fig, stem)
 #   late U12 blocks of these norm-1 matrices hold values below fp16's normal range (6% of
 #   them at kappa = 1e5, half at 1e8, for n = 256), which the CDNA2 unit flushes to zero,
 #   so GMRES-IR needs more iterations there (137 instead of 58 at kappa = 1e5, n = 256).
-#   At n = 2048 (measured outside this notebook) the gap widens: 2311 GMRES iterations on
-#   MI250X against 713 on H100 at kappa = 1e5.
+#   At n = 2048 (the full run, `figures/solvers_ir_n2048.png`) the gap widens: 2315 GMRES
+#   iterations on MI250X against 712 on H100 at kappa = 1e5; there LU-IR's reach is one
+#   decade lower (kappa = 1e3 with fp16, 1e2 with bf16): the LU's error grows with n.
 #   Scaling A before rounding (Higham, Pranesh & Zounon 2019) would avoid it.  The printed
 #   summary below gives the numbers of this run.
 

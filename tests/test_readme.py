@@ -121,6 +121,38 @@ def test_quoted_figure7_numbers_match_the_summary_file():
     assert (summary["points"] == 20).all()
 
 
+def test_quoted_n2048_solver_numbers_match_the_committed_table():
+    """The n = 2048 comparison with Carson & Higham and Haidar et al. quotes what
+    ``figures/solvers_ir_n2048.csv`` (the full run of notebooks/solvers_ir) holds."""
+    t = pd.read_csv(ROOT / "figures" / "solvers_ir_n2048.csv")
+    assert "workbench reproduce --full --only solvers_ir" in TEXT
+    assert len(t) == 390                         # the 420 solves but the 30 of the custom-unit panel
+    lu = re.search(r"LU-IR\*\* converges up to kappa = (1e\d+) with an fp16 LU \((\d+) refinement steps on every unit\)"
+                   r"\s+and (1e\d+) with a bf16 LU", TEXT)
+    assert lu, "the README quotes LU-IR's reach at n = 2048"
+    for fmt, reach in (("fp16", float(lu[1])), ("bf16", float(lu[3]))):
+        part = t[(t["solver"] == "lu_ir") & (t["format"] == fmt)]
+        assert (part.groupby("unit")["kappa"].apply(lambda k: k[part.loc[k.index, "status"] == "converged"].max())
+                == reach).all(), fmt
+        assert (part[part["kappa"] > reach]["status"] != "converged").all(), fmt
+    assert (t[(t["solver"] == "lu_ir") & (t["format"] == "fp16") & (t["kappa"] == float(lu[1]))]["steps"]
+            == int(lu[2])).all()
+    gm = t[t["solver"] == "gmres_ir"]
+    assert set(gm[gm["status"] == "converged"]["steps"]) == {2, 3}          # "in 2 or 3 refinement steps"
+    reach = re.search(r"up to\s+kappa = (1e\d+) on every fp16 unit but MI250X", TEXT)
+    assert reach
+    fp16 = gm[(gm["format"] == "fp16") & (gm["kappa"] <= float(reach[1]))]
+    ok = fp16.groupby("unit")["status"].apply(lambda s: (s == "converged").all())
+    assert ok.drop("MI250X").all() and not ok["MI250X"]
+    its = {(unit, kappa): n for unit, kappa, n in gm[gm["format"] == "fp16"][["unit", "kappa", "gmres its"]].itertuples(
+        index=False)}
+    q5 = re.search(r"at kappa = 1e5, (\d+) GMRES\s+iterations on H100 and (\d+) on MI250X", TEXT)
+    q6 = re.search(r"at kappa = 1e6, (\d+) in idealised arithmetic and (\d+)\s+on MI250X", TEXT)
+    assert q5 and q6
+    assert (its[("H100", 1e5)], its[("MI250X", 1e5)]) == (int(q5[1]), int(q5[2]))
+    assert (its[("ideal", 1e6)], its[("MI250X", 1e6)]) == (int(q6[1]), int(q6[2]))
+
+
 def test_speed_figures_are_those_of_the_committed_benchmark_results():
     engine, sweep = readme_speed._records()
     assert readme_speed.readme_section(TEXT) == readme_speed.render(engine, sweep)

@@ -625,3 +625,21 @@ def decompose_small_product(xa, xb, xc, L, man_bits, emin, flush, vmax_bits, has
     bad_b = decompose_small(xb, sb, eb, False, man_bits, emin, flush, vmax_bits, has_nan, has_inf)
     bad_c = first_unrepresentable_small(xc, out_man_bits, out_emin, out_vmax_bits, True, True)
     return sa, ea, sb, eb, bad_a, bad_b, bad_c
+
+
+@numba.njit(cache=True)
+def decompose_small_scaled_product(xa, xb, xc, scale_a, scale_b, L, check, scale_check):
+    """The prologue of the scaled kinds' small-product kernels:
+    :func:`decompose_small_product` (``check``: its format arguments after ``L``), then
+    the block scales ``scale_a`` and ``scale_b`` (float64) checked by
+    :func:`first_bad_scale_small` (``scale_check``: its arguments after the patterns).
+    Returns ``(sa, ea, sb, eb, bad)``, ``bad`` the first unrepresentable C-order index
+    of A, B, C, scale_a and scale_b (-1 each where none)."""
+    (man_bits, emin, flush, vmax_bits, has_nan, has_inf, out_man_bits, out_emin, out_vmax_bits) = check
+    sa, ea, sb, eb, bad_a, bad_b, bad_c = decompose_small_product(xa, xb, xc, L, man_bits, emin, flush, vmax_bits,
+                                                                  has_nan, has_inf, out_man_bits, out_emin,
+                                                                  out_vmax_bits)
+    s_man, s_emin, s_vmax, s_nan, s_inf, s_unsigned, s_zero = scale_check
+    bad_sa = first_bad_scale_small(scale_a.view(np.int64), s_man, s_emin, s_vmax, s_nan, s_inf, s_unsigned, s_zero)
+    bad_sb = first_bad_scale_small(scale_b.view(np.int64), s_man, s_emin, s_vmax, s_nan, s_inf, s_unsigned, s_zero)
+    return sa, ea, sb, eb, (bad_a, bad_b, bad_c, bad_sa, bad_sb)

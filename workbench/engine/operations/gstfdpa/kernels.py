@@ -60,8 +60,7 @@ from ...ops import (
     combine_special,
     decompose_one,
     decompose_small,
-    decompose_small_product,
-    first_bad_scale_small,
+    decompose_small_scaled_product,
     round_fixed,
     round_int,
     shift_floor,
@@ -357,27 +356,19 @@ def _gst_lanes_tile(t, sa, ea, sb, eb, xsa, xea, xsb, xeb, row_special, col_spec
 def gst_small(xa, xb, xc, scale_a, scale_b, acc, r, check, scale_check):
     """A small GST-FDPA product straight from its operands, on the calling thread
     (:meth:`~workbench.engine.model.Operation.run_small`): ``xa`` (M, K), ``xb`` (K, N)
-    and ``xc`` (M, N) the int64 patterns of float64 A, B and C, checked and decomposed
-    as the small kernels of the other kinds do
-    (:func:`~workbench.engine.ops.decompose_small_product`, ``check`` its format
-    arguments); the float64 block scales ``scale_a`` (M, nb) and ``scale_b`` (nb, N)
-    checked against the scale format (:func:`~workbench.engine.ops.first_bad_scale_small`,
-    ``scale_check`` its arguments) and decomposed as :func:`scale_operands` does (the
-    padding's scales 1); then every output's chain of blocks (:func:`gst_chain`, the
+    and ``xc`` (M, N) the int64 patterns of float64 A, B and C, checked and decomposed,
+    and the float64 block scales ``scale_a`` (M, nb) and ``scale_b`` (nb, N) checked
+    against the scale format (:func:`~workbench.engine.ops.decompose_small_scaled_product`,
+    ``check`` and ``scale_check`` its format arguments); the scales decomposed as
+    :func:`scale_operands` does (the padding's scales 1); then every output's chain of blocks (:func:`gst_chain`, the
     arithmetic of :func:`gst_gemm`) on ``acc`` (C on entry, D on exit).  Returns the
     C-order indices of the first value of A, B, C, scale_a and scale_b that is not
     representable (-1 each where none); ``acc`` is left as it was if any."""
     M, N = acc.shape
     L = r[P_L]
-    (man_bits, emin, flush, vmax_bits, has_nan, has_inf, out_man_bits, out_emin, out_vmax_bits) = check
-    sa, ea, sb, eb, bad_a, bad_b, bad_c = decompose_small_product(xa, xb, xc, L, man_bits, emin, flush, vmax_bits,
-                                                                  has_nan, has_inf, out_man_bits, out_emin,
-                                                                  out_vmax_bits)
-    s_man, s_emin, s_vmax, s_nan, s_inf, s_unsigned, s_zero = scale_check
-    bad_sa = first_bad_scale_small(scale_a.view(np.int64), s_man, s_emin, s_vmax, s_nan, s_inf, s_unsigned, s_zero)
-    bad_sb = first_bad_scale_small(scale_b.view(np.int64), s_man, s_emin, s_vmax, s_nan, s_inf, s_unsigned, s_zero)
-    if bad_a >= 0 or bad_b >= 0 or bad_c >= 0 or bad_sa >= 0 or bad_sb >= 0:
-        return bad_a, bad_b, bad_c, bad_sa, bad_sb
+    sa, ea, sb, eb, bad = decompose_small_scaled_product(xa, xb, xc, scale_a, scale_b, L, check, scale_check)
+    if bad[0] >= 0 or bad[1] >= 0 or bad[2] >= 0 or bad[3] >= 0 or bad[4] >= 0:
+        return bad
     nb = scale_a.shape[1]
     nb_pad = sa.shape[1] // r[P_KB]
     xa = np.ones((M, nb_pad))
@@ -388,6 +379,7 @@ def gst_small(xa, xb, xc, scale_a, scale_b, acc, r, check, scale_check):
     xea = np.empty((M, nb_pad), dtype=np.int32)
     xsb = np.empty((nb_pad, N), dtype=np.int32)
     xeb = np.empty((nb_pad, N), dtype=np.int32)
+    s_man, s_emin, s_vmax, s_nan, s_inf = scale_check[0], scale_check[1], scale_check[2], scale_check[3], scale_check[4]
     decompose_small(xa.view(np.int64), xsa, xea, False, s_man, s_emin, False, s_vmax, s_nan, s_inf)
     decompose_small(xb.view(np.int64), xsb, xeb, False, s_man, s_emin, False, s_vmax, s_nan, s_inf)
     ng = L // r[P_G]
@@ -396,7 +388,7 @@ def gst_small(xa, xb, xc, scale_a, scale_b, acc, r, check, scale_check):
     for i in range(M):
         for j in range(N):
             acc[i, j] = gst_chain(sa, ea, sb.T, eb.T, xsa, xea, xsb.T, xeb.T, i, j, acc[i, j], r, Xs, Es)
-    return bad_a, bad_b, bad_c, bad_sa, bad_sb
+    return bad
 
 
 def gst_params(model) -> np.ndarray:

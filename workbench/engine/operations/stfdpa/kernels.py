@@ -7,7 +7,7 @@ import numba
 import numpy as np
 
 from ...layout import P_L
-from ...ops import SIG_NAN, SPECIAL, decompose_small_product, first_bad_scale_small
+from ...ops import SIG_NAN, SPECIAL, decompose_small_scaled_product
 from ..tfdpa.kernels import _accumulate, fast_eligible
 
 
@@ -55,11 +55,10 @@ def stfdpa_small(xa, xb, xc, scale_a, scale_b, kb, acc, prm, check, scale_check)
     """A small ST-FDPA product straight from its operands, on the calling thread
     (:meth:`~workbench.engine.model.Operation.run_small`): ``xa`` (M, K), ``xb`` (K, N)
     and ``xc`` (M, N) the int64 patterns of float64 A, B and C, checked and decomposed
-    as T-FDPA's small kernel does (:func:`~workbench.engine.ops.decompose_small_product`,
-    ``check`` its format arguments); the float64 block scales ``scale_a`` (M, nb) and
+    as T-FDPA's small kernel does, and the float64 block scales ``scale_a`` (M, nb) and
     ``scale_b`` (nb, N) checked against the scale format
-    (:func:`~workbench.engine.ops.first_bad_scale_small`, ``scale_check`` its
-    arguments) and their exponents added to their blocks of ``kb`` elements as
+    (:func:`~workbench.engine.ops.decompose_small_scaled_product`, ``check`` and
+    ``scale_check`` its format arguments); the scales' exponents added to their blocks of ``kb`` elements as
     :func:`add_scale_exponents` adds them; then every output's blocks through T-FDPA's
     :func:`~workbench.engine.operations.tfdpa.kernels._accumulate`, the scalar kernel's
     arithmetic, on ``acc`` (C on entry, D on exit).  Returns the C-order indices of the
@@ -68,15 +67,9 @@ def stfdpa_small(xa, xb, xc, scale_a, scale_b, kb, acc, prm, check, scale_check)
     M, N = acc.shape
     K = xa.shape[1]
     L = prm[P_L]
-    (man_bits, emin, flush, vmax_bits, has_nan, has_inf, out_man_bits, out_emin, out_vmax_bits) = check
-    sa, ea, sb, eb, bad_a, bad_b, bad_c = decompose_small_product(xa, xb, xc, L, man_bits, emin, flush, vmax_bits,
-                                                                  has_nan, has_inf, out_man_bits, out_emin,
-                                                                  out_vmax_bits)
-    s_man, s_emin, s_vmax, s_nan, s_inf, s_unsigned, s_zero = scale_check
-    bad_sa = first_bad_scale_small(scale_a.view(np.int64), s_man, s_emin, s_vmax, s_nan, s_inf, s_unsigned, s_zero)
-    bad_sb = first_bad_scale_small(scale_b.view(np.int64), s_man, s_emin, s_vmax, s_nan, s_inf, s_unsigned, s_zero)
-    if bad_a >= 0 or bad_b >= 0 or bad_c >= 0 or bad_sa >= 0 or bad_sb >= 0:
-        return bad_a, bad_b, bad_c, bad_sa, bad_sb
+    sa, ea, sb, eb, bad = decompose_small_scaled_product(xa, xb, xc, scale_a, scale_b, L, check, scale_check)
+    if bad[0] >= 0 or bad[1] >= 0 or bad[2] >= 0 or bad[3] >= 0 or bad[4] >= 0:
+        return bad
     for i in range(M):
         for k in range(K):
             _scale_one(sa, ea, i, k, np.log2(scale_a[i, k // kb]), True, sa, ea)
@@ -88,7 +81,7 @@ def stfdpa_small(xa, xb, xc, scale_a, scale_b, kb, acc, prm, check, scale_check)
     for i in range(M):
         for j in range(N):
             acc[i, j], _ = _accumulate(sa, ea, sb, eb, i, j, 0, nblocks, acc[i, j], 0.0, prm, fast)
-    return bad_a, bad_b, bad_c, bad_sa, bad_sb
+    return bad
 
 
 __all__ = ["add_scale_exponents", "stfdpa_small"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -182,3 +183,30 @@ def test_a_group_that_cancels_keeps_its_scales_exponent():
         # the same block with all-zero products: the group takes the zero exponent, c is kept
         D0 = wb.gemm(np.zeros((2, 64)), B, np.full((2, N), c), model=m, scale_a=sa, scale_b=np.ones((2, N)))
         assert (D0 == c).all(), D0
+
+
+@pytest.mark.parametrize("N", [2, 16])    # B stored as B^T (a transposed view), and in the lane layout
+def test_prepared_operands_survive_other_products_in_between(N):
+    """ST-FDPA writes its scaled exponents into workspace buffers and hands them back
+    after the product: never the prepared operands' own buffers (B^T's transposed view
+    is a new object over them), which a caller may run again after other products of
+    the same shapes took buffers from the workspace.  K is large enough (2^18) for the
+    workspace to keep the buffers."""
+    model = wb.preset("blackwell", "fp8_e4m3", "fp32", "mx")
+    rng = np.random.default_rng(N)
+    M, Kdim = 2, 1 << 18
+    nb = Kdim // model.k_block
+
+    def draw():
+        return (wb.round(rng.standard_normal((M, Kdim)), model.in_format),
+                wb.round(rng.standard_normal((Kdim, N)), model.in_format),
+                {"scale_a": np.exp2(rng.integers(-3, 4, (M, nb))), "scale_b": np.exp2(rng.integers(-3, 4, (nb, N)))})
+
+    A, B, scales = draw()
+    ops = core.prepare(model, A, B)
+    C = np.zeros((M, N))
+    first = core.run_prepared(model, ops, C, **scales)
+    A2, B2, scales2 = draw()
+    wb.gemm(A2, B2, C, model=model, **scales2)
+    assert (_bits(core.run_prepared(model, ops, C, **scales)) == _bits(first)).all()
+    assert (_bits(first) == _bits(core.run(model, A, B, C, **scales))).all()

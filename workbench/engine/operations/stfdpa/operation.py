@@ -114,8 +114,10 @@ class STFDPA(Operation):
         prm = pack_tfdpa(params, ops.M, ops.N, numba.get_num_threads())
         run_tfdpa(model, cast(np.ndarray, sc.sa), cast(np.ndarray, sc.ea), cast(np.ndarray, sc.sb),
                   cast(np.ndarray, sc.eb), acc, prm, sc.special)
+        # the arrays scaled_operands wrote, not the prepared ones it shares (a view of B^T is a new object
+        # over the prepared buffer, which the caller may run again)
         made = ((sc.sa, ops.sa), (sc.ea, ops.ea), (sc.sb, ops.sb), (sc.eb, ops.eb))
-        recycle_arrays(*(new for new, old in made if new is not old))   # the arrays scaled_operands wrote
+        recycle_arrays(*(new for new, old in made if not np.may_share_memory(new, old)))
         return acc
 
     def run_small(self, model: "Model", A: np.ndarray, B: np.ndarray, C: np.ndarray, accumulation: str,

@@ -13,6 +13,11 @@ Each algorithm is ``f(A, B, C=None, *, model, **params)`` returning a float64 ar
 ``ozaki``           Ozaki scheme (slices) and Ozaki scheme II (CRT) on the exact
                     INT8 unit :data:`INT8_UNIT`.
 
+The words of the first five are, by default, in the unit's own input format: the
+papers' fp16, tf32 or bf16 on the papers' units, the same splits in fp8 or a custom
+format on others (``word_format=``, or Ootomo-Yokota's ``variant=``, fixes the
+format; a format the unit cannot hold is refused, naming both).
+
 ``get(name)`` / ``available()`` / ``ALGORITHMS`` name them by string.
 
 Linear solvers whose factorisation runs on a unit (:data:`SOLVERS` by name):

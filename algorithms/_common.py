@@ -11,7 +11,7 @@ operands once.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -39,25 +39,58 @@ def as_matrices(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.Arr
     return A64, B64, C64
 
 
-def check_model(model: object, in_formats: Sequence[str] | None, algorithm: str) -> Model:
+def check_model(model: object, algorithm: str) -> Model:
     """The unit ``model`` names (:func:`workbench.units.resolve`: a Model, a catalogue
     name, ``DEVICE:IN:OUT[:INSTRUCTION[:VARIANT]]`` or a unit file), which must write
-    binary32 and, unless ``in_formats`` is None, read one of ``in_formats``."""
+    binary32 (the algorithms accumulate in binary32)."""
     try:
         model = units.resolve(model)  # type: ignore[arg-type]
     except TypeError:
         raise ValueError(f"{algorithm}: model={model!r}: expected {units.FORMS}; got {type(model).__name__}") from None
     except ValueError as exc:
         raise ValueError(f"{algorithm}: {exc}") from None
-    fin = formats.format(model.in_format).name
-    if in_formats is not None and fin not in in_formats:
-        raise ValueError(f"{algorithm}: the words are {' or '.join(in_formats)} but the preset's input format is "
-                         f"{fin}; choose a preset with in_format in {tuple(in_formats)}, e.g. "
-                         f"workbench.preset('B200', '{in_formats[0]}', 'fp32')")
     if formats.format(model.out_format).name != "fp32":
         raise ValueError(f"{algorithm}: the algorithm accumulates in binary32 but the preset's output format is "
                          f"{model.out_format}; choose the preset with out_format='fp32'")
     return model
+
+
+def holds(unit: formats.FloatFormat, word: formats.FloatFormat) -> bool:
+    """Whether every value of ``word`` is a value of ``unit``: no more precision, no
+    larger finite value, and every non-zero magnitude on ``unit``'s grid (its smallest
+    spacing, or its smallest normal where it has no subnormals)."""
+    if word.p > unit.p or word.max > unit.max:
+        return False
+    word_ulp = word.emin - (word.p - 1)               # exponent of the word's finest spacing
+    if unit.subnormals:
+        return word_ulp >= unit.emin - (unit.p - 1)
+    return (word_ulp if word.subnormals else word.emin) >= unit.emin
+
+
+def resolve_word_format(model: Model, fmt: str | formats.FloatFormat | None, algorithm: str, *,
+                        keyword: str = "word_format") -> formats.FloatFormat:
+    """The format of an algorithm's words on ``model``: ``fmt`` or, for None, the unit's
+    own input format (the splits of Markidis et al. 2018, Ootomo & Yokota 2022, Henry et
+    al. 2019, CUTLASS and Fasi et al. 2023 round to the format the unit reads).
+
+    The words carry signs, so the format must be signed; a format other than the
+    unit's must be held by it (:func:`holds`), else a ValueError names both formats
+    (``keyword`` is the argument the caller fixed the word format with).
+    """
+    unit = formats.format(model.in_format)
+    try:
+        wf = formats.format(fmt if fmt is not None else model.in_format)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{algorithm}: {keyword}={fmt!r}: {exc}") from None
+    if not wf.signed:
+        what = f"the unit's input format {wf.name}" if fmt is None else f"{keyword}={wf.name!r}"
+        raise ValueError(f"{algorithm}: {what} is unsigned; words of a split carry signs, so they need a "
+                         "signed format")
+    if wf.name != unit.name and not holds(unit, wf):
+        raise ValueError(f"{algorithm}: {wf.name} words are not all representable in the preset's input format "
+                         f"{unit.name}; choose a preset with in_format={wf.name!r}, or leave {keyword} at its "
+                         f"default (None: words in the unit's own format, {unit.name})")
+    return wf
 
 
 def to_fp32(X: np.ndarray) -> np.ndarray:
@@ -69,9 +102,9 @@ def split(X: np.ndarray, fmt: str | formats.FloatFormat, words: int, *, mode: st
           name: str = "A") -> list[np.ndarray]:
     """``words`` words of ``fmt``: w_1 = fl(X), w_j = fl((X - sum_{i<j} w_i s^(i-1)) / s^(j-1)).
 
-    ``s = 1 / scale`` (``scale = 2^11`` is Ootomo-Yokota's residual scaling, 1 is
-    Markidis' unscaled residual); residuals are formed in float64, exactly for the
-    formats used here (each word is a rounding of the current residual).
+    ``s = 1 / scale`` (``scale = 2^p`` of ``fmt`` is Ootomo-Yokota's residual scaling,
+    2^11 for fp16; 1 is Markidis' unscaled residual); residuals are formed in float64,
+    exactly for the formats used here (each word is a rounding of the current residual).
 
     A word that would overflow ``fmt`` (|X| above its largest value, e.g. fp32 data
     above 65504 split into fp16 words, or a scaled residual past the range when very

@@ -11,15 +11,20 @@ x = b_1 + b_2 + b_3 with b_1 = bf16(x), b_2 = bf16(x - b_1), b_3 = bf16(x - b_1 
 
 accumulated in fp32, smallest products first (Henry et al.: "the smaller terms are
 computed first").  Here the accumulation is the matrix unit's fp32 accumulator.
+
+The paper's words are bf16, the unit's format; on a unit of another format the same
+three-word split rounds to the unit's own input format (fp16, tf32, a custom
+format), unless ``word_format`` fixes the words' format.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from workbench import formats
 from workbench.units import UnitSpec
 
-from ._common import ORDERS, as_matrices, chain, check_model, split, to_fp32
+from ._common import ORDERS, as_matrices, chain, check_model, resolve_word_format, split, to_fp32
 
 PRODUCT_SETS: dict[int, tuple[tuple[int, int], ...]] = {
     3: ((1, 1), (1, 2), (2, 1)),
@@ -29,7 +34,8 @@ PRODUCT_SETS: dict[int, tuple[tuple[int, int], ...]] = {
 
 
 def bf16xn(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike | None = None, *,
-           model: UnitSpec, products: int = 3, order: str = "sequential",
+           model: UnitSpec, word_format: str | formats.FloatFormat | None = None, products: int = 3,
+           order: str = "sequential",
            return_words: bool = False, input_rounding: str | None = None, device: str = "cpu") -> np.ndarray | tuple[np.ndarray, dict[str, object]]:
     """D = A B + C by Henry et al.'s bf16x3 / bf16x6 / bf16x9 scheme.
 
@@ -38,7 +44,14 @@ def bf16xn(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLik
     A, B, C:
         Cast to fp32 (RNE) first (the scheme emulates an SGEMM).
     model:
-        A bf16 -> fp32 preset.
+        A preset with fp32 output whose input format holds the words: bf16 in the
+        paper; by default the words are in the unit's input format.
+    word_format:
+        The format of the words b_1, b_2, b_3: ``None`` (default) = the unit's input
+        format (bf16 on the paper's units); a name or a
+        :class:`~workbench.formats.FloatFormat` fixes it (``"bf16"``: the paper's
+        words) and must be signed and held by the unit's input format (else a
+        ValueError names both formats).
     products:
         3 (default), 6 or 9.
     order:
@@ -61,13 +74,14 @@ def bf16xn(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLik
     float64 array holding fp32 values, or ``(D, words)``.
     """
     A64, B64, C64 = as_matrices(A, B, C)
-    model = check_model(model, ("bf16",), "bf16xn")
+    model = check_model(model, "bf16xn")
+    fmt = resolve_word_format(model, word_format, "bf16xn")
     if products not in PRODUCT_SETS:
         raise ValueError(f"products={products!r}: expected 3, 6 or 9 (bf16x3, bf16x6, bf16x9)")
     if order not in ORDERS:
         raise ValueError(f"order={order!r}: expected one of {ORDERS}")
-    Aw = split(to_fp32(A64), "bf16", 3, name="A")
-    Bw = split(to_fp32(B64), "bf16", 3, name="B")
+    Aw = split(to_fp32(A64), fmt, 3, name="A")
+    Bw = split(to_fp32(B64), fmt, 3, name="B")
     idx = sorted(PRODUCT_SETS[products], key=lambda jk: (-(jk[0] + jk[1]), jk))
     pairs = [(Aw[j - 1], Bw[k - 1]) for j, k in idx]
     D = chain(model, pairs, None if C64 is None else to_fp32(C64), order=order, input_rounding=input_rounding, device=device)

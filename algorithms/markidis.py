@@ -8,16 +8,20 @@ Valpey et al. (2025), Section 6 (and Ootomo & Yokota 2022, eq. (6)) quote it::
     A B ~= A16 B16 + R_A B16 + A16 R_B [+ R_A R_B]
 
 All products are accumulated in the matrix unit's accumulator (round-toward-zero
-on NVIDIA parts), with C as the accumulator's initial value.
+on NVIDIA parts), with C as the accumulator's initial value.  The paper's words are
+fp16, the format of the V100's unit; on any other unit the same split rounds to
+the unit's own input format (bf16, tf32, fp8, a custom format), unless
+``word_format`` fixes the words' format.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from workbench import formats
 from workbench.units import UnitSpec
 
-from ._common import as_matrices, chain, check_model, split
+from ._common import as_matrices, chain, check_model, resolve_word_format, split
 
 #: Default term order (smallest products first, the large product last, so that the
 #: corrections enter the block that also holds A16 B16; see :func:`markidis`).
@@ -26,9 +30,10 @@ ORDERINGS = ("small_first", "large_first")
 
 
 def markidis(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike | None = None, *,
-             model: UnitSpec, terms: int = 3, ordering: str = SMALL_FIRST, order: str = "sequential",
+             model: UnitSpec, word_format: str | formats.FloatFormat | None = None, terms: int = 3,
+             ordering: str = SMALL_FIRST, order: str = "sequential",
              return_words: bool = False, input_rounding: str | None = None, device: str = "cpu") -> np.ndarray | tuple[np.ndarray, dict[str, np.ndarray]]:
-    """D = A B + C by Markidis et al.'s split into a half-precision word and its residual.
+    """D = A B + C by Markidis et al.'s split into a word of the unit's input format and its residual.
 
     Parameters
     ----------
@@ -36,8 +41,15 @@ def markidis(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayL
         float32/float64 data; the split is formed in float64 (exact for fp32 data).
         C is rounded to fp32 (RNE) and is the accumulator's initial value.
     model:
-        A preset whose input format holds the words (fp16 in the paper; a bf16 or
-        tf32 preset splits into its own format) and whose output is fp32.
+        A preset with fp32 output whose input format holds the words (the unit's
+        input format by default).
+    word_format:
+        The format of the words A16 = fl(A) and R_A = fl(A - A16) (round to nearest
+        even): ``None`` (default) = the unit's input format (fp16 on the paper's
+        V100; bf16, tf32, fp8 or a custom format on other units); a name or a
+        :class:`~workbench.formats.FloatFormat` fixes it, e.g. ``"fp16"`` for the
+        paper's words, and must be signed and held by the unit's input format
+        (else a ValueError names both formats).
     terms:
         3 (default; R_A R_B dropped, Markidis et al. Section V) or 4 (all products,
         the form Valpey et al. Section 6 analyse).
@@ -60,19 +72,20 @@ def markidis(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayL
         Where the unit's :func:`workbench.gemm` calls run: ``"cpu"`` (default) or
         ``"cuda"`` (the same bits on an NVIDIA GPU; :mod:`workbench.engine.gpu`).
     return_words:
-        Also return ``{"A16", "R_A", "B16", "R_B"}``.
+        Also return ``{"A16", "R_A", "B16", "R_B"}`` (``A16`` the high word, in
+        the word format: fp16 in the paper).
 
     Returns
     -------
     float64 array (fp32 values, the unit's output), or ``(D, words)``.
     """
     A64, B64, C64 = as_matrices(A, B, C)
-    model = check_model(model, ("fp16", "bf16", "tf32"), "markidis")
+    model = check_model(model, "markidis")
+    fmt = resolve_word_format(model, word_format, "markidis")
     if terms not in (3, 4):
         raise ValueError(f"terms={terms!r}: Markidis et al. use 3 products (R_A R_B dropped) or 4")
     if ordering not in ORDERINGS:
         raise ValueError(f"ordering={ordering!r}: expected one of {ORDERINGS}")
-    fmt = model.in_format
     A16, RA = split(A64, fmt, 2, name="A")
     B16, RB = split(B64, fmt, 2, name="B")
     pairs = [(RA, B16), (A16, RB), (A16, B16)]

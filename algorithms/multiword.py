@@ -46,11 +46,8 @@ import numpy as np
 from workbench import formats
 from workbench.units import UnitSpec
 
-from ._common import ORDERS, as_matrices, chain, check_model, split, unit_gemm
+from ._common import ORDERS, as_matrices, chain, check_model, resolve_word_format, split, unit_gemm
 
-#: the word formats of the paper's experiments; any signed format whose values the
-#: unit's input format holds works too (a registered name or a FloatFormat object)
-WORD_FORMATS = ("fp16", "bf16", "fp8_e4m3", "fp8_e5m2")
 PRODUCTS = ("triangle", "all")
 ALPHA_PLACEMENTS = ("input", "after")
 SPLIT_ROUNDINGS = ("rne", "rz")
@@ -63,18 +60,6 @@ def _scales(X: np.ndarray, theta: float, axis: int) -> np.ndarray:
     nz = mx > 0
     e[nz] = np.floor(np.log2(theta / mx[nz]))
     return np.ldexp(1.0, e.astype(np.int64))
-
-
-def _holds(unit: formats.FloatFormat, word: formats.FloatFormat) -> bool:
-    """Whether every value of ``word`` is a value of ``unit``: no more precision, no
-    larger finite value, and every non-zero magnitude on ``unit``'s grid (its smallest
-    spacing, or its smallest normal where it has no subnormals)."""
-    if word.p > unit.p or word.max > unit.max:
-        return False
-    word_ulp = word.emin - (word.p - 1)               # exponent of the word's finest spacing
-    if unit.subnormals:
-        return word_ulp >= unit.emin - (unit.p - 1)
-    return (word_ulp if word.subnormals else word.emin) >= unit.emin
 
 
 def multiword(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike | None = None, *,
@@ -140,18 +125,9 @@ def multiword(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.Array
     float64 array, or ``(D, words)``.
     """
     A64, B64, C64 = as_matrices(A, B, C)
-    model = check_model(model, None, "multiword")
+    model = check_model(model, "multiword")
     unit_fmt = formats.format(model.in_format)
-    try:
-        wf = formats.format(word_format if word_format is not None else model.in_format)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"multiword: word_format={word_format!r}: {exc}") from None
-    if not wf.signed:
-        raise ValueError(f"multiword: word_format={wf.name!r} is unsigned; words of a split carry signs, so "
-                         f"expected a signed format such as {WORD_FORMATS}")
-    if wf.name != unit_fmt.name and not _holds(unit_fmt, wf):
-        raise ValueError(f"multiword: {wf.name} words are not all representable in the preset's input format "
-                         f"{unit_fmt.name}; choose a preset with in_format={wf.name!r} or a narrower word_format")
+    wf = resolve_word_format(model, word_format, "multiword")
     if not isinstance(words, (int, np.integer)) or words < 1:
         raise ValueError(f"words={words!r}: expected a positive integer number of words")
     if products not in PRODUCTS:

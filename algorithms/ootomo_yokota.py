@@ -16,6 +16,15 @@ unit with round-to-nearest; the two correction products are chained in the unit;
 the large product's accumulation in the unit as well.  Valpey et al. Section 6,
 Property 5 / Table 5: because the unit does not normalise its partial sums, the
 "rn" variant can be *less* accurate than Markidis' method on some inputs.
+
+On units of other formats.  The residual A - A_hi is about 2^-p times A (p = 11,
+fp16's precision with the implicit bit), so in fp16's narrow exponent range it
+underflows where A is small; Ootomo & Yokota scale it by 2^11 = 2^p to bring it
+back to A's exponents, and leave tf32 residuals unscaled (tf32 has fp32's exponent
+range).  By default (``variant=None``) the words are in the unit's own input format:
+the paper's variant of that format where there is one (fp16: halfhalf, tf32:
+tf32tf32), otherwise the halfhalf recipe in that format, RNE split with the residual
+scaled by 2^p of the format (2^8 for bf16, 2^10 for a custom e6m9, 2^4 for fp8 e4m3).
 """
 
 from __future__ import annotations
@@ -25,18 +34,21 @@ import numpy as np
 from workbench import formats
 from workbench.units import UnitSpec
 
-from ._common import ORDERS, as_matrices, chain, check_model, fp32_add, split, unit_gemm
+from ._common import ORDERS, as_matrices, chain, check_model, fp32_add, resolve_word_format, split, unit_gemm
 
-#: variant -> (word format, rounding of the split, residual scaling)
-VARIANTS: dict[str, tuple[str, str, float]] = {
-    "halfhalf": ("fp16", "rne", 2.0**11),
-    "tf32tf32": ("tf32", "rna", 1.0),
+#: the paper's variants: name -> (word format, rounding of the split, whether the
+#: residual is scaled by 2^p of the word format: 2^11 for fp16)
+VARIANTS: dict[str, tuple[str, str, bool]] = {
+    "halfhalf": ("fp16", "rne", True),
+    "tf32tf32": ("tf32", "rna", False),
 }
+#: the recipe of the words in a format no variant of the paper uses: halfhalf's
+GENERAL_RECIPE = ("rne", True)
 ACCUMULATIONS = ("rn", "rz")
 
 
 def ootomo_yokota(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike | None = None, *,
-                  model: UnitSpec, variant: str = "halfhalf", accumulation: str = "rn",
+                  model: UnitSpec, variant: str | None = None, accumulation: str = "rn",
                   hi_block: int | None = None, order: str = "interleaved",
                   return_words: bool = False, input_rounding: str | None = None, device: str = "cpu") -> np.ndarray | tuple[np.ndarray, dict[str, np.ndarray]]:
     """D = A B + C by Ootomo & Yokota's error-corrected split (R_A R_B dropped).
@@ -47,11 +59,17 @@ def ootomo_yokota(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.A
         float32/float64 data (split in float64, exact for fp32 data); C is rounded to
         fp32 (RNE) as an SGEMM's C would be.
     model:
-        A preset with input format fp16 (``variant="halfhalf"``) or tf32
-        (``"tf32tf32"``) and fp32 output.
+        A preset with fp32 output whose input format holds the words (the unit's
+        input format by default).
     variant:
-        ``"halfhalf"`` (default; fp16 words, RNE split, residual scaled by 2^11) or
-        ``"tf32tf32"`` (tf32 words, split rounded to nearest ties away, no scaling).
+        The format and recipe of the words.  ``None`` (default): the unit's input
+        format, split as the paper's variant of that format (halfhalf on an fp16
+        unit, tf32tf32 on a tf32 unit) or, for any other format, RNE with the
+        residual scaled by 2^p of the format (see the module docstring).
+        ``"halfhalf"``: fp16 words, RNE split, residual scaled by 2^11;
+        ``"tf32tf32"``: tf32 words, split rounded to nearest ties away, no scaling.
+        A named variant's words must be held by the unit's input format (else a
+        ValueError names both formats).
     accumulation:
         ``"rn"`` (default, the paper's method): each chain of ``hi_block`` products
         of A_hi B_hi starts from 0 in the unit and is added to the fp32 accumulator
@@ -82,10 +100,14 @@ def ootomo_yokota(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.A
     float64 array holding fp32 values, or ``(D, words)``.
     """
     A64, B64, C64 = as_matrices(A, B, C)
-    if variant not in VARIANTS:
-        raise ValueError(f"variant={variant!r}: expected one of {tuple(VARIANTS)}")
-    fmt, mode, scale = VARIANTS[variant]
-    model = check_model(model, (fmt,), f"ootomo_yokota(variant={variant!r})")
+    if variant is not None and variant not in VARIANTS:
+        raise ValueError(f"variant={variant!r}: expected one of {tuple(VARIANTS)}, or None (the unit's input format)")
+    name = "ootomo_yokota" if variant is None else f"ootomo_yokota(variant={variant!r})"
+    model = check_model(model, name)
+    fmt = resolve_word_format(model, None if variant is None else VARIANTS[variant][0], name, keyword="variant")
+    recipes = {f: (m, scaled) for f, m, scaled in VARIANTS.values()}
+    mode, scaled = recipes.get(fmt.name, GENERAL_RECIPE)
+    scale = 2.0**fmt.p if scaled else 1.0
     if accumulation not in ACCUMULATIONS:
         raise ValueError(f"accumulation={accumulation!r}: expected 'rn' (outside the unit) or 'rz' (in the unit)")
     if order not in ORDERS:

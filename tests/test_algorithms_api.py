@@ -56,17 +56,24 @@ def test_shape_mismatch_and_bad_inputs_raise_valueerror(name):
         f(np.full((2, 3), np.nan), np.ones((3, 2)), model=MODEL_FOR[name])
 
 
-@pytest.mark.parametrize("name,model,needle", [
-    ("markidis", workbench.preset("H100", "fp8_e4m3", "fp32"), "fp16 or bf16 or tf32"),
-    ("ootomo_yokota", workbench.preset("A100", "bf16", "fp32"), "in_format in \\('fp16',\\)"),
-    ("cutlass_xtf32", FP16, "tf32"),
-    ("bf16xn", FP16, "bf16"),
-    ("markidis", workbench.preset("V100", "fp16", "fp16"), "out_format='fp32'"),
-    ("ozaki", FP16, "INT8_UNIT"),
+@pytest.mark.parametrize("name,model,kw,needle", [
+    ("markidis", workbench.preset("H100", "fp8_e4m3", "fp32"), {"word_format": "fp16"},
+     "markidis: fp16 words are not all representable in the preset's input format fp8_e4m3"),
+    ("ootomo_yokota", workbench.preset("A100", "bf16", "fp32"), {"variant": "halfhalf"},
+     "fp16 words are not all representable in the preset's input format bf16; choose a preset with "
+     "in_format='fp16', or leave variant at its default"),
+    ("ootomo_yokota", FP16, {"variant": "tf32tf32"}, "tf32 words .* input format fp16"),
+    ("cutlass_xtf32", FP16, {"word_format": "tf32"}, "tf32 words .* input format fp16"),
+    ("bf16xn", FP16, {"word_format": "bf16"}, "bf16 words .* input format fp16"),
+    ("markidis", FP16, {"word_format": "e8m0"}, "word_format='e8m0' is unsigned"),
+    ("bf16xn", FP16, {"word_format": "fp99"}, "bf16xn: word_format='fp99'"),
+    ("markidis", workbench.preset("V100", "fp16", "fp16"), {}, "out_format='fp32'"),
+    ("ootomo_yokota", FP16, {"variant": "fp16"}, "variant='fp16': expected one of \\('halfhalf', 'tf32tf32'\\)"),
+    ("ozaki", FP16, {}, "INT8_UNIT"),
 ])
-def test_preset_that_cannot_hold_the_words_is_refused(name, model, needle):
+def test_preset_that_cannot_hold_the_words_is_refused(name, model, kw, needle):
     with pytest.raises(ValueError, match=needle):
-        algorithms.get(name)(np.ones((2, 3)), np.ones((3, 2)), model=model)
+        algorithms.get(name)(np.ones((2, 3)), np.ones((3, 2)), model=model, **kw)
 
 
 def test_multiword_word_format_must_fit_the_unit():

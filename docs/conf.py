@@ -8,6 +8,7 @@ pages stay Markdown (myst-parser), like the README and docs/architecture.md.
 """
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -36,6 +37,10 @@ templates_path = ["_templates"]   # a class page: its docstring, not a table of 
 autodoc_default_options = {"members": False}
 autodoc_typehints = "description"
 autodoc_member_order = "bysource"
+# the docs extra has no PyTorch: where it is missing, autodoc imports workbench.torch against a
+# mock of it, so the workbench.torch pages still show the API (signatures and docstrings are
+# workbench's own); with PyTorch installed, the real one is used
+autodoc_mock_imports = [] if importlib.util.find_spec("torch") else ["torch"]
 napoleon_numpy_docstring = True
 napoleon_google_docstring = False
 # nitpicky (-n): every cross-reference must resolve, except to the libraries the signatures

@@ -1,8 +1,9 @@
 """Pages generated from the package at build time, into ``docs/generated/`` (git-ignored):
 
 * ``catalogue/<architecture>.md`` - one page per architecture, each preset of
-  :func:`workbench.catalogue.presets` with its instruction, variant, parameters and source
-  and its evidence (``Preset.evidence``: what it was checked against and how much);
+  :func:`workbench.catalogue.presets` with its instruction, variant, the parameters its kind
+  reads (:func:`workbench.catalogue.read_parameters`, as ``workbench presets`` shows them),
+  its source and its evidence (``Preset.evidence``: what it was checked against and how much);
 * ``gallery.md`` - every figure of ``figures/`` written by a notebook, with the command that
   regenerates it (the notebook found by the figure's name in its paired script).
 
@@ -18,14 +19,23 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "docs" / "generated"
 
-#: parameters shown per preset (those that are None are left out)
-PARAMETERS = ("kind", "in_format", "out_format", "L", "F", "rounding", "result_format", "sticky", "c_position",
-              "late_rounding", "zero_exponent", "interleave", "group_F", "P", "F2", "alignment_rounding", "k_block",
-              "G", "scale_format", "flush_subnormals", "flush_output_subnormals")
-
 
 def _cell(v: Any) -> str:
     return "-" if v is None else str(v).replace("|", "\\|")
+
+
+def _parameters(rec: Any) -> list[tuple[str, Any]]:
+    """The rows of a preset's parameter table: its kind and formats, then only the
+    parameters its kind reads, as ``workbench presets --format json`` gives them
+    (:func:`workbench.catalogue.read_parameters`; a value of None is shown as ``none``),
+    and the rounding a kind fixes itself (the FMA chain's ``RNE/FMA``)."""
+    from workbench import catalogue
+
+    rows: list[tuple[str, Any]] = [("kind", rec.kind), ("in_format", rec.in_format), ("out_format", rec.out_format)]
+    rows += [(k, "none" if v is None else v) for k, v in catalogue.read_parameters(rec).items()]
+    if "rounding" not in dict(rows) and rec.operation.fixed_rounding is not None:
+        rows.append(("rounding", f"{rec.operation.fixed_rounding} (fixed by the kind)"))
+    return rows
 
 
 def _evidence() -> dict[str, list[str]]:
@@ -43,6 +53,7 @@ def catalogue_pages() -> list[str]:
     from workbench import catalogue
 
     rows = list(catalogue.presets())
+    records = {rec.name: rec for rec in catalogue.records()}
     evidence = _evidence()
     archs = list(dict.fromkeys(r["architecture"] for r in rows))
     folder = OUT / "catalogue"
@@ -59,23 +70,26 @@ def catalogue_pages() -> list[str]:
         devices = ", ".join(dict.fromkeys(d.strip() for r in mine for d in r["devices"].split(",")))
         fmts = ", ".join(dict.fromkeys(r["in_format"] for r in mine))
         index.append(f"| [{arch}]({arch}.md) | {devices} | {len(mine)} | {fmts} |")
-        page = [f"# {arch}", "", f"Devices: {devices}. {len(mine)} presets.", "",
-                "| preset | instruction | variant | default | kind | L | F | rounding |", "|---|---|---|---|---|---|---|---|"]
+        page = [f"# {arch}", "", f"Devices: {devices}. {len(mine)} presets. The arithmetic column is that of "
+                "`workbench presets`: only the parameters each kind reads ([legend](index.md#legend)).", "",
+                "| preset | instruction | variant | default | kind | arithmetic |", "|---|---|---|---|---|---|"]
         page += [f"| [{r['name']}](#{_anchor(r['name'])}) | {_cell(r['instruction'])} | {_cell(r['variant'])} | "
-                 f"{'yes' if r['default'] else ''} | {r['kind']} | {_cell(r['L'])} | {_cell(r['F'])} | "
-                 f"{_cell(r['rounding'])} |" for r in mine]
+                 f"{'yes' if r['default'] else ''} | {r['kind']} | "
+                 f"{_cell(' '.join(catalogue.arithmetic(records[r['name']])))} |" for r in mine]
         for r in mine:
             page += ["", f"({_anchor(r['name'])})=", f"## {r['name']}", "",
                      f"`workbench.preset({r['devices'].split(',')[0].strip()!r}, {r['in_format']!r}, "
                      f"{r['out_format']!r}" + (f", instruction={r['instruction']!r}" if r["instruction"] else "")
                      + (f", variant={r['variant']!r}" if r["variant"] else "") + ")`", "",
                      "| parameter | value |", "|---|---|"]
-            page += [f"| {k} | {_cell(r[k])} |" for k in PARAMETERS if r.get(k) is not None]
+            page += [f"| {k} | {_cell(v)} |" for k, v in _parameters(records[r['name']])]
             page += ["", f"**Source.** {r['source']}"]
             if r.get("wider_inputs"):
                 page += ["", f"**Wider inputs.** {r['wider_inputs']}"]
             page += ["", "**Evidence.**", ""] + [f"- {line}" for line in evidence.get(r["name"], ["none recorded"])]
         (folder / f"{arch}.md").write_text("\n".join(page) + "\n")
+    index += ["", "## Legend", "", "The arithmetic column of the architecture pages, as `workbench presets` "
+              "prints it:", "", "```text", catalogue.PRESET_LEGEND, "```"]
     index += ["", "```{toctree}", ":hidden:", "", *archs, "```"]
     (folder / "index.md").write_text("\n".join(index) + "\n")
     return archs

@@ -1,8 +1,10 @@
-"""``workbench sweep EXPERIMENT[.toml] [--out DIR] [--workers N] [--threads-per-worker N] [--scheduler ADDRESS] [--quick]``."""
+"""``workbench sweep EXPERIMENT[.toml] [--out DIR] [--workers N] [--threads-per-worker N] [--scheduler ADDRESS] [--quick]
+[--retry-errors] [--no-progress] [--dry-run]``."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ..gate import cli_positive_int
 
@@ -25,10 +27,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--retry-errors", action="store_true", help="re-run stored tasks that recorded an error")
     parser.add_argument("--no-progress", action="store_true", help="do not show the progress bar")
     parser.add_argument("--dry-run", action="store_true",
-                        help="resolve every task (unit, formats, algorithm and its params) and list every invalid "
-                             "one, check the results folder's version, print the number of tasks and pending "
-                             "tasks; run nothing (exit 1 when a task is invalid or the folder holds another "
-                             "version)")
+                        help="list every 'module:function' the file would import (its code: algorithms, metrics, "
+                             "reference) before importing any, then resolve every task (unit, formats, algorithm "
+                             "and its params) and list every invalid one, check the results folder's version, print "
+                             "the number of tasks and pending tasks; run no task (exit 1 when a task is invalid or "
+                             "the folder holds another version)")
+
+
+def _print_imports(names: list[tuple[str, str]]) -> None:
+    """The code an experiment file names (:func:`workbench.sweep.spec.imports`), printed
+    (and flushed) before the dry run resolves the algorithms, which imports them."""
+    if not names:
+        print("imports: none (built-in algorithms, metrics and reference only)", flush=True)
+        return
+    print("imports (the file runs this code, like a script: trust it as you would these modules):")
+    width = max(len(key) for key, _ in names)
+    for key, name in names:
+        print(f"  {key.ljust(width)}  {name}")
+    sys.stdout.flush()
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -46,6 +62,7 @@ def run_command(args: argparse.Namespace) -> int:
         left = f", {exp.excluded} left out by exclude" if exp.excluded else ""
         print(f"{exp.name}: {len(exp.tasks)} tasks on {inputs} inputs, {pending} pending (results in {out}; "
               f"version {exp.digest}{left})")
+        _print_imports(spec.imports(args.experiment, exp))
         status = 0
         bad = tasks.invalid_tasks(exp.tasks)
         if bad:

@@ -1,7 +1,7 @@
 """Experiment files: parsing, validation, grid expansion and task hashing.
 
 An experiment is a TOML file (or the equivalent dict) described in
-``experiments/README.md``.  In short::
+``experiments/README.md`` (the documentation's "Sweep files" page).  In short::
 
     name = "fig7_multiword"          # required; names the default output folder
     description = "..."              # optional free text (also: source, notes)
@@ -29,6 +29,11 @@ values of several task keys (``cases = [{preset = "B200"}, {preset = "B200",
 variant = "rn"}]``).  ``exclude`` (top level or grid) is a list of tables; a task
 matching every key of one of them is left out (``exclude = [{preset = "V100",
 in_format = "bf16"}]``: combinations that do not exist).
+
+An experiment file may name code: ``algorithm``, ``metrics`` and ``reference`` take
+``"module:function"``, imported when the sweep runs (:func:`imports` lists them, and
+``workbench sweep FILE --dry-run`` prints that list before it imports anything).  A unit
+file (``unit = "file.toml"``) is data only.
 """
 
 from __future__ import annotations
@@ -61,7 +66,8 @@ DESCRIPTIVE_KEYS = ("description", "source", "notes")
 TASK_KEYS: dict[str, str] = {
     "preset": "device or architecture name for workbench.preset() with in_format/out_format, or a whole unit "
               "name (DEVICE:IN:OUT[:INSTRUCTION[:VARIANT]] or a catalogue name such as 'cdna3/mfma/fp16->fp32'), "
-              "which fills in_format and out_format (optional)",
+              "which fills in_format and out_format, or the path of a unit file ('mine.toml': the same as "
+              "unit = 'mine.toml') (optional)",
     "instruction": "instruction passed to workbench.preset() (optional)",
     "variant": "variant passed to workbench.preset() (optional)",
     "model": "table of workbench.custom_model() arguments (kind, L, F, rounding, ...) instead of a preset",
@@ -268,6 +274,23 @@ def is_unit_name(preset: str) -> bool:
     return ":" in preset or "->" in preset
 
 
+def is_unit_file(preset: Any) -> bool:
+    """Whether a task's ``preset`` is the path of a unit file (a name ending in ``.toml``,
+    as :func:`workbench.units.resolve` reads it), which the task reads as ``unit``."""
+    return isinstance(preset, str) and preset.strip().lower().endswith(".toml")
+
+
+def _preset_file_as_unit(combo: dict[str, Any], where: str) -> dict[str, Any]:
+    """A task with ``preset = "file.toml"`` as the task ``unit = "file.toml"``: the same
+    file read the same way (:func:`_unit_task`, relative to the experiment file)."""
+    if combo.get("unit") is not None:
+        raise ValueError(f"{where}: preset={combo['preset']!r} is a unit file and unit={combo['unit']!r} is given "
+                         f"too; give the file once, as unit = \"file.toml\"")
+    out = {k: v for k, v in combo.items() if k != "preset"}
+    out["unit"] = combo["preset"].strip()
+    return out
+
+
 def _preset_formats(out: dict[str, Any], where: str) -> None:
     """A preset task's formats: a whole unit name (:func:`workbench.units.resolve`) fills
     ``in_format``/``out_format`` (refusing different ones), and an input format that means
@@ -367,7 +390,8 @@ def validate_task(spec: dict[str, Any], where: str) -> dict[str, Any]:
         raise ValueError(f"{where}: give either preset or model, not both")
     if (out.get("preset") is not None or out.get("model") is not None) and (
             out.get("in_format") is None or out.get("out_format") is None):
-        raise ValueError(f"{where}: a preset or model needs in_format and out_format")
+        raise ValueError(f"{where}: a preset or model needs in_format and out_format (or name a whole unit: "
+                         f"preset = \"H100:fp16:fp32\", or a unit file: unit = \"file.toml\")")
     if out.get("model") is not None and not isinstance(out["model"], Mapping):
         raise ValueError(f"{where}: model={out['model']!r} must be a table of custom_model arguments")
     params = out.setdefault("params", {})
@@ -490,6 +514,32 @@ def task_hashes(path_or_dict: str | Path | Mapping[str, Any], exp: Experiment) -
     return hashes
 
 
+def imports(path_or_dict: str | Path | Mapping[str, Any], exp: Experiment) -> list[tuple[str, str]]:
+    """Every ``"module:function"`` an experiment would import when it runs, as ``(key, name)``
+    pairs in first-use order, each once: its ``reference``, its ``metrics`` and the
+    ``algorithm`` of each task of ``exp`` and of its other size (``[quick]`` or full).
+    Parsing imports none of them; a sweep imports them all (and runs their modules' code),
+    which is why an experiment file that names one is to be trusted like a script."""
+    found: dict[str, str] = {}
+    if ":" in exp.reference:
+        found.setdefault(exp.reference, "reference")
+    for m in exp.metrics:
+        if ":" in m:
+            found.setdefault(m, "metric")
+    runs = [exp]
+    if exp.raw.get("quick"):
+        for flag in (True, False):
+            try:
+                runs.append(parse(path_or_dict, quick=flag))
+            except ValueError:         # that size does not parse, so it cannot run either
+                pass
+    for run in runs:
+        for t in run.tasks:
+            if ":" in t.spec["algorithm"]:
+                found.setdefault(t.spec["algorithm"], "algorithm")
+    return [(key, name) for name, key in found.items()]
+
+
 def parse(path_or_dict: str | Path | Mapping[str, Any], *, quick: bool = False) -> Experiment:
     """Parse, validate and expand an experiment into its tasks.
 
@@ -554,6 +604,8 @@ def parse(path_or_dict: str | Path | Mapping[str, Any], *, quick: bool = False) 
                 excluded += 1
                 continue
             unit = None
+            if is_unit_file(combo.get("preset")):
+                combo = _preset_file_as_unit(combo, f"grid[{gi}]")
             if combo.get("unit") is not None:
                 combo, unit = _unit_task(combo, base, f"grid[{gi}]")
             spec = validate_task(combo, f"grid[{gi}]")

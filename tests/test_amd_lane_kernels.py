@@ -241,8 +241,8 @@ def test_an_input_off_the_format_is_named():
 def test_lane_shapes_match_mmasim(p, kind):
     """N = 13 (lanes padded to 16, three left unwritten) and K = 1032, past the first
     chunk of K of both lane kernels at this N, bit for bit against mmasim 2.1.1."""
-    pytest.importorskip("torch", reason="the mmasim oracle needs torch (pip install -e '.[oracle]')")
-    pytest.importorskip("mmasim", reason="mmasim is not installed (pip install -e '.[oracle]')")
+    pytest.importorskip("torch", reason="needs MMA-Sim: pip install torch==2.13.0 && pip install -e '.[oracle]'")
+    pytest.importorskip("mmasim", reason="needs MMA-Sim: pip install torch==2.13.0 && pip install -e '.[oracle]'")
     rng = np.random.default_rng([13, len(p.name), mo.INPUT_KINDS.index(kind)])
     A, B, C = mo.operands(kind, p, 8, 1032, 13, rng)
     got, want = mo.compare(p, A, B, C)

@@ -62,11 +62,11 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
 # ------------------------------------------------------------------ torchao
 @pytest.fixture(scope="module")
 def tao():
-    torch = pytest.importorskip("torch", reason="torchao cross-checks need torch (pip install -e '.[torch]')")
+    torch = pytest.importorskip("torch", reason="needs PyTorch: pip install torch==2.13.0 && pip install -e '.[torch]'")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         mx = pytest.importorskip("torchao.prototype.mx_formats.mx_tensor",
-                                 reason="torchao is not installed (pip install -e '.[dev,torch]' brings it)")
+                                 reason="torchao is not installed: pip install -e '.[dev]' brings it")
         from torchao.prototype.mx_formats import kernels
         from torchao.prototype.mx_formats.config import ScaleCalculationMode
         from torchao.prototype.mx_formats.constants import DTYPE_FP6_E2M3, DTYPE_FP6_E3M2

@@ -142,7 +142,8 @@ def test_carry_bits_bound_and_counterexample():
         check_carry_bits(5, -1)
 
 
-@pytest.mark.skipif(not HAS_Z3, reason="z3-solver not installed (optional extra 'smt')")
+@pytest.mark.needs_smt
+@pytest.mark.skipif(not HAS_Z3, reason="needs z3: pip install -e '.[smt]'")
 def test_carry_bits_smt():
     assert check_carry_bits(5, 3, smt=True).details["smt"] == "unsat"
     assert check_carry_bits(5, 2, smt=True).details["smt"] == "sat"
@@ -194,7 +195,8 @@ def test_cli(capsys):
     assert code == 1 and '"status": "none found within budget"' in out
 
 
-@pytest.mark.skipif(not HAS_Z3, reason="z3-solver not installed (optional extra 'smt')")
+@pytest.mark.needs_smt
+@pytest.mark.skipif(not HAS_Z3, reason="needs z3: pip install -e '.[smt]'")
 def test_smt_finds_rechecked_input():
     ma, mb = wb.preset("V100", "fp16", "fp32"), wb.preset("A100", "fp16", "fp32")
     r = discriminate(ma, mb, K=4, backend="smt", smt_timeout=120)
@@ -202,7 +204,8 @@ def test_smt_finds_rechecked_input():
     _assert_discriminates(r, ma, mb)
 
 
-@pytest.mark.skipif(not HAS_Z3, reason="z3-solver not installed (optional extra 'smt')")
+@pytest.mark.needs_smt
+@pytest.mark.skipif(not HAS_Z3, reason="needs z3: pip install -e '.[smt]'")
 def test_smt_proves_equivalence_and_rejects_unsupported():
     ma = wb.custom_model("fp16", "fp32", L=8, F=24, rounding="rz", zero_exponent=-132)
     mb = ma.with_params(L=16)  # K = 4 fits in one block of either: same arithmetic

@@ -441,8 +441,10 @@ def test_efdpa_zero_signs_block_by_block(out, a, b, want, L):
     assert D[0, 0] == 0 and np.signbit(D[0, 0]) == np.signbit(want), (out, a, b, L, D[0, 0])
     assert bits(reference_dot(m, a, b, 0.0), out) == bits(want, out)     # the reference with the units' rule
     if out == "fp32":                                                     # MMA-Sim models fp32 outputs only
-        torch = pytest.importorskip("torch")
-        fdpa = pytest.importorskip("mmasim.arithmetic.fdpa")
+        torch = pytest.importorskip("torch",
+                                    reason="needs MMA-Sim: pip install torch==2.13.0 && pip install -e '.[oracle]'")
+        fdpa = pytest.importorskip("mmasim.arithmetic.fdpa",
+                                   reason="needs MMA-Sim: pip install torch==2.13.0 && pip install -e '.[oracle]'")
         t = lambda v: torch.tensor([v], dtype=torch.float32)  # noqa: E731
         got = fdpa.MMA_E_FDPA(L).dpa(t(a), t(b), torch.tensor([0.0])).item()
         assert got == 0 and math.copysign(1, got) == math.copysign(1, want), got

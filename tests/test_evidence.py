@@ -44,8 +44,8 @@ def test_witness_evidence_is_the_data():
 
 
 def test_mmasim_evidence_is_the_test():
-    pytest.importorskip("torch", reason="the mmasim oracle needs torch (pip install -e '.[oracle]')")
-    pytest.importorskip("mmasim", reason="mmasim is not installed (pip install -e '.[oracle]')")
+    pytest.importorskip("torch", reason="needs MMA-Sim: pip install torch==2.13.0 && pip install -e '.[oracle]'")
+    pytest.importorskip("mmasim", reason="needs MMA-Sim: pip install torch==2.13.0 && pip install -e '.[oracle]'")
     assert _carried("mmasim") == dict(es.mmasim_records()), HINT
 
 

@@ -57,7 +57,7 @@ def test_bad_device_names_the_value_and_the_allowed_ones(device):
 
 
 def test_torch_policy_checks_its_device():
-    pytest.importorskip("torch")
+    pytest.importorskip("torch", reason="needs PyTorch: pip install torch==2.13.0 && pip install -e '.[torch]'")
     from workbench.torch import Policy
 
     with pytest.raises(ValueError, match="device='gpu'"):

@@ -14,8 +14,8 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 import workbench as wb
 from workbench import schedules as S
-from workbench.probes.library import (LIBRARIES, OPENBLAS_CORES, TORCH_CPU_CAPABILITY, TORCH_FP32, LibraryReport,
-                                      fprev_counts, probe_library)
+from workbench.probes.library import (LIBRARIES, OPENBLAS_CORES, TORCH_CPU_CAPABILITY, TORCH_FP32,
+                                      LibraryEnvironment, LibraryReport, fprev_counts, probe_library)
 
 _BLAS = [i for i in threadpool_info() if i.get("user_api") == "blas"]
 haswell_openblas = pytest.mark.skipif(
@@ -236,10 +236,12 @@ def test_gemm_runs_a_phased_region_with_its_lanes():
 
 
 def test_a_report_verifies_only_when_every_output_matched():
-    ok = LibraryReport("x", "lib", True, True, "", "", "", [((2, 2, 2), "random", 0, 4, [])])
+    env = LibraryEnvironment("lib", "1", "core", 1, 2)
+    cand = LIBRARIES["numpy-fp64"].candidate
+    ok = LibraryReport("x", env, True, True, "", "", cand, [((2, 2, 2), "random", 0, 4, [])])
     assert ok.verified and "verified: bit-identical on all 4 outputs" in ok.sheet()
-    assert not LibraryReport("x", "lib", False, True, "", "", "", ok.results).verified
-    bad = LibraryReport("x", "lib", True, True, "", "", "", [((2, 2, 2), "random", 1, 4, [0])])
+    assert not LibraryReport("x", env, False, True, "", "", cand, ok.results).verified
+    bad = LibraryReport("x", env, True, True, "", "", cand, [((2, 2, 2), "random", 1, 4, [0])])
     assert not bad.verified and "NOT verified: 1 of 4" in bad.sheet()
     with pytest.raises(ValueError, match="unknown library target"):
         probe_library("numpy-fp17")
@@ -293,7 +295,7 @@ def _torch_cpu() -> str:
     try:
         import torch
     except ImportError:
-        return "torch is not installed"
+        return "needs PyTorch: pip install torch==2.13.0 && pip install -e '.[torch]'"
     cap = torch.backends.cpu.get_cpu_capability()
     if cap != TORCH_CPU_CAPABILITY or not torch.backends.mkl.is_available():
         return (f"torch's CPU path here (capability {cap}, MKL {torch.backends.mkl.is_available()}) is not the "
@@ -304,6 +306,7 @@ def _torch_cpu() -> str:
 torch_avx2 = pytest.mark.skipif(bool(_torch_cpu()), reason=_torch_cpu() or "-")
 
 
+@pytest.mark.needs_torch
 @torch_avx2
 def test_the_mkl_sgemm_blocks_are_fprevs():
     """FPRev on the real torch.matmul float32 (1 thread, 4 x 12 x 300: MKL's FMA path): position 0
@@ -319,6 +322,7 @@ def test_the_mkl_sgemm_blocks_are_fprevs():
     assert [len(p) for p in TORCH_FP32.schedule.parts(300, 4, 12)] == [150, 150]
 
 
+@pytest.mark.needs_torch
 @torch_avx2
 def test_torch_fp32_is_mkls_two_paths():
     """At 1 thread torch.matmul float32 is the candidate on both of MKL's paths: FMA chains in K
@@ -334,6 +338,7 @@ def test_torch_fp32_is_mkls_two_paths():
     assert r.verified and "bit-identical" in r.sheet() and "not modelled" not in r.sheet()
 
 
+@pytest.mark.needs_torch
 @torch_avx2
 def test_mkl_peel_loop_is_needed():
     """Without its peel regions the schedule misses outputs of torch.matmul on the small path
@@ -359,6 +364,7 @@ def test_mkl_peel_loop_is_needed():
     assert len(missed) and all(j < (-i * 9) % 4 for i, j in missed)
 
 
+@pytest.mark.needs_torch
 @torch_avx2
 def test_torch_bf16_is_atens_four_partial_sums():
     """torch.matmul bfloat16 is ATen's loop: four fp32 partial sums over k % 4 summed in order,

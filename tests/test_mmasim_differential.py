@@ -19,8 +19,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-pytest.importorskip("torch", reason="the mmasim oracle needs torch (pip install -e '.[oracle]')")
-pytest.importorskip("mmasim", reason="mmasim is not installed (pip install -e '.[oracle]')")
+pytest.importorskip("torch", reason="needs MMA-Sim: pip install torch==2.13.0 && pip install -e '.[oracle]'")
+pytest.importorskip("mmasim", reason="needs MMA-Sim: pip install torch==2.13.0 && pip install -e '.[oracle]'")
 
 import mmasim_oracle as mo  # noqa: E402
 

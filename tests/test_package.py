@@ -52,6 +52,41 @@ def test_experiments_by_name_and_by_path(tmp_path, monkeypatch):
         resources.experiment_path("sub/fig7_multiword.toml")
 
 
+def test_a_missing_path_named_after_a_bundled_experiment_names_the_bundled_one(tmp_path, monkeypatch, capsys):
+    """From a wheel, ``experiments/fig7_multiword.toml`` (a checkout's path) is not there: the
+    error says which name runs the experiment the package carries."""
+    from workbench.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError, match="experiment file 'experiments/fig7_multiword.toml' does not exist "
+                                                "here; the bundled experiment of that name runs as 'fig7_multiword'"):
+        resources.experiment_path("experiments/fig7_multiword.toml")
+    with pytest.raises(FileNotFoundError, match="'sub/fig8.toml' does not exist$"):
+        resources.experiment_path("sub/fig8.toml")
+    assert main(["sweep", "experiments/smoke.toml", "--dry-run"]) == 2
+    assert "the bundled experiment of that name runs as 'smoke'" in capsys.readouterr().err
+
+
+def test_notebooks_are_listed_and_copied_without_overwriting(tmp_path, capsys):
+    from workbench.cli import main
+
+    assert main(["notebooks"]) == 0
+    listing = capsys.readouterr().out
+    assert set(resources.notebook_files()) == set(NOTEBOOKS) and all(name in listing for name in NOTEBOOKS)
+    dest = tmp_path / "nb"
+    assert main(["notebooks", "--copy", str(dest)]) == 0
+    assert sorted(p.name for p in dest.iterdir()) == sorted(f"{name}.ipynb" for name in NOTEBOOKS)
+    explore = dest / "explore.ipynb"
+    assert explore.read_bytes() == (ROOT / "notebooks" / "explore.ipynb").read_bytes()
+    explore.write_text("mine")
+    capsys.readouterr()
+    assert main(["notebooks", "--copy", str(dest)]) == 2
+    assert "already holds" in capsys.readouterr().err and explore.read_text() == "mine"
+    assert main(["notebooks", "--copy", str(dest), "--force"]) == 0
+    assert explore.read_bytes() == (ROOT / "notebooks" / "explore.ipynb").read_bytes()
+    assert main(["notebooks", "--force"]) == 2
+
+
 def test_sweep_parses_a_bundled_experiment_by_name(tmp_path, monkeypatch):
     import workbench.sweep as sweep
 

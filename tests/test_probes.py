@@ -295,7 +295,7 @@ def test_authentication_reproduces_khattak_mikaitis_section_5a():
 
 # --------------------------------------------------------------- real targets
 def test_torch_cpu_bf16_reports_honestly():
-    pytest.importorskip("torch")
+    pytest.importorskip("torch", reason="needs PyTorch: pip install torch==2.13.0 && pip install -e '.[torch]'")
     res = infer(target("torch-cpu-bf16"), n_verify=2000)
     assert "summation tree" in res.features
     assert res.verified or res.counterexample is not None or res.notes

@@ -1,15 +1,20 @@
 """The README runs as written, and the numbers it quotes are those of the files it names.
 
-* Every Python block runs (in one namespace, in a scratch folder holding a link to
-  ``experiments/``, since the blocks write ``results/``).
+* Every Python block runs (in one namespace, in an empty scratch folder, since the blocks
+  write ``results/``; the ``py`` blocks, which need torch, are left to ``.ci/wheel``).
 * Every ``workbench ...`` line of the README's ``bash`` blocks runs and exits 0, through
   the console entry point's ``main`` in that scratch folder.  In the default run the two
   long commands run in a cheap form: ``workbench sweep`` with ``--dry-run`` (parses the
   experiment and counts its tasks) and ``workbench reproduce`` only parsed; the slow run
   (``-m slow``) executes them as written.
-* Not run here: the set-up lines (a) and (b) (an install; (b) is this test suite), the
-  ``python benchmarks/...`` lines (minutes each) and the GPU/extra targets the README
-  names in prose only (``torch-cuda-...``, ``--backend smt``, ``--scheduler``).
+* Not run here: the set-up lines (a) and (b) (an install; (b) is this test suite, which
+  ``.ci/run`` runs first, as written), the ``python benchmarks/...`` lines (minutes each)
+  and the GPU/extra targets the README names in prose only (``torch-cuda-...``,
+  ``--backend smt``, ``--scheduler``).
+* From a wheel: ``.ci/wheel`` runs every Python block (``python`` and ``py``) and every
+  shell block but those headed :data:`CLONE` in an empty folder, with the wheel (and
+  torch) installed in a fresh environment; a shell block that names a file of the
+  repository carries that heading.
 * The Figure 7 numbers quoted ("0.84-1.38 on all 33 curves") agree with
   ``figures/fig7_summary.csv``, which ``workbench reproduce --full --only fig7_multiword``
   (quoted next to them) regenerates.
@@ -35,6 +40,8 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 TEXT = README.read_text()
 LONG = ("sweep", "reproduce")
+#: the first line of a shell block that needs a clone of the repository (.ci/wheel skips it)
+CLONE = "# in a clone of the repository"
 
 
 def _cli_lines() -> list[str]:
@@ -51,7 +58,6 @@ CLI = _cli_lines()
 
 @pytest.fixture
 def scratch(tmp_path, monkeypatch):
-    (tmp_path / "experiments").symlink_to(ROOT / "experiments")
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
@@ -107,6 +113,28 @@ def test_readme_long_cli_line_runs(line, scratch):
         assert (scratch / "figures" / "quick").is_dir() and not (scratch / "figures" / "cdna3_rounding_bias.png").exists()
     else:
         assert len(pd.read_parquet(scratch / "results" / "fig7_multiword")) > 0
+
+
+def test_shell_blocks_that_name_the_repositorys_files_say_they_need_a_clone():
+    blocks = re.findall(r"```(?:bash|sh)\n(.*?)```", TEXT, flags=re.S)
+    clone = [b for b in blocks if b.startswith(CLONE + "\n")]
+    assert len(clone) == 3          # set-up, documentation, benchmarks
+    assert CLONE in (ROOT / ".ci" / "wheel").read_text()      # the heading .ci/wheel skips
+    for block in blocks:
+        if block not in clone:
+            assert not re.search(r"pip install -e|benchmarks/|tests/|docs/|\.ci/|notebooks/", block), block
+
+
+def test_ci_runs_readme_b_first_then_the_tests_the_extras_unlock():
+    b = re.search(r"^# \(b\) .*\n(.*)$", TEXT, flags=re.M)[1]
+    assert b.startswith("python3 -m venv .venv") and b.endswith("python -m pytest -q")
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    runs = [i for i, line in enumerate(ci) if "pytest" in line and not line.startswith("#")]
+    assert ci[runs[0]] == b                           # the first tests CI runs are README (b), verbatim
+    between = [line.split("  #")[0] for line in ci[runs[0] + 1:runs[1]] if not line.startswith("#")]
+    assert between == ["pip install torch==2.13.0", "pip install -e '.[dev,torch,oracle,smt]'"]   # torch first
+    assert ci[runs[1]] == ('python -m pytest -q -m "(needs_torch or needs_oracle or needs_smt) and not slow and '
+                           'not browser" || [ $? -eq 5 ]')
 
 
 def test_quoted_figure7_numbers_match_the_summary_file():

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 import workbench as wb
 from workbench import schedules as S
@@ -53,13 +52,16 @@ def test_outside_and_promote_are_splits_with_c_first_in_the_combination(acc, eve
     assert np.array_equal(_bits(wb.gemm(A, B, C, model=H100, schedule=split)), _bits(want))
 
 
-def _by_hand(A, B, parts, pairwise):
-    terms = [wb.gemm(A[:, p], B[p], model=H100) for p in parts]
+def _by_hand(A, B, parts, combine):
+    terms = [np.float32(wb.gemm(A[:, p], B[p], model=H100)) for p in parts]
     while len(terms) > 1:
-        if not pairwise:
-            terms = [np.float32(terms[0]) + np.float32(terms[1])] + terms[2:]
-        else:
+        if combine == "in-order":
+            terms = [terms[0] + terms[1]] + terms[2:]
+        elif combine == "pairwise":
             terms = [terms[i] + terms[i + 1] if i + 1 < len(terms) else terms[i] for i in range(0, len(terms), 2)]
+        else:                                     # halving: the upper half added onto the lower half
+            h = (len(terms) + 1) // 2
+            terms = [terms[i] + terms[i + h] if i + h < len(terms) else terms[i] for i in range(h)]
     return terms[0]
 
 
@@ -70,7 +72,7 @@ def test_a_split_is_its_parts_summed_in_fp32(split, combine):
     sched = S.Schedule(rules=(S.KRule(480, 480, split),), combine=combine)
     parts = split.indices(480)
     assert sorted(np.concatenate(parts).tolist()) == list(range(480))
-    want = _by_hand(A, B, parts, combine == "pairwise")
+    want = _by_hand(A, B, parts, combine)
     assert np.array_equal(_bits(wb.gemm(A, B, model=H100, schedule=sched)), _bits(want.astype(np.float32)))
 
 
@@ -166,6 +168,7 @@ def test_a_schedule_refuses_what_it_does_not_know():
 
 
 def test_schedules_travel_as_data_to_sweeps_and_torch_policies():
+    torch = pytest.importorskip("torch", reason="needs PyTorch: pip install torch==2.13.0 && pip install -e '.[torch]'")
     sched = S.get("cublas-h100-fp16-fp32")
     d = json.loads(json.dumps(sched.to_dict()))
     assert S.Schedule.from_dict(d) == sched

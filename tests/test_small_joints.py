@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
     ("float16", [2.0 ** -11, 2.0 ** -13], 1.0 + 2.0 ** -10),
 ])
 def test_half_precision_modules_run_on_the_unit(dtype_name, tail, want):
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="needs PyTorch: pip install torch==2.13.0 && pip install -e '.[torch]'")
     from workbench.torch import simulate
 
     dtype = getattr(torch, dtype_name)
@@ -42,7 +42,7 @@ def test_half_precision_modules_run_on_the_unit(dtype_name, tail, want):
 
 
 def test_half_precision_gradients_keep_the_dtype():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="needs PyTorch: pip install torch==2.13.0 && pip install -e '.[torch]'")
     from workbench.torch import simulate
 
     x = torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.bfloat16, requires_grad=True)

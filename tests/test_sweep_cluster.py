@@ -136,7 +136,8 @@ def test_sweep_on_a_real_cluster_survives_a_killed_worker(tmp_path):
         workers = [start(*[address if a == README_ADDRESS else a for a in worker[1:]]) for _ in range(2)]
         _wait(lambda: _count_workers(address) == 2, 90, "two workers to register")
         remember_children()
-        args = [str(exp) if a.endswith(".toml") else address if a == README_ADDRESS else a for a in sweep_line[2:]]
+        # the README's experiment (sweep_line[2]) replaced by this test's own
+        args = [str(exp), *(address if a == README_ADDRESS else a for a in sweep_line[3:])]
         cli = subprocess.Popen([sys.executable, "-m", "workbench", "sweep", *args, "--out", str(out),
                                 "--no-progress"], env=env, cwd=tmp_path,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

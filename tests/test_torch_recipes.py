@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch", reason="workbench.torch needs PyTorch (pip install -e '.[torch]')")
+torch = pytest.importorskip("torch", reason="needs PyTorch: pip install torch==2.13.0 && pip install -e '.[torch]'")
 
 import workbench  # noqa: E402
 import workbench.torch as wt  # noqa: E402
@@ -35,7 +35,7 @@ def tao():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         mx = pytest.importorskip("torchao.prototype.mx_formats.mx_tensor",
-                                 reason="torchao is not installed (pip install -e '.[dev,torch]' brings it)")
+                                 reason="torchao is not installed: pip install -e '.[dev]' brings it")
         from torchao.prototype.mx_formats import kernels
         from torchao.prototype.mx_formats.config import ScaleCalculationMode
         from torchao.prototype.mx_formats.nvfp4_tensor import nvfp4_quantize, per_tensor_amax_to_scale

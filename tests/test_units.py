@@ -196,7 +196,7 @@ def test_every_name_presets_prints_reads_back():
 
 
 def test_torch_policies_take_unit_names():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="needs PyTorch: pip install torch==2.13.0 && pip install -e '.[torch]'")
     from workbench.torch import Policy, simulate
 
     pol = Policy(forward="H100:bf16:fp32", dgrad="hopper/wgmma/bf16->fp32")

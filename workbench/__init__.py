@@ -32,7 +32,7 @@ from .formats import (  # noqa: E402
 )
 
 if TYPE_CHECKING:
-    from . import bounds, cli, engine, exact, inputs, metrics, probes, schedules, sweep, torch
+    from . import bounds, cli, engine, exact, inputs, metrics, probes, schedules, sweep, torch, units
     from .catalogue import Preset, custom_model, preset, presets
     from .discrimination import discriminate, find_worse
     from .engine import (
@@ -84,7 +84,8 @@ _ON_FIRST_USE: dict[str, str] = {
     "save_unit": "workbench.unitfile",
     "load_unit": "workbench.unitfile",
 }
-_SUBMODULES = ("bounds", "cli", "engine", "exact", "inputs", "metrics", "probes", "schedules", "sweep", "torch")
+_SUBMODULES = ("bounds", "cli", "engine", "exact", "inputs", "metrics", "probes", "schedules", "sweep", "torch",
+               "units")
 
 __all__ = [
     # formats (loaded at import)
@@ -99,7 +100,7 @@ __all__ = [
     # units saved as files
     "save_unit", "load_unit",
     # submodules
-    "bounds", "cli", "engine", "exact", "inputs", "metrics", "probes", "schedules", "sweep", "torch",
+    "bounds", "cli", "engine", "exact", "inputs", "metrics", "probes", "schedules", "sweep", "torch", "units",
 ]
 
 

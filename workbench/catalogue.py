@@ -40,7 +40,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from . import formats as _formats
-from .engine.model import PARAM_NAMES, Model
+from .engine.model import PARAM_BOUNDS, PARAM_NAMES, Model
 from .evidence import Evidence, stored as _stored_evidence
 from .gate import unknown_name
 
@@ -670,6 +670,14 @@ def _known_format(fmt: str | _formats.FloatFormat, what: str) -> str:
                          f"workbench.formats.register_format") from None
 
 
+def _check_alias(name: str, value: Any, given: str) -> None:
+    """The bound of parameter ``name`` (:data:`~workbench.engine.model.PARAM_BOUNDS`) on
+    ``value``, computed from the Khattak-Mikaitis argument ``given`` so that the error
+    names it; a value that is not an int is left to the Model's type check."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        PARAM_BOUNDS[name].check(value, given)
+
+
 def custom_model(in_format: str | _formats.FloatFormat, out_format: str | _formats.FloatFormat = "fp32", *,
                  kind: str = "t-fdpa", L: int | None = None,
                  F: int | None = None, rounding: str | None = None, fma: int | None = None,
@@ -680,7 +688,10 @@ def custom_model(in_format: str | _formats.FloatFormat, out_format: str | _forma
     zero_exponent, interleave, F2, alignment_rounding, ...; see
     :mod:`workbench.engine.model`) or
     Khattak-Mikaitis' names: ``fma`` (= L), ``neab`` (F = output precision - 1 + neab),
-    ``frmode`` (= rounding).  Giving both names of one parameter is an error.
+    ``frmode`` (= rounding).  Giving both names of one parameter is an error.  Every
+    integer parameter is held to its bound (:data:`workbench.engine.model.PARAM_BOUNDS`:
+    ``1 <= L <= 4096``, ``0 <= F <= 56``, ...); a ValueError names the parameter (and
+    the Khattak-Mikaitis argument it came from), its value, the bound and the reason.
 
     Every format (``in_format``, ``out_format``, ``result_format``, ``scale_format``)
     may be a registered name or a :class:`~workbench.formats.FloatFormat` object such as
@@ -693,10 +704,12 @@ def custom_model(in_format: str | _formats.FloatFormat, out_format: str | _forma
         if L is not None:
             raise ValueError("give L or fma (its Khattak-Mikaitis name), not both")
         L = fma
+        _check_alias("L", L, f"fma={fma}")
     if neab is not None:
         if F is not None:
             raise ValueError("give F or neab (F = out precision - 1 + neab), not both")
         F = out.p - 1 + neab
+        _check_alias("F", F, f"neab={neab}")
     if frmode is not None:
         if rounding is not None:
             raise ValueError("give rounding or frmode (its Khattak-Mikaitis name), not both")

@@ -129,6 +129,15 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
     (0x7FFFFFFF for fp32, 0x7FFF for fp16) as Xie et al. Section 4.2 report, except
     for the kinds that propagate NaN payloads (``model.propagates_nan``: FMA chain,
     E-FDPA, FTZ-AddMul; rules in :mod:`workbench.engine.nans`).
+
+    Raises
+    ------
+    workbench.engine.core.WorkspaceError
+        A MemoryError, before anything is allocated, when the product's estimated
+        workspace (:func:`workbench.engine.core.workspace_bytes`: the operands with K
+        zero-padded to whole blocks of L, each of a schedule's parts on its own, and
+        the M x N outputs) exceeds the memory available; the message gives the
+        estimate and what to make smaller.
     """
     model = _resolve_unit(model)
     if _gpu.check_device(device) == "cuda":
@@ -152,11 +161,11 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
         if sched.regions:                          # the whole product's split (KRule.m_min/n_min see M and N)
             sched = replace(sched, rules=(_schedules.KRule(0, None, sched.split(K, M, N)),))
         for region in sched.regions:               # outputs of another micro-kernel (checked above with the rest)
-            rows, cols = region.outputs(M, N)
+            rows, cols = region.outputs(M, N, K)
             if rows.size and cols.size:
                 D[np.ix_(rows, cols)] = _checked_gemm(
                     A[rows], B[:, cols], None if C is None else np.asarray(C, dtype=np.float64)[np.ix_(rows, cols)],
-                    model, alpha, beta, sched.in_region(region),
+                    model, alpha, beta, sched.in_region(region, K, M, N),
                     None if scale_a is None else np.asarray(scale_a, dtype=np.float64)[rows],
                     None if scale_b is None else np.asarray(scale_b, dtype=np.float64)[:, cols],
                     input_rounding, device)
@@ -293,6 +302,11 @@ def _combine_terms(terms: list[np.ndarray], sched: _schedules.Schedule, fmt: _fo
             acc = _formats.round(acc + t, fmt, sched.combine_rounding)
         return acc
     while len(terms) > 1:
+        if sched.combine == "halving":             # t_i + t_{i+h}: upper half onto lower half
+            h = (len(terms) + 1) // 2
+            terms = [_formats.round(terms[i] + terms[i + h], fmt, sched.combine_rounding) if i + h < len(terms)
+                     else terms[i] for i in range(h)]
+            continue
         terms = [_formats.round(terms[i] + terms[i + 1], fmt, sched.combine_rounding) if i + 1 < len(terms)
                  else terms[i] for i in range(0, len(terms), 2)]
     return terms[0]
@@ -319,6 +333,7 @@ def _checked_gemm(A: np.ndarray, B: np.ndarray, C: np.typing.ArrayLike | None, m
         lanes = [split.lanes_of(p) for p in split.indices(K)]    # each part's accumulators
         whole = len(lanes) == 1 and len(lanes[0]) == 1
     positions = [q for p in lanes for q in p]      # each chain's positions of K, in order
+    _core.check_workspace(model, M, K, N, parts=None if whole else [q.size for q in positions])
     try:
         ops = [_core.prepare(model, A, B)] if whole else [_core.prepare(model, A[:, q], B[q]) for q in positions]
     except ValueError as exc:

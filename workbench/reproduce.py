@@ -147,6 +147,7 @@ class _SweepProgress(threading.Thread):
             if bar.disable:       # closed: that sweep is done
                 continue
             bar.set_description_str(desc, refresh=False)
+            bar.bar_format = warmup.NO_ETA if rec["phase"] == "compiling" else None
             bar.total = rec["total"]
             bar.n = rec["done"]
             bar.refresh()

@@ -44,8 +44,10 @@ __all__ = ["Split", "KRule", "Region", "Schedule", "SCHEDULES", "get", "from_acc
 INNER = ("chain", "outside", "promote")
 #: where C (times beta) enters
 C_POSITIONS = ("unit", "combine", "epilogue")
-#: how the parts' results are summed
-COMBINES = ("in-order", "pairwise")
+#: how the parts' results are summed: one after another, in neighbouring pairs ((t0 + t1) +
+#: (t2 + t3)), or by halving (t_i + t_{i+h}, h = ceil(n / 2), then again: a vector register's
+#: horizontal reduction, upper half onto lower half, as AVX-512 kernels end a K loop)
+COMBINES = ("in-order", "pairwise", "halving")
 
 
 @dataclass(frozen=True)
@@ -74,10 +76,12 @@ class Split:
     ``lanes``: each part is itself consumed by that many accumulators (vector
     registers of a micro-kernel whose K loop is unrolled by ``lane_block``): of a part's
     n elements the first n - n % lane_block go to accumulator k % lanes, the rest to
-    accumulator 0 after them; each accumulator is a chain from zero, and they are summed
-    as ``lane_combine`` says - ``"pairwise"`` ((l_0 + l_1) + (l_2 + l_3)) or
-    ``"in-order"`` (((l_0 + l_1) + l_2) + l_3) - each addition rounded like the parts'
-    combination, before the part joins the others."""
+    accumulator 0 after them (``lane_block=1``: a masked tail, every element to accumulator
+    k % lanes); each accumulator is a chain from zero, and they are summed as
+    ``lane_combine`` says - ``"pairwise"`` ((l_0 + l_1) + (l_2 + l_3)), ``"in-order"``
+    (((l_0 + l_1) + l_2) + l_3) or ``"halving"`` ((l_0 + l_2) + (l_1 + l_3): a vector's
+    upper half added onto its lower half, then again) - each addition rounded like the
+    parts' combination, before the part joins the others."""
 
     parts: int = 1
     part_size: int | None = None
@@ -106,9 +110,10 @@ class Split:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"Split.{name}={v!r}: expected a positive integer")
-        if self.lane_block % self.lanes:
-            raise ValueError(f"Split.lane_block={self.lane_block} must be a multiple of lanes={self.lanes} "
-                             f"(the unrolled K loop feeds every accumulator alike)")
+        if self.lane_block % self.lanes and self.lane_block != 1:
+            raise ValueError(f"Split.lane_block={self.lane_block} must be 1 or a multiple of lanes={self.lanes} "
+                             f"(the unrolled K loop feeds every accumulator alike; 1: a masked tail, every "
+                             f"element to accumulator k % lanes)")
         if self.part_size is not None and self.parts != 1:
             raise ValueError(f"Split: give parts ({self.parts}) or part_size ({self.part_size}), not both")
         if self.part_size is not None and self.interleave is not None:
@@ -248,7 +253,12 @@ class Region:
         only to products with M < m or N < n (the kernel of small matrices);
     ``split``
         the region's outputs consume K as this :class:`Split` says (its own loop),
-        instead of the schedule's split with the region's ``lanes``."""
+        instead of the schedule's split with the region's ``lanes``;
+    ``rules``
+        or as these :class:`KRule` s say per K and per product (M, N) - a kernel that
+        changes its loop with K or with the product's shape, as a recovered library
+        schedule finds (:mod:`workbench.probes.recovery`); where no rule covers the
+        product the region does not apply."""
 
     rows: tuple[int, int]
     cols: tuple[int, int]
@@ -260,8 +270,11 @@ class Region:
     n_mod: tuple[int, int, int] | None = None
     below: tuple[int, int] | None = None
     split: Split | None = None
+    rules: tuple[KRule, ...] = ()
 
     def __post_init__(self) -> None:
+        if isinstance(self.rules, list):                 # read back from JSON (to_dict)
+            object.__setattr__(self, "rules", tuple(self.rules))
         for name in ("rows", "cols"):
             v = getattr(self, name)
             if (not isinstance(v, tuple) or len(v) != 2 or not all(isinstance(t, int) and t >= 0 for t in v)
@@ -287,19 +300,34 @@ class Region:
             raise ValueError(f"Region.below={self.below!r}: expected None or (m, n), positive integers")
         if self.split is not None and not isinstance(self.split, Split):
             raise TypeError(f"Region.split={self.split!r}: expected None or a Split")
+        if not all(isinstance(r, KRule) and r.split is not None for r in self.rules):
+            raise TypeError(f"Region.rules={self.rules!r}: expected KRule records, each with a split")
+        if self.rules and self.split is not None:
+            raise ValueError("Region: give split (one loop for every K) or rules (per K and product), not both")
+
+    def split_for(self, K: int, M: int, N: int) -> Split | None:
+        """The region's own split of an M x N x K product: ``split``, or the first of
+        ``rules`` that covers it (those naming an (M, N) first, as :meth:`Schedule.split`);
+        None where the region's outputs take the schedule's split with its ``lanes``,
+        or where no rule covers the product."""
+        for r in sorted(self.rules, key=lambda r: r.mn is None):
+            if r.covers(K, M, N):
+                return r.split
+        return self.split
 
     def span(self, M: int, N: int) -> tuple[slice, slice]:
         """The bands of rows and columns of an M x N product (``rows``, ``cols``; possibly empty)."""
         return (slice(_band(M, self.rows[0]), _band(M, self.rows[1])),
                 slice(_band(N, self.cols[0]), _band(N, self.cols[1])))
 
-    def outputs(self, M: int, N: int) -> tuple[np.ndarray, np.ndarray]:
+    def outputs(self, M: int, N: int, K: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The rows and the columns of an M x N product this region covers: :meth:`span`'s
         bands narrowed by ``row_phase``, ``col_panel``, ``panels``, ``n_mod`` and
-        ``below`` (possibly empty)."""
+        ``below`` (possibly empty; empty too where ``rules`` hold none for K, M, N)."""
         rs, cs = self.span(M, N)
         if ((self.n_mod is not None and (N % self.n_mod[0] != self.n_mod[1] or N < self.n_mod[2]))
-                or (self.below is not None and M >= self.below[0] and N >= self.below[1])):
+                or (self.below is not None and M >= self.below[0] and N >= self.below[1])
+                or (self.rules and (K is None or self.split_for(K, M, N) is None))):
             return np.arange(0), np.arange(0)
         rows, cols = np.arange(rs.start, max(rs.start, rs.stop)), np.arange(cs.start, max(cs.start, cs.stop))
         if self.row_phase is not None:
@@ -427,11 +455,13 @@ class Schedule:
         """Positions of K in each part (:meth:`Split.indices` of :meth:`split`)."""
         return self.split(K, M, N).indices(K)
 
-    def in_region(self, region: Region) -> "Schedule":
-        """This schedule as the outputs of ``region`` see it: the region's own split, or
-        every split consumed by the region's lanes; no regions."""
-        if region.split is not None:
-            return replace(self, rules=(KRule(0, None, region.split),), regions=())
+    def in_region(self, region: Region, K: int, M: int, N: int) -> "Schedule":
+        """This schedule as the outputs of ``region`` see in an M x N x K product: the
+        region's own split (:meth:`Region.split_for`), or every split consumed by the
+        region's lanes; no regions."""
+        own = region.split_for(K, M, N)
+        if own is not None:
+            return replace(self, rules=(KRule(0, None, own),), regions=())
 
         def lanes(s: Split) -> Split:
             return replace(s, lanes=region.lanes, lane_block=region.lane_block)
@@ -452,20 +482,26 @@ class Schedule:
         if extra:
             raise ValueError(f"unknown schedule fields {sorted(extra)}; expected some of {sorted(known)}")
         kw = dict(d)
-        kw["rules"] = tuple(r if isinstance(r, KRule) else
-                            KRule(r["k_min"], r.get("k_max"), r.get("split") if r.get("split") is None
-                                  or isinstance(r["split"], Split) else Split(**r["split"]),
-                                  None if r.get("mn") is None else tuple(r["mn"]), r.get("m_min", 1), r.get("n_min", 1))
-                            for r in kw.get("rules", ()))
+        kw["rules"] = tuple(_krule(r) for r in kw.get("rules", ()))
         kw["regions"] = tuple(g if isinstance(g, Region) else Region(
             tuple(g["rows"]), tuple(g["cols"]), g.get("lanes", 1), g.get("lane_block", 1),
             None if g.get("row_phase") is None else tuple(g["row_phase"]), g.get("col_panel"),
             None if g.get("panels") is None else tuple(g["panels"]),
             None if g.get("n_mod") is None else tuple(g["n_mod"]),
             None if g.get("below") is None else tuple(g["below"]),
-            None if g.get("split") is None or isinstance(g["split"], Split) else Split(**g["split"]))
+            None if g.get("split") is None or isinstance(g["split"], Split) else Split(**g["split"]),
+            tuple(_krule(r) for r in g.get("rules", ())))
             for g in kw.get("regions", ()))
         return cls(**kw)
+
+
+def _krule(r: KRule | Mapping[str, Any]) -> KRule:
+    """A :class:`KRule` from its :meth:`Schedule.to_dict` fields (or itself)."""
+    if isinstance(r, KRule):
+        return r
+    split = r.get("split")
+    return KRule(r["k_min"], r.get("k_max"), split if split is None or isinstance(split, Split) else Split(**split),
+                 None if r.get("mn") is None else tuple(r["mn"]), r.get("m_min", 1), r.get("n_min", 1))
 
 
 def from_accumulation(accumulation: str = "chain", promote_every: int | None = None) -> Schedule:

@@ -79,7 +79,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, cast
 
 import numpy as np
@@ -324,6 +324,32 @@ class Policy:
         if role == "dgrad":
             return self.dgrad or self.forward
         return self.wgrad or self.dgrad or self.forward
+
+    def __repr__(self) -> str:
+        """One short line: the fields that differ from their defaults (``dgrad``/``wgrad``
+        where they differ from the unit they default to), each unit by its catalogue name
+        (``Model(...)`` with its parameters when it has none), schedules and recipes by name."""
+        def short(value: object) -> str:
+            if isinstance(value, Model):
+                name = getattr(value, "name", "")
+                return repr(name) if name else f"Model({value.describe()})"
+            if isinstance(value, (_schedules.Schedule, Recipe)):
+                return repr(value.name)
+            if isinstance(value, Mapping):
+                first = next(iter(value.values()))
+                if all(v == first for v in value.values()):     # one recipe (or None) for every role
+                    return short(first)
+                return "{" + ", ".join(f"{k!r}: {short(v)}" for k, v in value.items()) + "}"
+            return repr(value)
+
+        fallback = {"dgrad": self.forward, "wgrad": self.unit("dgrad")}
+        shown = []
+        for f in fields(self):
+            value = self.unit(f.name) if f.name in fallback else getattr(self, f.name)
+            default = fallback.get(f.name, f.default)
+            if default is MISSING or value != default:
+                shown.append(f"{f.name}={short(value)}")
+        return f"Policy({', '.join(shown)})"
 
 
 @dataclass(frozen=True)

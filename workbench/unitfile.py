@@ -52,6 +52,23 @@ schedule=...)`` and read back as ``UnitFile.schedule``::
     k_min = 1
     split = {block = 256, block_unroll = 4}
 
+A library model saved by ``workbench probe LIBRARY --save`` also says what it holds for,
+in an optional ``[library]`` table (``save_unit(..., library=...)``, read back as
+``UnitFile.library``; only with a ``[schedule]``): the library target, the verdict of its
+verification on the machine that saved it (the counts are ``[provenance.verification]``)
+and the environment it ran in - every key present, strings and integers only
+(:data:`LIBRARY_KEYS`)::
+
+    [library]
+    target = "numpy-fp32"         # the library target (workbench probe TARGET)
+    verdict = "not verified"      # "verified" or "not verified"
+    library = "openblas"          # the library that runs the GEMM
+    version = "0.3.31.188.0"
+    kernel = "SkylakeX"           # OpenBLAS' core (threadpoolctl), torch's CPU capability
+    threads = 1                   # the thread count of the verification
+    default_threads = 2           # the library's default (0: not known)
+    details = "numpy 2.4.6, .../libscipy_openblas64_.so"
+
 A file is data, never code: it is read with :mod:`tomllib` and every key is checked
 against what is expected; nothing in it is imported, evaluated or executed.  A
 malformed or hostile file raises :class:`UnitFileError` (a ValueError) naming the
@@ -75,10 +92,10 @@ from ._version import __version__
 from . import formats as _formats
 from . import schedules as _schedules
 from .catalogue import Preset, records
-from .engine.model import PARAM_NAMES, Model
+from .engine.model import PARAM_NAMES, Model, check_bounds
 
 __all__ = ["save_unit", "load_unit", "read_unit", "Provenance", "UnitFile", "UnitFileError", "ORIGINS",
-           "FORMAT_VERSION"]
+           "FORMAT_VERSION", "LIBRARY_KEYS", "VERDICTS"]
 
 #: the ``workbench_unit`` value this module writes and reads
 FORMAT_VERSION = 1
@@ -86,7 +103,12 @@ FORMAT_VERSION = 1
 ORIGINS = ("preset", "custom", "probed")
 #: a unit file larger than this is refused before it is parsed
 MAX_BYTES = 1 << 20
-_TOP_KEYS = ("workbench_unit", "unit", "formats", "provenance", "schedule")
+_TOP_KEYS = ("workbench_unit", "unit", "formats", "provenance", "schedule", "library")
+#: the keys of a ``[library]`` table and their types (every one required)
+LIBRARY_KEYS: dict[str, type] = {"target": str, "verdict": str, "library": str, "version": str, "kernel": str,
+                                 "threads": int, "default_threads": int, "details": str}
+#: the verdicts a ``[library]`` table records
+VERDICTS = ("verified", "not verified")
 _PROVENANCE_KEYS = ("origin", "preset", "devices", "target", "date", "workbench", "verification", "notes")
 _FORMAT_KEYS = ("exp_bits", "man_bits", "bias", "special", "subnormals", "signed")
 _FORMAT_PARAMS = ("in_format", "out_format", "result_format", "scale_format")
@@ -131,13 +153,15 @@ class Provenance:
 class UnitFile:
     """A unit file read back: the ``model`` (a :class:`~workbench.catalogue.Preset`
     when the file names a catalogue preset with the same arithmetic), its
-    ``provenance``, the ``path`` it was read from and the library ``schedule`` it
-    carries (None: the unit alone)."""
+    ``provenance``, the ``path`` it was read from, the library ``schedule`` it
+    carries (None: the unit alone) and its ``[library]`` table (None: none; the keys
+    of :data:`LIBRARY_KEYS`)."""
 
     model: Model
     provenance: Provenance
     path: Path
     schedule: _schedules.Schedule | None = None
+    library: dict[str, str | int] | None = None
 
 
 # ------------------------------------------------------------------ writing
@@ -201,6 +225,8 @@ def _changed(record: Any) -> dict[str, Any]:
             continue
         if isinstance(v, (_schedules.Split, _schedules.KRule, _schedules.Region)):
             v = _changed(v)
+        elif isinstance(v, tuple) and any(isinstance(x, _schedules.KRule) for x in v):    # a region's rules
+            v = [_changed(x) for x in v]
         out[f.name] = v
     return out
 
@@ -218,12 +244,15 @@ def _schedule_lines(schedule: _schedules.Schedule) -> list[str]:
 
 
 def save_unit(model: Model, path: str | Path, provenance: Provenance | dict[str, Any] | None = None,
-              schedule: _schedules.Schedule | str | None = None) -> Path:
+              schedule: _schedules.Schedule | str | None = None,
+              library: dict[str, str | int] | None = None) -> Path:
     """Write ``model`` to the TOML unit file ``path`` and return the path.
 
     ``schedule`` (a :class:`~workbench.schedules.Schedule` or the name of one) makes
     the file a library model: the unit and how the library composes it into a GEMM,
-    read back as ``UnitFile.schedule``.
+    read back as ``UnitFile.schedule``.  ``library`` (with a schedule only) is its
+    ``[library]`` table: the keys of :data:`LIBRARY_KEYS`, checked as the reader
+    checks them (a :class:`UnitFileError` naming the key, before anything is written).
 
     ``provenance`` (a :class:`Provenance` or a dict of its fields) says where the unit
     comes from; without it a preset records its name and devices and any other model
@@ -270,6 +299,11 @@ def save_unit(model: Model, path: str | Path, provenance: Provenance | dict[str,
             raise TypeError(f"schedule must be a Schedule or the name of one, got {type(schedule).__name__}")
         lines += _schedule_lines(schedule)
     out = Path(path)
+    if library is not None:
+        if schedule is None:
+            raise ValueError("save_unit: a [library] table goes with a schedule (a library model is a unit and a "
+                             "schedule); got library= without schedule=")
+        lines += ["", "[library]"] + [f"{k} = {_toml_value(v)}" for k, v in _read_library(out, library).items()]
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return out
 
@@ -361,6 +395,10 @@ def _read_params(path: Path, table: Any) -> dict[str, Any]:
     for k in ("kind", "in_format", "out_format"):
         if k not in out:
             raise _fail(path, f"unit.{k}", "missing (a unit names its kind and its input and output formats)")
+    try:
+        check_bounds(out)     # before any format of the file is registered
+    except ValueError as exc:
+        raise UnitFileError(f"unit file {str(path)!r}: [unit]: {exc}") from None
     return out
 
 
@@ -397,7 +435,11 @@ def read_unit(path: str | Path) -> UnitFile:
     """Read and check the unit file ``path``: its model, provenance and path.
 
     Raises FileNotFoundError when there is no such file and :class:`UnitFileError`
-    naming the file, the key and what was expected when it does not describe a unit.
+    naming the file, the key and what was expected when it does not describe a unit:
+    a file over :data:`MAX_BYTES` (refused before it is parsed), one nested too deeply
+    to parse, a parameter out of its bound
+    (:data:`~workbench.engine.model.PARAM_BOUNDS`: ``L = 1000000000`` is refused here,
+    not left to a product that would allocate blocks of 10**9 elements).
     """
     p = Path(path)
     if not p.is_file():
@@ -414,6 +456,9 @@ def read_unit(path: str | Path) -> UnitFile:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise UnitFileError(f"unit file {str(p)!r}: not valid TOML: {exc}") from None
+    except RecursionError:     # tomllib parses nested arrays and inline tables recursively
+        raise _fail(p, "file", "arrays or inline tables nested too deeply to parse (a unit file nests a few "
+                               "levels)") from None
     for k in data:
         if k not in _TOP_KEYS:
             raise _fail(p, k, f"unknown key; expected one of {', '.join(_TOP_KEYS)}")
@@ -442,7 +487,31 @@ def read_unit(path: str | Path) -> UnitFile:
     except (TypeError, ValueError) as exc:
         raise UnitFileError(f"unit file {str(p)!r}: [unit]: {exc}") from None
     schedule = _read_schedule(p, data["schedule"]) if "schedule" in data else None
-    return UnitFile(model=_as_preset(model, prov), provenance=prov, path=p, schedule=schedule)
+    library = _read_library(p, data["library"]) if "library" in data else None
+    if library is not None and schedule is None:
+        raise _fail(p, "library", "a [library] table goes with a [schedule] table (a library model is a unit and "
+                                  "a schedule)")
+    return UnitFile(model=_as_preset(model, prov), provenance=prov, path=p, schedule=schedule, library=library)
+
+
+def _read_library(path: Path, table: Any) -> dict[str, str | int]:
+    """The ``[library]`` table checked as data: the keys of :data:`LIBRARY_KEYS`, each
+    present with its type (thread counts 0 to 2**31 - 1, the verification's at least 1;
+    the verdict one of :data:`VERDICTS`), in that order."""
+    t = _table(path, "library", table, tuple(LIBRARY_KEYS))
+    missing = [k for k in LIBRARY_KEYS if k not in t]
+    if missing:
+        raise _fail(path, "library", f"missing {', '.join(missing)} (a [library] table has every one of "
+                                     f"{', '.join(LIBRARY_KEYS)})")
+    out: dict[str, str | int] = {}
+    for k, typ in LIBRARY_KEYS.items():
+        key = f"library.{k}"
+        out[k] = _int(path, key, t[k], 1 if k == "threads" else 0) if typ is int else _str(path, key, t[k])
+    if out["verdict"] not in VERDICTS:
+        raise _fail(path, "library.verdict", f"{out['verdict']!r}: expected one of {', '.join(VERDICTS)}")
+    if not out["target"]:
+        raise _fail(path, "library.target", "empty; expected the library target (e.g. 'numpy-fp32')")
+    return out
 
 
 def _read_schedule(path: Path, table: Any) -> _schedules.Schedule:

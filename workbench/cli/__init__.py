@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -23,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "discriminate": "discriminate",
     "reproduce": "reproduce",
     "experiments": "experiments",
+    "notebooks": "notebooks",
 }
 
 
@@ -45,7 +47,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``workbench`` with ``argv`` (default: ``sys.argv[1:]``); the exit status."""
+    """Run ``workbench`` with ``argv`` (default: ``sys.argv[1:]``); the exit status.
+
+    A reader that stops early (``workbench presets | head``) ends the command quietly with
+    status 0, as other Unix tools do."""
+    try:
+        status = _run(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # what is still buffered goes nowhere, so that the interpreter's last flush succeeds
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    return status
+
+
+def _run(argv: Sequence[str] | None) -> int:
+    """Parse ``argv`` and run its command; the exit status."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -56,6 +73,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     try:
         return args._run(args)
-    except (ValueError, TypeError, FileNotFoundError, ConnectionError) as exc:
+    except BrokenPipeError:   # a ConnectionError, but not the command's: main() ends quietly
+        raise
+    except (ValueError, TypeError, FileNotFoundError, ConnectionError, MemoryError) as exc:
         print(f"workbench {args.command}: error: {exc}", file=sys.stderr)
         return 2

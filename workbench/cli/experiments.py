@@ -17,15 +17,15 @@ def run_command(args: argparse.Namespace) -> int:
     """Print each bundled experiment: name, task counts (full and ``--quick``), description, file."""
     from ..resources import experiment_files
     from ..sweep import spec
-    from .table import render_table
+    from .table import fit_text, render_table
 
     files = experiment_files()
     rows = []
     for name, path in files.items():
         raw = spec.read(path)
         rows.append({"name": name, "tasks": len(spec.parse(path)), "quick": len(spec.parse(path, quick=True)),
-                     "description": " ".join(str(raw.get("description", "")).split())[:90]})
-    print("Experiments the package carries (workbench sweep NAME [--quick]; files in "
-          f"{next(iter(files.values())).parent})")
+                     "description": " ".join(str(raw.get("description", "")).split())})
+    print(fit_text("Experiments the package carries (workbench sweep NAME [--quick]; files in "
+                   f"{next(iter(files.values())).parent})"))
     print(render_table(rows, ["name", "tasks", "quick", "description"]))
     return 0

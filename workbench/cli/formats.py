@@ -15,12 +15,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run_command(args: argparse.Namespace) -> int:
     """Print the table (Khattak & Mikaitis 2025 Table I; Fasi et al. 2021 Table 3); 0."""
     from .. import formats
-    from .table import render_table
+    from .table import fit_text, render_table
 
     cols = ["name", "bits", "p", "emin", "emax", "largest", "smallest_normal", "smallest_subnormal",
             "unit_roundoff", "inf_nan"]
     if args.all_columns:
         cols += ["encoding", "description"]
-    print("Number formats (cf. Khattak & Mikaitis 2025 Table I; Fasi et al. 2021 Table 3)")
+    print(fit_text("Number formats (cf. Khattak & Mikaitis 2025 Table I; Fasi et al. 2021 Table 3)"))
     print(render_table(formats.format_table(), cols))
     return 0

@@ -24,8 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", type=cli_name, help="device or architecture (H100, hopper, MI300X, cdna3, ...)")
     parser.add_argument("--format", dest="fmt", type=cli_name,
                         help="csv or json: machine-readable output, every parameter the kind reads as a field; "
-                             "text (default) fits 100 columns; any other value filters by input format as "
-                             "--in-format does (kept for old command lines)")
+                             "text (default) fits the terminal (COLUMNS; 100 when not a terminal); any other "
+                             "value filters by input format as --in-format does (kept for old command lines)")
     parser.add_argument("--in-format", dest="in_fmt", type=cli_name,
                         help="input format (fp16, bf16, fp8_e4m3, ...) or family (fp8, fp6, fp4: every format of it)")
     parser.add_argument("--wide", action="store_true",
@@ -39,6 +39,7 @@ def run_command(args: argparse.Namespace) -> int:
     """Print the presets, filtered by device and input format; 0."""
     from .. import catalogue
     from ..engine.model import PARAM_NAMES
+    from .table import fit_text, terminal_width
 
     rows = list(catalogue.presets())
     if args.device is not None:
@@ -58,12 +59,12 @@ def run_command(args: argparse.Namespace) -> int:
         rows = [r for r in rows if r["in_format"] in family]
     if args.evidence:
         keep = {r["name"] for r in rows}
-        print("Evidence per preset (counts derived from the test data; workbench.Preset.evidence)")
+        lines = ["Evidence per preset (counts derived from the test data; workbench.Preset.evidence)"]
         for rec in catalogue.records():
             if rec.name in keep:
-                print(rec.name)
-                for e in rec.evidence:
-                    print(f"  {e.summary()}")
+                lines.append(rec.name)
+                lines += [f"  {e.summary()}" for e in rec.evidence]
+        print(fit_text("\n".join(lines)))
         return 0
     recs = [rec for rec in (catalogue.by_name(r["name"]) for r in rows) if rec is not None]
     if output == "json":
@@ -81,7 +82,12 @@ def run_command(args: argparse.Namespace) -> int:
                         **{k: ("" if v is None else v) for k, v in d["parameters"].items()}})
         return 0
     print("Presets of the matrix units")
-    print(catalogue.render_presets(recs, wide=args.wide))
+    if args.wide:
+        print(catalogue.render_presets(recs, wide=True))
+    else:
+        width = terminal_width()
+        print(fit_text(catalogue.render_presets(recs, width=width).removesuffix(catalogue.PRESET_LEGEND), width))
+        print(fit_text(catalogue.PRESET_LEGEND, width, paragraphs=True))
     return 0
 
 

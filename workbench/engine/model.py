@@ -81,11 +81,18 @@ return inferred models as ``.params`` dictionaries with these keys:
     of bf16 products and c - ``"x86-fma"`` (VDPBF16PS), ``"x86-even-odd"``
     (TDPBF16PS), ``"arm-odd"`` (BFDOT/BFMMLA, FPCR.EBF = 0), ``"arm-fused"``
     (FEAT_EBF16, FPCR.EBF = 1); :mod:`workbench.engine.operations.pair_dot` states each.
+
+Every integer parameter is held to a range that no real or plausible unit leaves
+(:data:`PARAM_BOUNDS`, each with its reason), checked when a Model is made and so by
+:func:`workbench.custom_model`, unit files and the probes' search (whose ranges are
+drawn from it): a unit of ``L = 10**9`` is refused, not left to allocate a block of
+10**9 products per row.  The other parameters are names their registries check
+(kinds, formats, roundings, pair rules) and flags.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar, cast
 
@@ -115,7 +122,83 @@ PARAM_NAMES = (
     "alignment_rounding", "k_block", "G", "scale_format", "flush_subnormals", "flush_output_subnormals",
     "pair_rule",
 )
-_INT_FIELDS = ("L", "F", "zero_exponent", "interleave", "group_F", "P", "F2", "k_block", "G")
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The range ``low <= value <= high`` an integer parameter of :class:`Model` is held
+    to, and the ``reason`` for it."""
+
+    name: str
+    low: int
+    high: int
+    reason: str
+
+    def check(self, value: int, given: str = "") -> None:
+        """Raise a ValueError naming the parameter, ``value``, the bound and its reason
+        when ``value`` lies outside it; ``given`` names the argument the value came from
+        (``"neab=..."`` for an F that :func:`workbench.custom_model` computed)."""
+        if not self.low <= value <= self.high:
+            source = f" (from {given})" if given else ""
+            raise ValueError(f"{self.name}={value}{source}: expected {self.low} <= {self.name} <= {self.high} "
+                             f"({self.reason})")
+
+
+#: The largest block of a known unit: 64 products (Blackwell's fp4 block-scaled MMA,
+#: ``tcgen05.mma.block_scale.k64``); the probes' search tries the powers of two up to it.
+LARGEST_KNOWN_L = 64
+#: The bound of L: 64 times the largest known block, room for plausible designs.
+MAX_L = 64 * LARGEST_KNOWN_L
+#: The bound of the alignment windows F, group_F and F2 (fractional bits).
+MAX_F = 56
+#: The bound of ``|zero_exponent|``: beyond every product's exponent.
+MAX_ZERO_EXPONENT = 4096
+
+
+def _window(name: str) -> str:
+    """The reason of the bound of an alignment window's fractional bits ``name``."""
+    return (f"fractional bits of an alignment window: a term aligned at the largest exponent (a product's "
+            f"significand is below 4) takes {name} + 2 bits and a sticky bit one more in the kernels' signed 64-bit "
+            f"integers, so at {name} = {MAX_F} it takes 59 of their 63 bits and leaves 4 to the carries of a "
+            "block's sum; the widest known window is F = 35 (Blackwell's GST-FDPA)")
+
+
+#: The range of every integer parameter of :class:`Model`, with its reason; a Model
+#: takes ints (and None where the field allows it) only in these ranges.
+PARAM_BOUNDS: dict[str, Bound] = {b.name: b for b in (
+    Bound("L", 1, MAX_L, f"products per block: the largest known block is {LARGEST_KNOWN_L} (Blackwell's fp4 "
+                         f"block-scaled MMA); {MAX_L} leaves room for designs 64 times wider, while zero-padding K to "
+                         f"whole blocks of L adds at most {MAX_L - 1} elements to each row of A and column of B"),
+    Bound("F", 0, MAX_F, _window("F")),
+    Bound("zero_exponent", -MAX_ZERO_EXPONENT, MAX_ZERO_EXPONENT,
+          "exponent of zero terms: every format's exponents lie in float64's [-1022, 1023], so every product's "
+          f"lies in [-2148, 2048], and a zero exponent beyond +-{MAX_ZERO_EXPONENT} gives the results that "
+          f"+-{MAX_ZERO_EXPONENT} gives; the known ones are -139 to -19 (NVIDIA) and -999 (MMA-Sim's AMD models)"),
+    Bound("interleave", 1, MAX_L // 2, f"interleaved groups of a block: each takes whole pairs of its elements, so "
+                                       f"2 x interleave <= L <= {MAX_L}; the known units interleave 2 (fp8 "
+                                       "mma.sync, Khattak & Mikaitis Section IV-A5)"),
+    Bound("group_F", 0, MAX_F, _window("group_F")),
+    Bound("P", 2, 4, "products FTZ-AddMul sums pairwise: 2 or 4 (Xie et al. Algorithm 2)"),
+    Bound("F2", 0, MAX_F, "fractional bits of TR-/GTR-FDPA's rounded two-term sum, held in the kernels' signed "
+                          f"64-bit integers as F is (F2 <= {MAX_F} for the same reason); CDNA3's is 31 (Xie et al. "
+                          "Table 7)"),
+    Bound("k_block", 1, MAX_L, f"elements sharing one scale factor: a block of L holds whole scale blocks, so "
+                               f"k_block <= L <= {MAX_L}; the known ones are 32 (OCP MX) and 16 (NVFP4)"),
+    Bound("G", 1, MAX_L, f"GST-FDPA's group size divides k_block, so G <= {MAX_L}; NVFP4's is 16 "
+                         "(Xie et al. Table 5)"),
+)}
+#: The integer fields of :class:`Model`: those with a bound.
+_INT_FIELDS = tuple(PARAM_BOUNDS)
+
+
+def check_bounds(params: Mapping[str, Any]) -> None:
+    """Check the integer parameters in ``params`` (Model keywords; None and the other
+    keys are left alone) against :data:`PARAM_BOUNDS`: a ValueError names the first
+    parameter out of its bound, its value, the bound and the reason."""
+    for name, bound in PARAM_BOUNDS.items():
+        v = params.get(name)
+        if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+            bound.check(int(v))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -147,6 +230,7 @@ class Model:
 
     def __post_init__(self) -> None:
         self._check_types()
+        check_bounds(self.__dict__)
         op = operation(self.kind)
         for name in ("in_format", "out_format"):
             _formats.format(getattr(self, name))  # raises on unknown names
@@ -155,6 +239,7 @@ class Model:
             raise ValueError(f"out_format={self.out_format!r}: expected fp64, fp32, fp16 or bf16")
         # the domains of the flat fields, whichever operation reads them
         _checks.check_format("result_format", self.result_format)
+        _checks.check_format("scale_format", self.scale_format)
         _checks.check_block("L", self.L)
         _checks.check_rounding("rounding", self.rounding)
         _checks.check_rounding("late_rounding", self.late_rounding)
@@ -165,6 +250,9 @@ class Model:
         if self.alignment_rounding is not None and "alignment_rounding" not in names:
             raise ValueError(f"alignment_rounding={self.alignment_rounding!r}: only TR-FDPA and GTR-FDPA "
                              f"re-align their fused sums (Xie et al. Algorithms 10-11), not kind={self.kind!r}")
+        if self.pair_rule is not None and "pair_rule" not in names:
+            raise ValueError(f"pair_rule={self.pair_rule!r}: only the CPU pair units (kind='pair-dot') have a pair "
+                             f"rule, not kind={self.kind!r}")
         # a memo of what operations derive from the parameters (:meth:`derived`)
         object.__setattr__(self, "_derived", {})
         self._look_up_formats()
@@ -535,5 +623,6 @@ def kinds() -> tuple[str, ...]:
     return tuple(OPERATIONS)
 
 
-__all__ = ["Model", "KINDS", "ROUNDINGS", "ALIGNMENT_ROUNDINGS", "PARAM_NAMES", "Operation", "BoundShape", "ErrorTerm",
+__all__ = ["Model", "KINDS", "ROUNDINGS", "ALIGNMENT_ROUNDINGS", "PARAM_NAMES", "PARAM_BOUNDS", "Bound", "check_bounds",
+           "LARGEST_KNOWN_L", "MAX_L", "MAX_F", "MAX_ZERO_EXPONENT", "Operation", "BoundShape", "ErrorTerm",
            "OPERATIONS", "register", "unregister", "operation", "kinds"]

@@ -62,6 +62,11 @@ OBSERVABLE_NOTES = {
 _MAX_F = 56
 #: window-edge dot products per K in each round of :func:`verify` (one chunk of BlackBox.dots)
 _EDGE_ROWS = 256
+#: the products each round of :func:`verify` adds for a black box of free shape, past any blocking
+#: or lane split a library kernel may have: odd M and N with few columns and K well past 256
+#: (OpenBLAS' SkylakeX SGEMM is one FMA chain per output on 32 x 32 products at every K, but sums
+#: K in 16 vector lanes on 9 x 7 x 513 - a model verified on 32 x K x 32 alone claimed too much)
+_STRUCTURE_SHAPES = ((9, 7, 513), (3, 5, 257))
 
 
 def _engine_rounding(rd: Any, fallback: str, notes: list[str]) -> str:
@@ -203,10 +208,11 @@ def verify(black_box: Any, model: Model, *, n: int = 20000, seed: int = 0, K: in
     if bb.shape is not None:
         M, N, Kc = bb.shape
         Ks = [Kc]
+        shapes = [bb.shape]
     else:
-        M = N = 32
         L = max(model.L, 1)
         Ks = [K] if K is not None else sorted({2 * L, 2 * L + 3, 64})
+        shapes = [(32, 32, Kc) for Kc in Ks] + ([] if K is not None else list(_STRUCTURE_SHAPES))
     windows = windows_of([model.params])
     # the window edges as independent dot products (one per output, not one per row of
     # a GEMM), also at K = 2 and 4, where a cancelling pair is most often built, and at
@@ -226,7 +232,7 @@ def verify(black_box: Any, model: Model, *, n: int = 20000, seed: int = 0, K: in
                 return done + int(ok.sum()), Counterexample(a1, b1, c1, e1, e2, "window-edges")
             done += ok.size
         for dist in distributions:
-            for Kc in Ks:
+            for M, N, Kc in shapes:
                 A, B, C = random_inputs(dist, rng, fin, fout, M, Kc, N)
                 D1 = bb.matmul(A, B, C)
                 if model.scale_format is not None:   # scaled model: unit scales, as from_model

@@ -3,9 +3,12 @@
 :func:`probe_library` takes one of :data:`LIBRARIES` (``numpy-fp64``, ``numpy-fp32``,
 ``torch-cpu-fp32``, ``torch-cpu-bf16``) and reports, with the evidence:
 
-1. the library and kernel it runs (threadpoolctl: OpenBLAS' core and thread count; torch's
-   build), and whether its results repeat across runs and across thread counts (1 against
-   the default) on the same products - where they do not, the report says so;
+1. the library and kernel it runs - a :class:`LibraryEnvironment`: the library and its
+   version, the kernel (OpenBLAS' core from threadpoolctl, for the OpenBLAS numpy's matmul
+   calls; torch's CPU capability with its MKL and oneDNN), the thread count of the
+   verification and the default - and whether its results repeat across runs and across
+   thread counts (1 against the default) on the same products - where they do not, the
+   report says so;
 2. FPRev's summation tree (Xie et al., USENIX ATC'25) for one shape: the counts
    ``K - |leaves under LCA(0, j)|`` of every output row, whether all rows share one tree
    and the K blocks the first row shows;
@@ -14,41 +17,106 @@
    through :func:`workbench.gemm` against the library, bit for bit, on random and
    adversarial products (cancelling pairs, a wide exponent range) over many shapes, K well
    past the blocking, odd M and N.  "verified" only when every output of every shape
-   matches; otherwise the shapes and rows that differ are listed and nothing is claimed.
+   matches; otherwise the shapes and rows that differ are listed and nothing is claimed -
+   and where the kernel that ran is not one the candidate was written for, the report
+   says so and what to do.
+
+A report saves as a library model (:func:`save_library_model`: the unit file's
+``[schedule]``, its ``[library]`` table with the environment and the verdict, the counts
+in ``[provenance.verification]``), verified or not; :func:`verify_saved` re-checks such
+a file against this machine's library on the same products (:func:`verify_model`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .. import schedules as _schedules
 from ..engine.model import Model
+from .recovery import Recovery, draw_inputs, fprev_counts
 
-__all__ = ["LIBRARIES", "LibraryCandidate", "LibraryReport", "probe_library", "fprev_counts", "SHAPES",
-           "OPENBLAS_CORES", "TORCH_CPU_CAPABILITY", "TORCH_FP32", "TORCH_BF16"]
+__all__ = ["LIBRARIES", "Library", "LibraryCandidate", "LibraryEnvironment", "LibraryReport", "SavedModelCheck",
+           "probe_library", "verify_model", "verify_saved", "save_library_model", "numpy_environment",
+           "torch_environment", "fprev_counts", "SHAPES", "VERIFY_THREADS", "OPENBLAS_CORES",
+           "TORCH_CPU_CAPABILITY", "TORCH_FP32", "TORCH_BF16"]
 
 #: shapes (M, N, K) of the verification: K from below to well past each blocking, odd M and N;
 #: 25 x 24 and 13 x 32 give OpenBLAS' SGEMM 12-row blocks over an odd and an even number of
 #: 8-column tiles (the two-accumulator tiles of :data:`_OPENBLAS_REGIONS`)
 SHAPES = ((2, 2, 1), (4, 8, 16), (3, 5, 100), (8, 7, 255), (16, 9, 256), (6, 13, 257), (12, 4, 511),
           (4, 6, 512), (10, 11, 513), (8, 16, 700), (2, 3, 1000), (14, 6, 1500), (4, 5, 2049), (6, 2, 4000),
-          (25, 24, 700), (13, 32, 1000))
+          (25, 24, 700), (13, 32, 1000), (3, 5, 8192))
+#: products run at one thread and at the default, adversarial inputs: the second is large
+#: enough that OpenBLAS and MKL split it over their threads
+THREAD_SHAPES = ((33, 31, 600), (160, 150, 2000))
+#: the thread count the candidate is verified at
+VERIFY_THREADS = 1
+#: one verification product: its shape, the input kind, the outputs that differ, the outputs, the rows that differ
+Result = tuple[tuple[int, int, int], str, int, int, list[int]]
 
 
 @dataclass(frozen=True)
 class LibraryCandidate:
     """A library's GEMM as a unit and a schedule, with where they come from; ``gap``
-    says what of the library the schedule is known not to model (empty: nothing)."""
+    says what of the library the schedule is known not to model (empty: nothing);
+    ``kernels`` the kernels it was written for (:attr:`LibraryEnvironment.kernel`;
+    empty: not tied to one)."""
 
     unit: Callable[[], Model]
     schedule: _schedules.Schedule
     source: str
     gap: str = ""
+    kernels: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LibraryEnvironment:
+    """What a library model holds for: the ``library`` that runs the GEMM and its
+    ``version``, the ``kernel`` it picked on this machine (OpenBLAS' core, torch's CPU
+    capability), the thread count of the verification (``threads``) and the library's
+    default (``default_threads``; 0 where it is not known), and ``details`` (where the
+    library was loaded from, the versions of what it calls).  The fields are the
+    ``[library]`` table of a saved model (:func:`save_library_model`)."""
+
+    library: str
+    version: str
+    kernel: str
+    threads: int
+    default_threads: int
+    details: str = ""
+
+    def describe(self) -> str:
+        """One line: library, version, kernel, threads, details."""
+        default = self.default_threads or "not known"
+        return (f"{self.library} {self.version}, kernel {self.kernel}, {self.threads} thread"
+                f"{'s' if self.threads != 1 else ''} in the verification (default {default})"
+                + (f"; {self.details}" if self.details else ""))
+
+    def to_dict(self) -> dict[str, str | int]:
+        """The fields by name (a saved model's ``[library]`` table)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, table: dict[str, str | int]) -> LibraryEnvironment:
+        """The environment a ``[library]`` table records (its other keys left out)."""
+        return cls(str(table["library"]), str(table["version"]), str(table["kernel"]), int(table["threads"]),
+                   int(table["default_threads"]), str(table["details"]))
+
+    def differences(self, other: LibraryEnvironment) -> list[str]:
+        """Where ``other`` (this machine) differs from this (saved) environment, but for
+        ``details`` (paths): ``"kernel: saved Haswell, here SkylakeX"``, one per field."""
+        return [f"{f.name}: saved {getattr(self, f.name)}, here {getattr(other, f.name)}"
+                for f in dataclasses.fields(self) if f.name != "details"
+                and getattr(self, f.name) != getattr(other, f.name)]
 
 
 def _fma(fmt: str) -> Model:
@@ -101,7 +169,7 @@ OPENBLAS_CORES = ("Haswell", "Zen")
 def _openblas(fmt: str, q: int) -> LibraryCandidate:
     name = "dgemm" if fmt == "fp64" else "sgemm"
     u = _OPENBLAS_UNROLL_M[fmt]
-    return LibraryCandidate(lambda: _fma(fmt), _schedules.Schedule(
+    return LibraryCandidate(lambda: _fma(fmt), kernels=OPENBLAS_CORES, schedule=_schedules.Schedule(
         name=f"openblas-haswell-{name}",
         rules=(_schedules.KRule(1, None, _schedules.Split(block=q, block_unroll=u)),),
         c_position="combine", combine_format=fmt, regions=_OPENBLAS_REGIONS[fmt],
@@ -112,8 +180,8 @@ def _openblas(fmt: str, q: int) -> LibraryCandidate:
                  f"blocks, rounded up to {name.upper()}_UNROLL_M = {u}), each block an FMA chain (vfmadd231) "
                  f"from zero added to C in order; the edge/tile kernels' accumulators as the regions say (FPRev "
                  f"per output, kernel source)"),
-        f"OpenBLAS {name} for the Haswell core: GEMM_Q = {q}, the driver's K blocking; FPRev's blocks and "
-        f"per-output accumulators")
+        source=f"OpenBLAS {name} for the Haswell core: GEMM_Q = {q}, the driver's K blocking; FPRev's blocks and "
+               f"per-output accumulators")
 
 
 #: torch's CPU builds these schedules were verified with (``torch.backends.cpu.get_cpu_capability()``):
@@ -163,7 +231,7 @@ TORCH_FP32 = LibraryCandidate(lambda: _fma("fp32"), _schedules.Schedule(
              f"least 4 columns follow: per 8 elements four products added one by one, then the other four "
              f"summed from zero and added; FPRev per output on 4 x 5 x 24 and 4 x 9 x 16)"),
     "MKL SGEMM's two code paths and the small path's peel loop (FPRev per output; fresh random and "
-    "adversarial products)")
+    "adversarial products)", kernels=(TORCH_CPU_CAPABILITY,))
 
 #: torch.matmul bfloat16 on a CPU without AVX-512 BF16/AMX: oneDNN's bf16 matmul is not used
 #: (torch's mkldnn_bf16_device_check needs AVX-512; ONEDNN_VERBOSE=all prints nothing) and MKL
@@ -182,16 +250,22 @@ TORCH_BF16 = LibraryCandidate(lambda: _fma("fp32"), _schedules.Schedule(
     evidence="four fp32 accumulators over k % 4, the K % 4 tail on the first, summed in order, then rounded to "
              "bf16 (ATen's BlasKernel.cpp sum(); fresh random and adversarial products, the tail of K = 2049 "
              "included, bit-identical; one fp32 chain misses up to 45 % of the adversarial outputs)"),
-    "ATen's bf16 gemm loop (MKL and oneDNN not called on this CPU)")
+    "ATen's bf16 gemm loop (MKL and oneDNN not called on this CPU)", kernels=(TORCH_CPU_CAPABILITY,))
 
 
 @dataclass(frozen=True)
-class _Library:
+class Library:
+    """A library target: its GEMM ``call`` (``A @ B`` of two float64 arrays holding
+    values of ``fmt``, run on inputs of the numpy ``dtype``; float64 back),
+    ``set_threads(n)`` (a context manager running the call on n threads), the
+    ``environment`` it runs in and the ``candidate`` model.  :data:`LIBRARIES` holds
+    them by name."""
+
     fmt: str                       # input/output format of the call
     dtype: str                     # numpy dtype the inputs are drawn in
     call: Callable[[np.ndarray, np.ndarray], np.ndarray]
     set_threads: Callable[[int], Any]
-    describe: Callable[[], str]
+    environment: Callable[[], LibraryEnvironment]
     candidate: LibraryCandidate
 
 
@@ -205,12 +279,35 @@ def _np_threads(n: int) -> Any:
     return threadpool_limits(n, user_api="blas")
 
 
-def _np_describe() -> str:
+def _numpy_folders() -> tuple[Path, ...]:
+    """Where numpy's wheels keep the BLAS they load: numpy.libs beside the package
+    (Linux wheels) or numpy/.libs inside it (older and Windows wheels)."""
+    root = Path(np.__file__).resolve().parent
+    return root, root.parent / "numpy.libs"
+
+
+def numpy_environment() -> LibraryEnvironment:
+    """numpy's BLAS as threadpoolctl sees it.  Several BLAS libraries may be loaded in one
+    process (scipy's wheels bring their own OpenBLAS, with another version and maybe
+    another core); numpy's matmul calls the one numpy loads: the BLAS whose file lies
+    under numpy's folders (:func:`_numpy_folders`), else - numpy linked against a BLAS
+    outside them (a distribution's numpy) - the only BLAS loaded.  Where neither picks
+    one, the library and kernel are "unknown" and ``details`` lists what is loaded."""
     from threadpoolctl import threadpool_info
 
     blas = [i for i in threadpool_info() if i.get("user_api") == "blas"]
-    return "; ".join(f"{i.get('internal_api')} {i.get('version')} core {i.get('architecture')}, "
-                     f"{i.get('num_threads')} threads" for i in blas) or "no BLAS found by threadpoolctl"
+    folders = _numpy_folders()
+    own = [i for i in blas if any(Path(str(i.get("filepath"))).resolve().is_relative_to(d) for d in folders)]
+    pick = own or blas
+    if len(pick) == 1:
+        i = pick[0]
+        return LibraryEnvironment(str(i.get("internal_api")), str(i.get("version")),
+                                  str(i.get("architecture") or "unknown"), VERIFY_THREADS, int(i["num_threads"]),
+                                  f"numpy {np.__version__}, {i.get('filepath')}")
+    found = "; ".join(f"{i.get('internal_api')} {i.get('version')} at {i.get('filepath')}" for i in blas) or "none"
+    return LibraryEnvironment("unknown", "unknown", "unknown", VERIFY_THREADS, 0,
+                              f"numpy {np.__version__}; which BLAS numpy calls is not known (threadpoolctl finds "
+                              f"{found}, none under {', '.join(map(str, folders))})")
 
 
 def _torch_call(dt: str) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
@@ -234,100 +331,128 @@ class _TorchThreads:
         self.torch.set_num_threads(self.old)
 
 
-def _torch_describe() -> str:
+#: CPU features torch's bf16 dispatch looks at (oneDNN's bf16 kernels need them), by torch.cpu's query
+_TORCH_CPU_FEATURES = (("AVX-512 BF16", "_is_avx512_bf16_supported"), ("AMX", "_is_amx_tile_supported"))
+
+
+def torch_environment() -> LibraryEnvironment:
+    """torch's CPU GEMM: the kernel is torch's CPU capability
+    (``torch.backends.cpu.get_cpu_capability()``: DEFAULT, AVX2, AVX512, ...) and, where
+    ``MKL_ENABLE_INSTRUCTIONS`` limits MKL's dispatch, that limit; ``details``
+    has MKL's and oneDNN's versions from ``torch.__config__.show()`` and the CPU features
+    that decide oneDNN's bf16 kernels (``torch.cpu``'s queries, where this torch has them)."""
     torch = importlib.import_module("torch")
-    return (f"torch {torch.__version__} CPU ({torch.backends.cpu.get_cpu_capability()}), "
-            f"{torch.get_num_threads()} threads, mkldnn {torch.backends.mkldnn.is_available()}")
+    config = torch.__config__.show()
+    mkl = re.search(r"Math Kernel Library Version ([0-9.]+)", config)
+    dnn = re.search(r"MKL-DNN (v[0-9.]+)", config)
+    mkl_text = f"MKL {mkl.group(1)}" if mkl and torch.backends.mkl.is_available() else "no MKL"
+    dnn_text = f"oneDNN {dnn.group(1)}" if dnn and torch.backends.mkldnn.is_available() else "no oneDNN"
+    features = [f"{label} {'yes' if query() else 'no'}" for label, attr in _TORCH_CPU_FEATURES
+                if (query := getattr(torch.cpu, attr, None)) is not None]
+    # MKL's own dispatch, where the user's environment limits it (read, never set here)
+    limit = os.environ.get("MKL_ENABLE_INSTRUCTIONS")
+    kernel = torch.backends.cpu.get_cpu_capability() + (f" (MKL limited to {limit})" if limit else "")
+    return LibraryEnvironment("torch", torch.__version__, kernel, VERIFY_THREADS,
+                              torch.get_num_threads(),
+                              ", ".join([mkl_text, dnn_text] + ([f"CPU: {', '.join(features)}"] if features else [])))
 
 
 #: the library targets of :func:`probe_library`
-LIBRARIES: dict[str, _Library] = {
-    "numpy-fp64": _Library("fp64", "float64", _np_call, _np_threads, _np_describe, _openblas("fp64", 256)),
-    "numpy-fp32": _Library("fp32", "float32", _np_call, _np_threads, _np_describe, _openblas("fp32", 320)),
-    "torch-cpu-fp32": _Library("fp32", "float32", _torch_call("float32"), _TorchThreads, _torch_describe,
-                               TORCH_FP32),
-    "torch-cpu-bf16": _Library("bf16", "float32", _torch_call("bfloat16"), _TorchThreads, _torch_describe,
-                               TORCH_BF16),
+LIBRARIES: dict[str, Library] = {
+    "numpy-fp64": Library("fp64", "float64", _np_call, _np_threads, numpy_environment, _openblas("fp64", 256)),
+    "numpy-fp32": Library("fp32", "float32", _np_call, _np_threads, numpy_environment, _openblas("fp32", 320)),
+    "torch-cpu-fp32": Library("fp32", "float32", _torch_call("float32"), _TorchThreads, torch_environment,
+                              TORCH_FP32),
+    "torch-cpu-bf16": Library("bf16", "float32", _torch_call("bfloat16"), _TorchThreads, torch_environment,
+                              TORCH_BF16),
 }
+
+
+def _tally(results: list[Result]) -> tuple[int, int]:
+    """(outputs that differ, outputs) over all products."""
+    return sum(r[2] for r in results), sum(r[3] for r in results)
+
+
+def _result_lines(results: list[Result]) -> list[str]:
+    """One line per verification product (the first rows that differ listed)."""
+    lines = []
+    for shape, kind, bad, total, rows in results:
+        where = f" (rows {rows[:8]}{'...' if len(rows) > 8 else ''})" if bad else ""
+        lines.append(f"    {'x'.join(map(str, shape)):<12} {kind:<12} {bad:>6} of {total:<6} outputs differ{where}")
+    return lines
 
 
 @dataclass
 class LibraryReport:
-    """What :func:`probe_library` found; :meth:`sheet` prints it."""
+    """What :func:`probe_library` found; :meth:`sheet` prints it, :func:`save_library_model`
+    saves it."""
 
     name: str
-    library: str
+    environment: LibraryEnvironment
     repeatable: bool
     thread_independent: bool
     thread_evidence: str
     fprev: str
-    candidate: str
-    results: list[tuple[tuple[int, int, int], str, int, int, list[int]]] = field(default_factory=list)
-    gap: str = ""
+    candidate: LibraryCandidate
+    results: list[Result] = field(default_factory=list)
+    recovery: Recovery | None = None
+    first_guess: str = ""
 
     @property
     def verified(self) -> bool:
         """Every output of every verification product matched, run after run."""
         return self.repeatable and bool(self.results) and all(r[2] == 0 for r in self.results)
 
+    @property
+    def other_kernel(self) -> bool:
+        """The kernel that ran is not one the candidate was written for."""
+        return bool(self.candidate.kernels) and self.environment.kernel not in self.candidate.kernels
+
+    @property
+    def counts(self) -> tuple[int, int]:
+        """(outputs that differ, outputs) over every verification product."""
+        return _tally(self.results)
+
+    @property
+    def verdict(self) -> str:
+        """The verification's outcome in one sentence, with its counts."""
+        n_bad, n_all = self.counts
+        if not self.repeatable:
+            return "NOT verified: the library is not deterministic across runs (no model proposed)"
+        if self.verified:
+            return (f"verified: bit-identical on all {n_all} outputs of {len(self.results)} products "
+                    f"(random and adversarial) at {self.environment.threads} thread"
+                    f"{'s' if self.environment.threads != 1 else ''}")
+        return (f"NOT verified: {n_bad} of {n_all} outputs differ from the candidate (listed above); "
+                f"the library's schedule is not the candidate's")
+
     def sheet(self) -> str:
-        lines = [f"Library probe: {self.name}", f"  library                  {self.library}",
+        """The report as text; where the result is not verified and another kernel ran
+        than the candidate's, which one and what to do."""
+        env = self.environment
+        lines = [f"Library probe: {self.name}", f"  library                  {env.library} {env.version}"
+                 + (f" ({env.details})" if env.details else ""),
+                 f"  kernel                   {env.kernel}",
+                 f"  threads                  {env.threads} for the verification (default "
+                 f"{env.default_threads or 'not known'})",
                  f"  repeatable across runs   {'yes' if self.repeatable else 'NO'}",
                  f"  same for 1 and n threads {'yes' if self.thread_independent else 'NO'} ({self.thread_evidence})",
-                 f"  FPRev tree               {self.fprev}", f"  candidate                {self.candidate}"]
-        if self.gap:
-            lines.append(f"  not modelled             {self.gap}")
-        for shape, kind, bad, total, rows in self.results:
-            where = f" (rows {rows[:8]}{'...' if len(rows) > 8 else ''})" if bad else ""
-            lines.append(f"    {'x'.join(map(str, shape)):<12} {kind:<12} {bad:>6} of {total:<6} outputs differ{where}")
-        n_bad = sum(r[2] for r in self.results)
-        n_all = sum(r[3] for r in self.results)
-        if not self.repeatable:
-            verdict = "NOT verified: the library is not deterministic across runs (no model proposed)"
-        elif self.verified:
-            verdict = (f"verified: bit-identical on all {n_all} outputs of {len(self.results)} products "
-                       f"(random and adversarial) at 1 thread")
-        else:
-            verdict = (f"NOT verified: {n_bad} of {n_all} outputs differ from the candidate (listed above); "
-                       f"the library's schedule is not the candidate's")
-        lines.append(f"  verification: {verdict}")
+                 f"  FPRev tree               {self.fprev}",
+                 f"  candidate                {self.candidate.schedule.name}: {self.candidate.source}"]
+        if self.first_guess:
+            lines.append(f"  first guess              {self.first_guess}")
+        if self.recovery is not None:
+            lines.append(self.recovery.sheet())
+        if self.candidate.gap:
+            lines.append(f"  not modelled             {self.candidate.gap}")
+        lines += _result_lines(self.results)
+        lines.append(f"  verification: {self.verdict}")
+        if not self.verified and self.other_kernel and self.recovery is None:
+            lines += [f"  kernel: this machine ran the {env.kernel} kernel of {env.library} {env.version}; the "
+                      f"candidate ({self.candidate.schedule.name}) describes the {', '.join(self.candidate.kernels)} "
+                      f"kernels, not this one",
+                      f"  to do: recover this kernel's schedule: workbench probe {self.name} --recover"]
         return "\n".join(lines)
-
-
-def _draw(rng: np.random.Generator, kind: str, M: int, N: int, K: int, fmt: str) -> tuple[np.ndarray, np.ndarray]:
-    """Random inputs representable in ``fmt``: ``random`` (standard normal), ``adversarial``
-    (exponents over 2^-20..2^20 and cancelling pairs: each product x*y followed by -x*y)."""
-    from .. import formats as _formats
-
-    A = rng.standard_normal((M, K))
-    B = rng.standard_normal((K, N))
-    if kind == "adversarial":
-        A = A * np.exp2(rng.integers(-20, 21, (M, K)))
-        B = B * np.exp2(rng.integers(-20, 21, (K, N)))
-        h = K // 2
-        A[:, 1:2 * h:2] = -A[:, 0:2 * h:2]
-        B[1:2 * h:2] = B[0:2 * h:2]
-        B[1:2 * h:4] *= 1 + 2.0 ** -10
-    return _formats.round(A, fmt, "rne"), _formats.round(B, fmt, "rne")
-
-
-def fprev_counts(call: Callable[[np.ndarray, np.ndarray], np.ndarray], M: int, N: int, K: int, i: int,
-                 precision: int, dtype: str) -> np.ndarray:
-    """FPRev (Xie et al., USENIX ATC'25) for fixed position i: (M, K) counts, row r column j
-    = K - |leaves under LCA(i, j)| in output row r's tree (A = 1; B's column holds +big at i,
-    -big at j and 1 elsewhere; big = 2^(p + ceil(log2 K) + 1) swamps every partial sum of
-    ones).  j = i holds K - 1 (the pair left out)."""
-    big = 2.0 ** (precision + int(np.ceil(np.log2(max(K, 2)))) + 1)
-    out = np.zeros((M, K))
-    A = np.ones((M, K), dtype=dtype)
-    for j0 in range(0, K, N):
-        js = np.arange(j0, min(j0 + N, K))
-        B = np.ones((K, N), dtype=dtype)
-        B[i, :] = big
-        B[js, np.arange(len(js))] = -big
-        B[i, np.flatnonzero(js == i)] = 0
-        out[:, j0:j0 + len(js)] = call(A, B)[:, :len(js)]
-    return np.rint(out).astype(np.int64)
 
 
 def _joins(row: np.ndarray, K: int) -> str:
@@ -343,28 +468,106 @@ def _joins(row: np.ndarray, K: int) -> str:
     return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else f"{r[0]}" for r in runs)
 
 
-def probe_library(name: str, *, seed: int = 0, shapes: tuple[tuple[int, int, int], ...] = SHAPES,
-                  fprev_shape: tuple[int, int, int] = (8, 8, 700)) -> LibraryReport:
-    """Probe one of :data:`LIBRARIES` (module docstring)."""
-    from .. import formats as _formats
+def _library(name: str) -> Library:
     from ..gate import unknown_name
-    from ..matmul import gemm
 
     if name not in LIBRARIES:
         raise ValueError(unknown_name("library target", name, LIBRARIES))
-    lib = LIBRARIES[name]
+    return LIBRARIES[name]
+
+
+def verify_model(name: str, unit: Model, schedule: _schedules.Schedule, *, seed: int = 0,
+                 shapes: tuple[tuple[int, int, int], ...] = SHAPES) -> list[Result]:
+    """Run ``unit`` with ``schedule`` through :func:`workbench.gemm` against the library
+    target ``name`` at :data:`VERIFY_THREADS`, bit for bit, on a random and an
+    adversarial product of each shape (inputs from ``seed``: the same products for the
+    same seed and shapes); one :data:`Result` per product."""
+    from ..matmul import gemm
+
+    lib = _library(name)
+    rng = np.random.default_rng((seed, 1))
+    results: list[Result] = []
+    with lib.set_threads(VERIFY_THREADS):
+        for shape in shapes:
+            for kind in ("random", "adversarial"):
+                A, B = draw_inputs(rng, kind, *shape, lib.fmt)
+                want = lib.call(A.astype(lib.dtype), B.astype(lib.dtype))
+                try:
+                    got = np.asarray(gemm(A, B, model=unit, schedule=schedule), dtype=np.float64)
+                    bad = ~((got == want) | (np.isnan(got) & np.isnan(want)))
+                except ValueError:         # the schedule holds no rule for this product: no output is modelled
+                    bad = np.ones(want.shape, dtype=bool)
+                results.append((shape, kind, int(bad.sum()), int(bad.size), sorted(set(np.argwhere(bad)[:, 0].tolist()))))
+    return results
+
+
+def recover_library(name: str, *, shapes: Sequence[tuple[int, int]], k_max: int = 8192, seed: int = 0,
+                    progress: Callable[[str], Any] | None = None) -> tuple[LibraryCandidate | None, Recovery]:
+    """The library target ``name``'s schedule recovered from the black box at one thread
+    (:func:`workbench.probes.recovery.recover_schedule`) for products of the (M, N) in
+    ``shapes`` and K up to ``k_max`` (and past it: the last split probed), over the hand
+    candidate's unit and fixed fields (where C enters, the output conversion): a candidate
+    tied to the kernel that ran (None where nothing was explained), and the recovery."""
+    from .. import formats as _formats
+    from .recovery import recover_schedule
+
+    lib = _library(name)
+    env = lib.environment()
+    hand = lib.candidate
+    prec = _formats.format(lib.fmt).man_bits + 1 if lib.fmt != "bf16" else 24
+    template = replace(hand.schedule, rules=(), regions=())
+    with lib.set_threads(1):
+        rec = recover_schedule(lib.call, hand.unit(), lib.fmt, lib.dtype, prec, shapes, k_max=k_max,
+                               template=template, name=f"{name}-{env.kernel.lower()}-recovered", seed=seed,
+                               progress=progress)
+    if rec.schedule is None:
+        return None, rec
+    sched = replace(rec.schedule, shapes=f"{rec.schedule.shapes}; {env.describe()}")
+    return LibraryCandidate(hand.unit, sched, f"recovered on this machine ({env.kernel}) from the library alone",
+                            kernels=(env.kernel,)), rec
+
+
+def probe_library(name: str, *, seed: int = 0, shapes: tuple[tuple[int, int, int], ...] = SHAPES,
+                  fprev_shape: tuple[int, int, int] = (8, 8, 700), recover: bool = False, k_max: int = 8192,
+                  progress: Callable[[str], Any] | None = None) -> LibraryReport:
+    """Probe one of :data:`LIBRARIES` (module docstring): the candidate verified on
+    ``shapes`` (:func:`verify_model`), FPRev on ``fprev_shape``.  ``recover``: the
+    hand-written candidate is only a first guess; the schedule is recovered
+    (:func:`recover_library`, for the (M, N) of ``shapes`` and K up to ``k_max``) and
+    the recovered one is verified and reported."""
+    from .. import formats as _formats
+
+    lib = _library(name)
     rng = np.random.default_rng(seed)
     prec = _formats.format(lib.fmt).man_bits + 1 if lib.fmt != "bf16" else 24
-    # 1. repeatability across runs and thread counts
-    A, B = _draw(rng, "random", 33, 31, 600, lib.fmt)
-    A, B = A.astype(lib.dtype), B.astype(lib.dtype)
-    first = lib.call(A, B)
-    repeatable = all(np.array_equal(first, lib.call(A, B), equal_nan=True) for _ in range(3))
-    with lib.set_threads(1):
-        one = lib.call(A, B)
-    differ = int((one != first).sum())
-    thread_evidence = (f"33x31x600: {differ} of {one.size} outputs differ between 1 thread and the default"
-                       if differ else "33x31x600: identical")
+    # 1. repeatability across runs and thread counts: a small product and one large enough that a
+    #    BLAS splits it over its threads (OpenBLAS and MKL thread products past about 10^6 MACs)
+    repeatable, differ, evidence = True, 0, []
+    for shape in THREAD_SHAPES:
+        A, B = draw_inputs(rng, "adversarial", *shape, lib.fmt)
+        A, B = A.astype(lib.dtype), B.astype(lib.dtype)
+        first = lib.call(A, B)
+        repeatable &= all(np.array_equal(first, lib.call(A, B), equal_nan=True) for _ in range(3))
+        with lib.set_threads(1):
+            one = lib.call(A, B)
+        bad = int(((one != first) & ~(np.isnan(one) & np.isnan(first))).sum())
+        differ += bad
+        text = "x".join(map(str, shape))
+        if not bad:
+            evidence.append(f"{text}: identical")
+            continue
+        # the split of K at each thread count, as FPRev's first-row joins show it
+        joins = []
+        for threads in (1, None):
+            if threads is None:
+                counts = fprev_counts(lib.call, *shape, 0, prec, lib.dtype)
+            else:
+                with lib.set_threads(threads):
+                    counts = fprev_counts(lib.call, *shape, 0, prec, lib.dtype)
+            joins.append(_joins(counts[0], shape[2]))
+        evidence.append(f"{text}: {bad} of {one.size} outputs differ between 1 thread and the default; FPRev's "
+                        f"joins of position 0 at 1 thread {joins[0]}, at the default {joins[1]}")
+    thread_evidence = "; ".join(evidence) + f" (default {lib.environment().default_threads or 'unknown'} threads)"
     # 2. FPRev at one thread
     M, N, K = fprev_shape
     with lib.set_threads(1):
@@ -374,15 +577,108 @@ def probe_library(name: str, *, seed: int = 0, shapes: tuple[tuple[int, int, int
              f"position 0 joins subtrees of {_joins(counts[0], K)} leaves")
     # 3. the candidate, verified at one thread
     cand = lib.candidate
-    unit = cand.unit()
-    results = []
-    with lib.set_threads(1):
-        for shape in shapes:
-            for kind in ("random", "adversarial"):
-                A, B = _draw(rng, kind, *shape, lib.fmt)
-                want = lib.call(A.astype(lib.dtype), B.astype(lib.dtype))
-                got = np.asarray(gemm(A, B, model=unit, schedule=cand.schedule), dtype=np.float64)
-                bad = ~((got == want) | (np.isnan(got) & np.isnan(want)))
-                results.append((shape, kind, int(bad.sum()), int(bad.size), sorted(set(np.argwhere(bad)[:, 0].tolist()))))
-    return LibraryReport(name, lib.describe(), repeatable, differ == 0, thread_evidence, fprev,
-                         f"{cand.schedule.name}: {cand.source}", results, cand.gap)
+    results = verify_model(name, cand.unit(), cand.schedule, seed=seed, shapes=shapes)
+    env = lib.environment()
+    if not recover:
+        return LibraryReport(name, env, repeatable, differ == 0, thread_evidence, fprev, cand, results)
+    bad, total = _tally(results)
+    guess = (f"{cand.schedule.name} ({', '.join(cand.kernels) or 'any kernel'}): "
+             + ("verified" if bad == 0 else f"{bad} of {total} outputs differ"))
+    mn = sorted({(M, N) for M, N, _ in shapes if M >= 2 and N >= 2})
+    recovered, rec = recover_library(name, shapes=mn, k_max=max(k_max, *(K for _, _, K in shapes)), seed=seed,
+                                     progress=progress)
+    if recovered is None:
+        return LibraryReport(name, env, repeatable, differ == 0, thread_evidence, fprev, cand, results, rec, guess)
+    rec_results = verify_model(name, recovered.unit(), recovered.schedule, seed=seed, shapes=shapes)
+    if bad == 0 and _tally(rec_results)[0]:    # the first guess holds where the recovery does not: keep it
+        return LibraryReport(name, env, repeatable, differ == 0, thread_evidence, fprev, cand, results, rec,
+                             guess + f"; the recovered schedule was not ({_tally(rec_results)[0]} outputs differ), "
+                                     f"so the first guess is the model")
+    return LibraryReport(name, env, repeatable, differ == 0, thread_evidence, fprev, recovered, rec_results, rec,
+                         guess)
+
+
+def save_library_model(report: LibraryReport, path: str | Path) -> Path:
+    """Write the report's candidate as a library model (a unit file: the unit, its
+    ``[schedule]``, a ``[library]`` table with the target, the verdict - "verified" or
+    "not verified" - and the :class:`LibraryEnvironment`, the counts in
+    ``[provenance.verification]``: outputs_checked, outputs_agreed, products_checked),
+    verified or not; returns the path."""
+    from ..unitfile import Provenance, save_unit
+
+    n_bad, n_all = report.counts
+    prov = Provenance(origin="probed", target=f"{report.name}: {report.environment.describe()}",
+                      verification={"outputs_checked": n_all, "outputs_agreed": n_all - n_bad,
+                                    "products_checked": len(report.results)},
+                      notes=f"workbench probe {report.name}: {report.verdict}")
+    library: dict[str, str | int] = {"target": report.name,
+                                     "verdict": "verified" if report.verified else "not verified",
+                                     **report.environment.to_dict()}
+    return save_unit(report.candidate.unit(), path, provenance=prov, schedule=report.candidate.schedule,
+                     library=library)
+
+
+@dataclass(frozen=True)
+class SavedModelCheck:
+    """A saved library model re-checked against this machine's library
+    (:func:`verify_saved`): the file's schedule name and recorded verdict, the
+    environment it was saved in (None: the file has no ``[library]`` table), this
+    machine's, and the results."""
+
+    name: str
+    path: Path
+    schedule: str
+    saved_verdict: str
+    saved: LibraryEnvironment | None
+    environment: LibraryEnvironment
+    results: list[Result]
+
+    @property
+    def verified(self) -> bool:
+        """Every output of every product matched."""
+        return bool(self.results) and all(r[2] == 0 for r in self.results)
+
+    @property
+    def differences(self) -> list[str]:
+        """Where this machine's environment differs from the saved one."""
+        return [] if self.saved is None else self.saved.differences(self.environment)
+
+    def sheet(self) -> str:
+        """The check as text: the file, both environments, the products, the verdict with
+        its counts and a warning per environment difference."""
+        n_bad, n_all = _tally(self.results)
+        lines = [f"Library model check: {self.path} against {self.name} on this machine",
+                 f"  schedule                 {self.schedule} (saved {self.saved_verdict})",
+                 f"  saved in                 {self.saved.describe() if self.saved else 'not recorded (no [library] table)'}",
+                 f"  here                     {self.environment.describe()}"]
+        lines += _result_lines(self.results)
+        if self.verified:
+            lines.append(f"  verification: verified: bit-identical on all {n_all} outputs of {len(self.results)} "
+                         f"products at {self.environment.threads} thread{'s' if self.environment.threads != 1 else ''}")
+        else:
+            lines.append(f"  verification: NOT verified: {n_bad} of {n_all} outputs differ from the saved model "
+                         f"(listed above)")
+        lines += [f"  warning: the environment differs from the saved one: {d}" for d in self.differences]
+        return "\n".join(lines)
+
+
+def verify_saved(name: str, path: str | Path, *, seed: int = 0,
+                 shapes: tuple[tuple[int, int, int], ...] = SHAPES) -> SavedModelCheck:
+    """Re-check the library model saved at ``path`` (:func:`save_library_model`) against
+    the library target ``name`` on this machine: its unit and schedule through
+    :func:`verify_model` on ``shapes``.  A file without a schedule, or saved for
+    another target, is refused (ValueError naming both)."""
+    from ..unitfile import read_unit
+
+    lib = _library(name)
+    uf = read_unit(path)
+    if uf.schedule is None:
+        raise ValueError(f"unit file {str(uf.path)!r} has no [schedule]: a library model is a unit and a schedule "
+                         f"(save one with: workbench probe {name} --save FILE)")
+    if uf.library is not None and uf.library["target"] != name:
+        raise ValueError(f"unit file {str(uf.path)!r} models the library target {uf.library['target']!r}, not "
+                         f"{name!r}: run workbench probe {uf.library['target']} --verify {uf.path}")
+    results = verify_model(name, uf.model, uf.schedule, seed=seed, shapes=shapes)
+    saved = None if uf.library is None else LibraryEnvironment.from_dict(uf.library)
+    verdict = "not recorded" if uf.library is None else str(uf.library["verdict"])
+    return SavedModelCheck(name, uf.path, uf.schedule.name, verdict, saved, lib.environment(), results)

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..engine import core as _core
-from ..engine.model import OPERATIONS, ROUNDINGS, Model, Operation, operation
+from ..engine.model import LARGEST_KNOWN_L, OPERATIONS, PARAM_BOUNDS, ROUNDINGS, Model, Operation, operation
 from ..engine.operands import RowBattery
 from .blackbox import BlackBox
 from .differential import DISTRIBUTIONS, random_inputs, same_outputs, window_edges, windows_of
@@ -40,7 +40,12 @@ __all__ = ["consistent_models", "reproduce", "agree_on_random_inputs", "separate
 #: the parameters the search varies (the others are the probes' values); TR-/GTR-FDPA
 #: proposals are searched around their structure instead (F, F2, final rounding)
 SEARCHED = ("kind", "L", "F", "rounding", "sticky", "c_position", "late_rounding", "F2", "G")
-_BLOCKS = tuple(2 ** i for i in range(7))      # L = 1 .. 64
+#: block sizes L (and GST-FDPA's groups G) searched: the powers of two up to the largest known block (64)
+_BLOCKS = tuple(2 ** i for i in range(LARGEST_KNOWN_L.bit_length()))
+#: alignment windows F searched: every one a Model takes (0 .. 56, the bound of :data:`PARAM_BOUNDS`)
+_WINDOWS = range(PARAM_BOUNDS["F"].low, PARAM_BOUNDS["F"].high + 1)
+#: TR-/GTR-FDPA's F2 is searched from F up to its bound
+_F2_MAX = PARAM_BOUNDS["F2"].high
 _STAGES = (8, 64, 480, 3000)                   # battery rows of the stages
 _DISTRIBUTIONS = ("normal", "log-uniform", "cancellation", "sparse", "carry", "sparse-tiny")
 _TERMS = 230_000                               # terms per K in agree_on_random_inputs' batteries
@@ -69,8 +74,8 @@ def _rounded_candidates(base: dict[str, Any], probed: dict[str, Any], Ls: tuple[
     for op in _rounded_operations():
         kind = op.kind
         for L in (L for L in Ls if L >= op.min_search_L):
-            for F in range(max(probed["F"] - 1, 0), min(probed["F"] + 1, 56) + 1):
-                for F2 in range(F, 57):
+            for F in range(max(probed["F"] - 1, _WINDOWS.start), min(probed["F"] + 1, _WINDOWS.stop - 1) + 1):
+                for F2 in range(F, _F2_MAX + 1):
                     for rounding in ROUNDINGS:
                         yield {**base, "kind": kind, "L": L, "F": F, "F2": F2, "rounding": rounding,
                                "alignment_rounding": probed.get("alignment_rounding")}
@@ -85,7 +90,7 @@ def _gst_candidates(base: dict[str, Any], Ls: tuple[int, ...]) -> Iterator[dict[
     convention where the fixed point holds it, else E8M0."""
     for L in Ls:
         for G in (g for g in _BLOCKS if 2 <= g <= L):
-            for F in range(0, 57):
+            for F in _WINDOWS:
                 for sf in ("ue4m3", "e8m0"):
                     p = {**base, "kind": "gst-fdpa", "L": L, "G": G, "k_block": G, "scale_format": sf, "F": F,
                          "c_position": "early", "sticky": False}
@@ -117,7 +122,7 @@ def _candidates(base: dict[str, Any], Ls: tuple[int, ...], fma: bool, gst: bool)
                    "sticky": False}
     for L in Ls:
         for cpos, late in lates:
-            for F in range(0, 57):
+            for F in _WINDOWS:
                 for rounding in ROUNDINGS:
                     for sticky in (False, True):
                         yield {**base, "kind": "t-fdpa", "L": L, "F": F, "rounding": rounding, "sticky": sticky,

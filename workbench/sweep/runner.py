@@ -238,10 +238,10 @@ def _execute(exp: _spec.Experiment, pending: list[_spec.Task], executor: Any, ou
             bar.set_postfix_str(f"{state['errors']} errors", refresh=False)
         bar.update(1)
 
-    show = _warmup.show_compiling(bar, f"{exp.name}: ")
+    show = _warmup.CompilingBar(bar, f"{exp.name}: ")
 
-    def compiling(count: int, name: str) -> None:
-        show(count, name)
+    def compiling(name: str) -> None:
+        show(name)
         if state["phase"] != "compiling":
             state["phase"] = "compiling"
             _store.save_progress(out, exp.name, state["phase"], state["finished"], total)
@@ -255,8 +255,7 @@ def _execute(exp: _spec.Experiment, pending: list[_spec.Task], executor: Any, ou
                 for t in first:
                     record(_warmup.run_here(exp, t, references))
             state["phase"] = "running"
-            bar.set_description_str(exp.name, refresh=False)
-            bar.set_postfix_str(f"{state['errors']} errors" if state["errors"] else "")
+            show.done(exp.name, f"{state['errors']} errors" if state["errors"] else "")
             ran = {t.hash for t in first}
             pending = [t for t in pending if t.hash not in ran]
         _submit_all(exp, pending, executor, references, record)

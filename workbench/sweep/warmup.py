@@ -10,7 +10,8 @@ formats; :func:`first_tasks`); the workers then load the compiled kernels from t
 cache.  :func:`compile_experiments` does the same for experiment files without storing
 anything (``workbench reproduce`` calls it before it starts the notebooks), and
 :class:`CompileWatch` tells whether numba compiled anything, so that the user is told
-"compiling kernels (first run only)" exactly when that is what takes the time.
+"compiling kernels (first run only)" exactly when that is what takes the time, and
+:class:`CompilingBar` says it on a progress bar.
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ from . import tasks as _tasks
 
 #: Shown while numba compiles (it happens once per machine: the kernels are cached on disk).
 COMPILING = "compiling kernels (first run only)"
+#: A tqdm bar without the time left and the rate, shown while numba compiles: a task then
+#: takes from milliseconds (its kernels compiled already) to a minute (it compiles the kernels
+#: that the tasks after it share), so the time the done ones took says nothing of the rest.
+NO_ETA = "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]"
 #: Task keys that decide which kernels a task calls and with which argument types.
 _KERNEL_KEYS = ("algorithm", "params", "preset", "instruction", "variant", "model", "in_format", "out_format")
 
@@ -36,11 +41,12 @@ class CompileWatch:
     """Context manager counting numba compilations (not cache loads) of functions outside
     numba itself (numba's own overloads compiled along the way are not counted) while it is open.
 
-    ``on_compile(count, name)`` (optional) is called as each compilation starts, with the
-    number started so far and the compiled function's name (nested ones included).
+    ``on_compile(name)`` (optional) is called as each compilation starts, with the compiled
+    function's name.  Nested compilations are counted too: compiling a kernel compiles every
+    jitted function it calls, so one task can start many.
     """
 
-    def __init__(self, on_compile: Callable[[int, str], None] | None = None) -> None:
+    def __init__(self, on_compile: Callable[[str], None] | None = None) -> None:
         self.compiled = 0
         self._on_compile = on_compile
         self._listener: Any = None
@@ -57,7 +63,7 @@ class CompileWatch:
                     return
                 watch.compiled += 1
                 if watch._on_compile is not None:
-                    watch._on_compile(watch.compiled, getattr(func, "__name__", "?"))
+                    watch._on_compile(getattr(func, "__name__", "?"))
 
             def on_end(self, ev: Any) -> None:
                 pass
@@ -72,13 +78,31 @@ class CompileWatch:
         event.unregister("numba:compile", self._listener)
 
 
-def show_compiling(bar: Any, prefix: str = "") -> Callable[[int, str], None]:
-    """An ``on_compile`` callback for :class:`CompileWatch` that describes ``bar`` as
-    :data:`COMPILING` and names the kernel being compiled."""
-    def on_compile(count: int, name: str) -> None:
-        bar.set_description_str(prefix + COMPILING, refresh=False)
-        bar.set_postfix_str(f"{count} compiled, now {name}")
-    return on_compile
+class CompilingBar:
+    """The ``on_compile`` callback of :class:`CompileWatch` for a tqdm ``bar`` that counts
+    tasks: while numba compiles, the bar is described as ``prefix`` + :data:`COMPILING`,
+    names the function being compiled and shows no time left (:data:`NO_ETA`).
+
+    It shows no count of compilations: a task compiles its kernels and every function they
+    call, many per task, so such a count beside the bar's tasks (``0/58 ... 59 compiled``)
+    would read as more done than there is to do."""
+
+    def __init__(self, bar: Any, prefix: str = "") -> None:
+        self.bar = bar
+        self.prefix = prefix
+
+    def __call__(self, name: str) -> None:
+        """Numba starts compiling the function ``name``."""
+        self.bar.bar_format = NO_ETA
+        self.bar.set_description_str(self.prefix + COMPILING, refresh=False)
+        self.bar.set_postfix_str(f"now {name}")
+
+    def done(self, description: str, postfix: str = "") -> None:
+        """Compiling is over: the bar is described as ``description`` with ``postfix``
+        and shows the time left again."""
+        self.bar.bar_format = None
+        self.bar.set_description_str(description, refresh=False)
+        self.bar.set_postfix_str(postfix)
 
 
 def kernel_group(task: _spec.Task) -> str:
@@ -138,7 +162,7 @@ def _run_family(todo: list[tuple[_spec.Experiment, _spec.Task]], queue: Any, par
 
     exit_with_parent(parent_pid)
     references: dict[str, Any] = {}
-    with CompileWatch(on_compile=lambda count, name: queue.put(("compile", name))) as watch:
+    with CompileWatch(on_compile=lambda name: queue.put(("compile", name))) as watch:
         for exp, task in todo:
             run_here(exp, task, references)
             queue.put(("task", None))
@@ -155,8 +179,9 @@ def compile_experiments(experiments: Sequence[str | Path | dict], *, quick: bool
     (E-/TR-/GTR-FDPA, FTZ-AddMul: kernels that share nothing heavy with T-FDPA's) starts
     compiling in a spawned process beside it (numba compiles on one thread); with a warm
     cache nothing is spawned.  Returns (seconds, number of numba compilations).  With
-    ``progress`` a bar on stderr counts the tasks, described as :data:`COMPILING` while
-    numba compiles (a warm cache only loads, in a second or two, and shows nothing)."""
+    ``progress`` a bar on stderr counts the tasks (one per kernel group), described as
+    :data:`COMPILING` while numba compiles, then with no time left (:class:`CompilingBar`;
+    a warm cache only loads, in a second or two, and shows nothing)."""
     import multiprocessing
     import queue as _queue
 
@@ -174,7 +199,7 @@ def compile_experiments(experiments: Sequence[str | Path | dict], *, quick: bool
     t0 = time.perf_counter()
     bar = tqdm(total=len(todo), desc="loading kernels", disable=not progress, file=sys.stderr, delay=2.0,
                unit="task", dynamic_ncols=True)
-    show = show_compiling(bar)
+    show = CompilingBar(bar)
     state: dict[str, Any] = {"compiled": 0, "worker": None, "running": 0}
     messages: Any = None
 
@@ -190,16 +215,16 @@ def compile_experiments(experiments: Sequence[str | Path | dict], *, quick: bool
                 continue
             if event == "compile":
                 state["compiled"] += 1
-                show(state["compiled"], value)
+                show(value)
             elif event == "task":
                 bar.update(1)
             else:
                 state["running"] = 0
 
-    def on_compile(count: int, name: str) -> None:
+    def on_compile(name: str) -> None:
         nonlocal messages
         state["compiled"] += 1
-        show(state["compiled"], name)
+        show(name)
         if state["worker"] is None and other and parallel and _pool.cores() >= 2:
             ctx = multiprocessing.get_context("spawn")
             messages = ctx.Queue()
@@ -226,7 +251,7 @@ def compile_experiments(experiments: Sequence[str | Path | dict], *, quick: bool
         if state["worker"] is not None:
             drain(block=True)
             state["worker"].join()
-        bar.set_postfix_str(f"{state['compiled']} compiled" if state["compiled"] else "")
+        bar.set_postfix_str("", refresh=False)     # the caller says how many were compiled
     finally:
         numba.set_num_threads(threads)
         bar.close()

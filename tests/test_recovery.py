@@ -1,0 +1,192 @@
+"""Recovery of a library's schedule from the black box (issue 54, item 1).
+
+Oracles:
+- the halving reduction and the masked-tail lanes: each lane the Fraction reference's fp32
+  FMA chain (``reference_mma.fma_chain``), the lanes added in float32 here in the order a
+  vector's horizontal reduction takes (upper half onto lower half);
+- recovery: a black box whose schedule this file writes by hand (an FMA chain over
+  16-column tiles, lanes summed by halving on the remainder from K = 32 on, GEMM_Q blocks
+  past a size) - the recovered schedule must give that box's bits on fresh products of
+  the probed (M, N) at K it never probed, and name the hand-written splits;
+- the real library of this machine (numpy float64 through whatever BLAS kernel the
+  environment selects, never set by the test): the schedule recovered here, now, replayed
+  against that library on fresh products.  Nothing here encodes one CPU's kernel.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import reference_mma as ref
+import workbench as wb
+from workbench import schedules as S
+from workbench.probes.library import _fma
+from workbench.probes.recovery import candidate_splits, recover_schedule, tile_of
+from workbench.unitfile import read_unit
+
+FMA32 = _fma("fp32")
+
+
+def _f32(x: np.ndarray) -> np.ndarray:
+    return x.astype(np.float32).astype(np.float64)
+
+
+def test_tile_of_is_the_greedy_cut():
+    assert tile_of(27, (16, 8, 4, 2, 1)).tolist() == [16] * 16 + [8] * 8 + [2] * 2 + [1]
+    assert tile_of(7).tolist() == [4, 4, 4, 4, 2, 2, 1]
+    assert tile_of(64 * 2 + 3).tolist() == [64] * 128 + [2, 2, 1]
+
+
+def test_lanes_fed_round_robin_and_summed_by_halving():
+    """16 lanes, every element to lane k % 16 (a masked tail), summed (l_i + l_{i+8}),
+    (+4), (+2), (+1) in float32: written out here."""
+    rng = np.random.default_rng(0)
+    K = 37
+    a = _f32(rng.standard_normal(K) * np.exp2(rng.integers(-12, 12, K)))
+    b = _f32(rng.standard_normal(K))
+    # each lane an fp32 FMA chain from zero (the Fraction reference), the lanes added in float32
+    terms = [np.float32(ref.fma_chain(a[lane::16].tolist(), b[lane::16].tolist(), 0.0)) for lane in range(16)]
+    while len(terms) > 1:
+        h = len(terms) // 2
+        terms = [np.float32(terms[i] + terms[i + h]) for i in range(h)]
+    want = float(terms[0])
+    sched = S.Schedule(rules=(S.KRule(1, None, S.Split(lanes=16, lane_block=1, lane_combine="halving")),),
+                       c_position="combine")
+    got = float(wb.gemm(a[None, :], b[:, None], model=FMA32, schedule=sched)[0, 0])
+    assert got == want
+    pairwise = S.Schedule(rules=(S.KRule(1, None, S.Split(lanes=16, lane_block=1)),), c_position="combine")
+    # the two reductions differ somewhere on such data (or the test above could not tell them apart)
+    diff = 0
+    for seed in range(30):
+        r = np.random.default_rng(seed)
+        A = _f32(r.standard_normal((4, 100)) * np.exp2(r.integers(-12, 12, (4, 100))))
+        B = _f32(r.standard_normal((100, 3)))
+        diff += int((wb.gemm(A, B, model=FMA32, schedule=sched) != wb.gemm(A, B, model=FMA32, schedule=pairwise)).sum())
+    assert diff > 0
+
+
+def test_lane_block_must_be_one_or_a_multiple_of_lanes():
+    S.Split(lanes=16, lane_block=1)
+    with pytest.raises(ValueError, match="lane_block=8 must be 1 or a multiple of lanes=16"):
+        S.Split(lanes=16, lane_block=8)
+    with pytest.raises(ValueError, match="lane_combine='tree'"):
+        S.Split(lanes=4, lane_block=4, lane_combine="tree")
+
+
+_HALVING = S.Split(lanes=16, lane_block=1, lane_combine="halving")
+
+
+def test_region_rules_hold_per_k_and_product_and_travel_as_data():
+    g = S.Region((0, 1), (16, 1), 1, 1, rules=(S.KRule(32, None, _HALVING, mn=(3, 20)),))
+    assert g.outputs(3, 20, 31)[1].size == 0                 # K below the rule: the region does not apply
+    assert g.outputs(3, 20, 32)[1].tolist() == [16, 17, 18, 19]
+    assert g.outputs(3, 21, 100)[1].size == 0                # another product: no rule
+    assert g.split_for(40, 3, 20) == _HALVING and g.split_for(40, 3, 21) is None
+    sched = S.Schedule(rules=(S.KRule(1, None, S.Split()),), c_position="combine", regions=(g,))
+    assert S.Schedule.from_dict(sched.to_dict()) == sched
+    with pytest.raises(ValueError, match="not both"):
+        S.Region((0, 1), (16, 1), 1, 1, split=_HALVING, rules=(S.KRule(1, None, _HALVING),))
+    with pytest.raises(TypeError, match="each with a split"):
+        S.Region((0, 1), (16, 1), 1, 1, rules=(S.KRule(1, None, None),))
+
+
+def test_gemm_runs_region_rules_with_the_whole_products_shape():
+    """The region's rule names the whole product (3 x 20); its outputs are computed as a
+    3 x 4 sub-product, which must still take the rule."""
+    rng = np.random.default_rng(1)
+    A, B = _f32(rng.standard_normal((3, 64))), _f32(rng.standard_normal((64, 20)))
+    g = S.Region((0, 1), (16, 1), 1, 1, rules=(S.KRule(32, None, _HALVING, mn=(3, 20)),))
+    sched = S.Schedule(rules=(S.KRule(1, None, S.Split()),), c_position="combine", regions=(g,))
+    got = wb.gemm(A, B, model=FMA32, schedule=sched)
+    chain = wb.gemm(A, B, model=FMA32, schedule=S.Schedule(rules=(S.KRule(1, None, S.Split()),), c_position="combine"))
+    lanes = wb.gemm(A, B[:, 16:], model=FMA32,
+                    schedule=S.Schedule(rules=(S.KRule(1, None, _HALVING),), c_position="combine"))
+    assert np.array_equal(got[:, :16], chain[:, :16]) and np.array_equal(got[:, 16:], lanes)
+
+
+#: the hand-written "library": 16-column tiles one FMA chain; the remainder columns one chain
+#: below K = 32 and 16 round-robin lanes summed by halving from K = 32; products with
+#: M N K > 20000 K blocks of 96 (halved last blocks, unroll 8) on every output
+_BLOCKS = S.Split(block=96, block_unroll=8)
+
+
+def _hand_library(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    M, K = A.shape
+    N = B.shape[1]
+    A64, B64 = A.astype(np.float64), B.astype(np.float64)
+    if M * N * K > 20000:
+        return np.asarray(wb.gemm(A64, B64, model=FMA32, schedule=S.Schedule(
+            rules=(S.KRule(1, None, _BLOCKS),), c_position="combine")), dtype=np.float32)
+    split = S.Split() if K < 32 else _HALVING
+    whole = N - N % 16
+    out = np.empty((M, N))
+    chain = S.Schedule(rules=(S.KRule(1, None, S.Split()),), c_position="combine")
+    if whole:
+        out[:, :whole] = wb.gemm(A64, B64[:, :whole], model=FMA32, schedule=chain)
+    if whole < N:
+        out[:, whole:] = wb.gemm(A64, B64[:, whole:], model=FMA32,
+                                 schedule=S.Schedule(rules=(S.KRule(1, None, split),), c_position="combine"))
+    return out.astype(np.float32)
+
+
+def test_recovery_finds_a_hand_written_library():
+    rec = recover_schedule(_hand_library, FMA32, "fp32", "float32", 24, [(3, 20), (2, 5)], k_max=2500)
+    assert rec.schedule is not None and not rec.unexplained, rec.sheet()
+    assert 96 in rec.blocks and rec.queries > 0 and rec.seconds > 0
+    sched = rec.schedule
+    # the splits it names: (3, 20)'s remainder columns 16 halving lanes at K = 100, chain at 20
+    remainder = [g for g in sched.regions if g.split_for(100, 3, 20) is not None]
+    assert remainder and remainder[0].split_for(100, 3, 20) == _HALVING
+    below = remainder[0].split_for(20, 3, 20)            # K < 32: one accumulator takes all 20 (a chain)
+    assert below is None or [len(x) for x in below.lanes_of(np.arange(20)) if len(x)] == [20]
+    assert sched.split(1000, 3, 20) == _BLOCKS or sched.split(1000, 3, 20).block == 96
+    # fresh products at K never probed (and past the probed range): the box's bits
+    rng = np.random.default_rng(7)
+    for M, N, K in ((3, 20, 37), (3, 20, 250), (3, 20, 333), (2, 5, 777), (2, 5, 2003), (2, 5, 4001)):
+        A, B = _f32(rng.standard_normal((M, K))), _f32(rng.standard_normal((K, N)))
+        want = _hand_library(A.astype(np.float32), B.astype(np.float32)).astype(np.float64)
+        got = np.asarray(wb.gemm(A, B, model=FMA32, schedule=sched), dtype=np.float64)
+        assert np.array_equal(got, want), (M, N, K)
+    with pytest.raises(ValueError, match="no rule"):       # a product it did not probe: refused, not guessed
+        wb.gemm(np.ones((4, 8)), np.ones((8, 4)), model=FMA32, schedule=sched)
+
+
+def test_recovery_refuses_bad_shapes():
+    with pytest.raises(ValueError, match="M, N >= 2"):
+        recover_schedule(_hand_library, FMA32, "fp32", "float32", 24, [(1, 5)], k_max=10)
+    with pytest.raises(ValueError, match="k_max=0"):
+        recover_schedule(_hand_library, FMA32, "fp32", "float32", 24, [(2, 5)], k_max=0)
+
+
+def test_candidates_hold_the_blocks_fprev_shows():
+    splits = candidate_splits((96,))
+    assert splits[0].whole and _HALVING in splits and S.Split(block=96, block_unroll=8) in splits
+
+
+def test_this_machines_numpy_float64_is_recovered_and_replays():
+    """The real library here, whatever kernel the environment selects: recovered on 5 x 3
+    and 7 x 9, then replayed on fresh products at K the recovery never probed."""
+    from threadpoolctl import threadpool_limits
+
+    from workbench.probes.recovery import draw_inputs as _draw
+
+    call = lambda A, B: A @ B  # noqa: E731
+    with threadpool_limits(1, user_api="blas"):
+        rec = recover_schedule(call, _fma("fp64"), "fp64", "float64", 53, [(5, 3), (7, 9)], k_max=700)
+        assert rec.schedule is not None and not rec.unexplained, rec.sheet()
+        rng = np.random.default_rng(11)
+        for M, N, K in ((5, 3, 77), (5, 3, 301), (7, 9, 150), (7, 9, 611), (7, 9, 699)):
+            for kind in ("random", "adversarial"):
+                A, B = _draw(rng, kind, M, N, K, "fp64")
+                got = np.asarray(wb.gemm(A, B, model=_fma("fp64"), schedule=rec.schedule), dtype=np.float64)
+                assert np.array_equal(got, A @ B), (M, N, K, kind, rec.sheet())
+
+
+def test_a_recovered_schedule_travels_in_a_unit_file(tmp_path):
+    """Region rules (per K and product) written to a unit file and read back unchanged."""
+    g = S.Region((8, 4), (16, 1), 1, 1, rules=(S.KRule(1, 33, S.Split(lanes=16, lane_block=32), mn=(3, 5)),
+                                               S.KRule(34, None, _HALVING, mn=(3, 5))))
+    sched = S.Schedule(name="recovered", rules=(S.KRule(1, None, S.Split(block=448, block_unroll=8), mn=(3, 5)),),
+                       c_position="combine", regions=(g,), threads=1)
+    path = wb.save_unit(FMA32, tmp_path / "lib.toml", schedule=sched)
+    assert read_unit(path).schedule == sched

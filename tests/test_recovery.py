@@ -165,19 +165,29 @@ def test_candidates_hold_the_blocks_fprev_shows():
 
 def test_this_machines_numpy_float64_is_recovered_and_replays():
     """The real library here, whatever kernel the environment selects: recovered on 5 x 3
-    and 7 x 9, then replayed on fresh products at K the recovery never probed."""
-    from threadpoolctl import threadpool_limits
+    and 7 x 9, then replayed on fresh products at K the recovery never probed.  Every
+    product the recovery says it explained must replay bit for bit; what it did not
+    explain it must say.  The FMA kernels this project's machines run (OpenBLAS' Haswell
+    kernels on a Zen 3, SkylakeX on a Zen 4) must be explained whole; a kernel without FMA
+    (Sandybridge and older, chosen by hand) is beyond the FMA unit and is only reported."""
+    from threadpoolctl import threadpool_info, threadpool_limits
 
-    from workbench.probes.recovery import draw_inputs as _draw
+    from workbench.probes.recovery import draw_inputs
 
     call = lambda A, B: A @ B  # noqa: E731
     with threadpool_limits(1, user_api="blas"):
         rec = recover_schedule(call, _fma("fp64"), "fp64", "float64", 53, [(5, 3), (7, 9)], k_max=700)
-        assert rec.schedule is not None and not rec.unexplained, rec.sheet()
+        unexplained = {(M, N) for M, N in ((5, 3), (7, 9)) if any(u.startswith(f"{M}x{N}") for u in rec.unexplained)}
+        kernels = {i.get("architecture") for i in threadpool_info() if i.get("user_api") == "blas"}
+        if kernels & {"Haswell", "Zen", "SkylakeX"}:
+            assert not unexplained, rec.sheet()
+        assert rec.schedule is not None or unexplained == {(5, 3), (7, 9)}
         rng = np.random.default_rng(11)
         for M, N, K in ((5, 3, 77), (5, 3, 301), (7, 9, 150), (7, 9, 611), (7, 9, 699)):
+            if (M, N) in unexplained:
+                continue
             for kind in ("random", "adversarial"):
-                A, B = _draw(rng, kind, M, N, K, "fp64")
+                A, B = draw_inputs(rng, kind, M, N, K, "fp64")
                 got = np.asarray(wb.gemm(A, B, model=_fma("fp64"), schedule=rec.schedule), dtype=np.float64)
                 assert np.array_equal(got, A @ B), (M, N, K, kind, rec.sheet())
 

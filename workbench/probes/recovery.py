@@ -97,14 +97,16 @@ def candidate_splits(blocks: Sequence[int] = ()) -> tuple[_schedules.Split, ...]
     of 2-32 accumulators fed round-robin (``lane_block=1``) or by an unrolled loop of
     one or two rounds, summed in order, pairwise or by halving; and for each K block
     in ``blocks`` the BLAS driver's blocking (halved last blocks, rounded up to 1-16)
-    with one accumulator per block."""
-    out = [_schedules.Split()]
-    for lanes in (2, 4, 8, 16, 32):
-        for lane_block in (1, lanes, 2 * lanes):
-            out += [_schedules.Split(lanes=lanes, lane_block=lane_block, lane_combine=c)
-                    for c in _schedules.COMBINES]
+    with one accumulator per block, or with each block summed by the lanes above (an
+    edge kernel's accumulators inside the driver's K loop)."""
+    lanes = [_schedules.Split(lanes=n, lane_block=b, lane_combine=c)
+             for n in (2, 4, 8, 16, 32) for b in (1, n, 2 * n) for c in _schedules.COMBINES]
+    out = [_schedules.Split(), *lanes]
     for q in sorted(set(blocks)):
-        out += [_schedules.Split(block=q, block_unroll=u) for u in (1, 2, 4, 8, 16) if u <= q]
+        for u in (1, 2, 4, 8, 16):
+            if u <= q:
+                out += [_schedules.Split(block=q, block_unroll=u)]
+                out += [replace(s, block=q, block_unroll=u) for s in lanes]
         out.append(_schedules.Split(part_size=q))
     return tuple(out)
 
@@ -244,7 +246,39 @@ def _runs(prober: _Prober, M: int, N: int, rows: np.ndarray, cols: np.ndarray, K
                 missed.append(mid)
                 lo = mid
         left[1], right[0] = lo, hi
+    for run in runs:                                   # splits alike at every K probed may part elsewhere
+        k_hi = run[1] if run is not runs[-1] else 2 * run[1]
+        for K in _parting_ks([splits[i] for i in np.flatnonzero(run[2])], run[0], k_hi):
+            ok = prober.matches(M, N, K, splits, run[2])[np.ix_(rows, cols)].all(axis=(0, 1))
+            if (run[2] & ok).any():
+                run[2] = run[2] & ok
+            else:
+                missed.append(K)
     return [(k0, k1, int(np.flatnonzero(s)[0])) for k0, k1, s in runs], missed
+
+
+def _layout(split: _schedules.Split, K: int) -> tuple[Any, ...]:
+    """What a split does with K: each part's accumulators' positions and how they are summed."""
+    return (split.lane_combine if split.lanes > 1 else "",
+            tuple(tuple(tuple(lane.tolist()) for lane in split.lanes_of(p)) for p in split.indices(K)))
+
+
+def _parting_ks(splits: Sequence[_schedules.Split], k_lo: int, k_hi: int, tries: int = 48) -> list[int]:
+    """K in k_lo..k_hi (the first of ``tries`` spread over the range, seeded) at which the
+    splits do not all lay K out alike - one K per pair of layouts that part: where a run
+    keeps several splits (a K block's halves rounded to 4 or to 8, say), the K that can
+    tell them apart."""
+    if len(splits) < 2 or k_hi <= k_lo:
+        return []
+    ks = np.unique(np.random.default_rng(k_lo).integers(k_lo, k_hi + 1, tries))
+    out, classes = [], {0}
+    for K in ks.tolist():
+        layouts = [_layout(s, K) for s in splits]
+        kinds = len(set(layouts))
+        if kinds > max(classes):
+            out.append(K)
+            classes.add(kinds)
+    return out
 
 
 def _fprev_blocks(call: Callable[[np.ndarray, np.ndarray], np.ndarray], M: int, N: int, K: int,

@@ -397,6 +397,7 @@ class LibraryReport:
     results: list[Result] = field(default_factory=list)
     recovery: Recovery | None = None
     first_guess: str = ""
+    at_default_threads: tuple[int, int] | None = None
 
     @property
     def verified(self) -> bool:
@@ -441,6 +442,11 @@ class LibraryReport:
                  f"  candidate                {self.candidate.schedule.name}: {self.candidate.source}"]
         if self.first_guess:
             lines.append(f"  first guess              {self.first_guess}")
+        if self.at_default_threads is not None:
+            bad, total = self.at_default_threads
+            lines.append(f"  at the default threads   {self.environment.default_threads or 'unknown'}: "
+                         + (f"the same {total} outputs, bit for bit" if not bad else
+                            f"{bad} of {total} outputs differ from the model (it holds at 1 thread)"))
         if self.recovery is not None:
             lines.append(self.recovery.sheet())
         if self.candidate.gap:
@@ -477,17 +483,19 @@ def _library(name: str) -> Library:
 
 
 def verify_model(name: str, unit: Model, schedule: _schedules.Schedule, *, seed: int = 0,
-                 shapes: tuple[tuple[int, int, int], ...] = SHAPES) -> list[Result]:
+                 shapes: tuple[tuple[int, int, int], ...] = SHAPES, threads: int | None = VERIFY_THREADS) -> list[Result]:
     """Run ``unit`` with ``schedule`` through :func:`workbench.gemm` against the library
-    target ``name`` at :data:`VERIFY_THREADS`, bit for bit, on a random and an
-    adversarial product of each shape (inputs from ``seed``: the same products for the
-    same seed and shapes); one :data:`Result` per product."""
+    target ``name`` at ``threads`` (None: the library's default), bit for bit, on a random
+    and an adversarial product of each shape (inputs from ``seed``: the same products for
+    the same seed and shapes); one :data:`Result` per product."""
+    from contextlib import nullcontext
+
     from ..matmul import gemm
 
     lib = _library(name)
     rng = np.random.default_rng((seed, 1))
     results: list[Result] = []
-    with lib.set_threads(VERIFY_THREADS):
+    with lib.set_threads(threads) if threads is not None else nullcontext():
         for shape in shapes:
             for kind in ("random", "adversarial"):
                 A, B = draw_inputs(rng, kind, *shape, lib.fmt)
@@ -534,7 +542,20 @@ def probe_library(name: str, *, seed: int = 0, shapes: tuple[tuple[int, int, int
     ``shapes`` (:func:`verify_model`), FPRev on ``fprev_shape``.  ``recover``: the
     hand-written candidate is only a first guess; the schedule is recovered
     (:func:`recover_library`, for the (M, N) of ``shapes`` and K up to ``k_max``) and
-    the recovered one is verified and reported."""
+    the recovered one is verified and reported.  The model is verified at one thread and
+    replayed at the library's default thread count too."""
+    report = _probe_library(name, seed=seed, shapes=shapes, fprev_shape=fprev_shape, recover=recover, k_max=k_max,
+                            progress=progress)
+    if report.repeatable:
+        report.at_default_threads = _tally(verify_model(name, report.candidate.unit(), report.candidate.schedule,
+                                                        seed=seed, shapes=shapes, threads=None))
+    return report
+
+
+def _probe_library(name: str, *, seed: int, shapes: tuple[tuple[int, int, int], ...],
+                   fprev_shape: tuple[int, int, int], recover: bool, k_max: int,
+                   progress: Callable[[str], Any] | None) -> LibraryReport:
+    """The body of :func:`probe_library` (everything but the replay at the default threads)."""
     from .. import formats as _formats
 
     lib = _library(name)

@@ -248,7 +248,7 @@ def _runs(prober: _Prober, M: int, N: int, rows: np.ndarray, cols: np.ndarray, K
         left[1], right[0] = lo, hi
     for run in runs:                                   # splits alike at every K probed may part elsewhere
         k_hi = run[1] if run is not runs[-1] else 2 * run[1]
-        for K in _parting_ks([splits[i] for i in np.flatnonzero(run[2])], run[0], k_hi):
+        for K in _parting_ks([splits[i] for i in np.flatnonzero(run[2]).tolist()], run[0], k_hi):
             ok = prober.matches(M, N, K, splits, run[2])[np.ix_(rows, cols)].all(axis=(0, 1))
             if (run[2] & ok).any():
                 run[2] = run[2] & ok

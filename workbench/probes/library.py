@@ -268,6 +268,13 @@ class Library:
     environment: Callable[[], LibraryEnvironment]
     candidate: LibraryCandidate
 
+    @property
+    def precision(self) -> int:
+        """The accumulation's precision FPRev swamps (bf16 inputs are summed in fp32)."""
+        from .. import formats as _formats
+
+        return _formats.format(self.fmt).man_bits + 1 if self.fmt != "bf16" else 24
+
 
 def _np_call(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     return np.asarray(A @ B, dtype=np.float64)
@@ -516,13 +523,12 @@ def recover_library(name: str, *, shapes: Sequence[tuple[int, int]], k_max: int 
     ``shapes`` and K up to ``k_max`` (and past it: the last split probed), over the hand
     candidate's unit and fixed fields (where C enters, the output conversion): a candidate
     tied to the kernel that ran (None where nothing was explained), and the recovery."""
-    from .. import formats as _formats
     from .recovery import recover_schedule
 
     lib = _library(name)
     env = lib.environment()
     hand = lib.candidate
-    prec = _formats.format(lib.fmt).man_bits + 1 if lib.fmt != "bf16" else 24
+    prec = lib.precision
     template = replace(hand.schedule, rules=(), regions=())
     with lib.set_threads(1):
         rec = recover_schedule(lib.call, hand.unit(), lib.fmt, lib.dtype, prec, shapes, k_max=k_max,
@@ -556,11 +562,10 @@ def _probe_library(name: str, *, seed: int, shapes: tuple[tuple[int, int, int], 
                    fprev_shape: tuple[int, int, int], recover: bool, k_max: int,
                    progress: Callable[[str], Any] | None) -> LibraryReport:
     """The body of :func:`probe_library` (everything but the replay at the default threads)."""
-    from .. import formats as _formats
 
     lib = _library(name)
     rng = np.random.default_rng(seed)
-    prec = _formats.format(lib.fmt).man_bits + 1 if lib.fmt != "bf16" else 24
+    prec = lib.precision
     # 1. repeatability across runs and thread counts: a small product and one large enough that a
     #    BLAS splits it over its threads (OpenBLAS and MKL thread products past about 10^6 MACs)
     repeatable, differ, evidence = True, 0, []

@@ -50,6 +50,9 @@ __all__ = ["candidate_splits", "tile_of", "recover_schedule", "Recovery", "PROBE
 #: long K; :func:`recover_schedule` adds ``k_max``
 PROBE_KS = (1, 2, 3, 5, 8, 15, 16, 17, 24, 31, 32, 33, 40, 63, 64, 65, 100, 128, 129, 192, 193, 256, 257,
             320, 384, 385, 448, 449, 512, 513, 640, 769, 896, 897, 1000, 1024, 1025, 1344, 2000, 2049, 3000, 4096)
+#: the smallest K block taken from FPRev's joins: BLAS drivers block K by 128-512 (GEMM_Q); a
+#: shorter run of consecutive joins is a kernel's lanes or unrolled loop, not the driver's block
+MIN_BLOCK = 32
 #: the tiles of a greedy cut of rows and columns (powers of two, largest first)
 TILES = (64, 32, 16, 8, 4, 2, 1)
 #: the input kinds every probe product is drawn in (a split must give the bits on each)
@@ -97,16 +100,18 @@ def candidate_splits(blocks: Sequence[int] = ()) -> tuple[_schedules.Split, ...]
     of 2-32 accumulators fed round-robin (``lane_block=1``) or by an unrolled loop of
     one or two rounds, summed in order, pairwise or by halving; and for each K block
     in ``blocks`` the BLAS driver's blocking (halved last blocks, rounded up to 1-16)
-    with one accumulator per block, or with each block summed by the lanes above (an
-    edge kernel's accumulators inside the driver's K loop)."""
+    with one accumulator per block, or with each block summed by an edge kernel's 2-8
+    accumulators (fed by unrolled blocks, summed in order or pairwise: OpenBLAS' Haswell
+    DGEMM 1 x 4 kernel inside the driver's K loop)."""
     lanes = [_schedules.Split(lanes=n, lane_block=b, lane_combine=c)
              for n in (2, 4, 8, 16, 32) for b in (1, n, 2 * n) for c in _schedules.COMBINES]
+    edge = [s for s in lanes if s.lanes <= 8 and s.lane_block > 1 and s.lane_combine != "halving"]
     out = [_schedules.Split(), *lanes]
     for q in sorted(set(blocks)):
         for u in (1, 2, 4, 8, 16):
             if u <= q:
-                out += [_schedules.Split(block=q, block_unroll=u)]
-                out += [replace(s, block=q, block_unroll=u) for s in lanes]
+                out.append(_schedules.Split(block=q, block_unroll=u))
+                out += [replace(s, block=q, block_unroll=u) for s in edge]
         out.append(_schedules.Split(part_size=q))
     return tuple(out)
 
@@ -292,7 +297,7 @@ def _fprev_blocks(call: Callable[[np.ndarray, np.ndarray], np.ndarray], M: int, 
         q = 1
         while q + 1 in sizes:
             q += 1
-        if 1 < q < K:
+        if MIN_BLOCK <= q < K:
             blocks.add(q)
     return blocks, -(-K // N)
 

@@ -286,6 +286,21 @@ def _part_scales(sa: np.ndarray, sb: np.ndarray, q: np.ndarray, K: int, k_block:
     return sa[:, blocks], sb[blocks]
 
 
+def _unfused_chain(A: np.ndarray, B: np.ndarray, positions: np.ndarray, start: np.ndarray,
+                   fmt: _formats.FloatFormat) -> np.ndarray:
+    """One accumulator without FMA (``Split.fused=False``): from ``start``, each product
+    A[:, k] B[k] of ``positions`` rounded to ``fmt`` (RNE; exact in float64 before that for
+    formats of at most 26 bits, IEEE-rounded float64 for fp64), then added and rounded."""
+    if fmt.p > 26 and fmt.name != "fp64":
+        raise ValueError(f"Split.fused=False: products in {fmt.name} are not exact in float64 before rounding; "
+                         f"expected an output format of at most 26 bits or fp64")
+    acc = start
+    with np.errstate(all="ignore"):               # Inf - Inf gives NaN, as mulps/addps do
+        for k in positions.tolist():
+            acc = _formats.round(acc + _formats.round(np.multiply.outer(A[:, k], B[k]), fmt, "rne"), fmt, "rne")
+    return acc
+
+
 def _combine(terms: list[np.ndarray], sched: _schedules.Schedule) -> np.ndarray:
     """The parts' results summed as ``sched.combine`` says, each addition rounded to
     ``sched.combine_format`` with ``sched.combine_rounding``."""
@@ -376,8 +391,12 @@ def _checked_gemm(A: np.ndarray, B: np.ndarray, C: np.typing.ArrayLike | None, m
     run_prepared = _gpu.run_prepared if device == "cuda" else _core.run_prepared
     chains = []
     for n, (part, (part_sa, part_sb)) in enumerate(zip(ops, scales)):
-        chains.append(run_prepared(model, part, C_unit if n == 0 else np.zeros((M, N)), accumulation=sched.inner,
-                                   promote_every=sched.promote_every, scale_a=part_sa, scale_b=part_sb))
+        start = C_unit if n == 0 else np.zeros((M, N))
+        if split.fused:
+            chains.append(run_prepared(model, part, start, accumulation=sched.inner,
+                                       promote_every=sched.promote_every, scale_a=part_sa, scale_b=part_sb))
+        else:
+            chains.append(_unfused_chain(A, B, positions[n], start, fout))
         _core.recycle(part)
     with _core.threads_for(M * N):
         by_lane = replace(sched, combine=split.lane_combine) if split.lanes > 1 else sched

@@ -81,7 +81,12 @@ class Split:
     ``lane_combine`` says - ``"pairwise"`` ((l_0 + l_1) + (l_2 + l_3)), ``"in-order"``
     (((l_0 + l_1) + l_2) + l_3) or ``"halving"`` ((l_0 + l_2) + (l_1 + l_3): a vector's
     upper half added onto its lower half, then again) - each addition rounded like the
-    parts' combination, before the part joins the others."""
+    parts' combination, before the part joins the others.
+
+    ``fused=False``: the accumulators take no fused multiply-add - each product is rounded
+    to the unit's output format, then added to the accumulator and rounded again (a kernel
+    for a CPU without FMA: SSE/AVX ``mulps`` then ``addps``, OpenBLAS' Sandybridge,
+    Nehalem and Prescott kernels); the unit's own arithmetic is not used."""
 
     parts: int = 1
     part_size: int | None = None
@@ -93,6 +98,7 @@ class Split:
     lane_combine: str = "pairwise"
     halve: bool = False
     cycle: tuple[int, ...] | None = None
+    fused: bool = True
 
     def __post_init__(self) -> None:
         if isinstance(self.cycle, list):                 # read back from JSON (to_dict)
@@ -122,6 +128,8 @@ class Split:
             raise ValueError(f"Split.lane_combine={self.lane_combine!r}: expected one of {COMBINES}")
         if not isinstance(self.halve, bool) or (self.halve and self.part_size is None):
             raise ValueError(f"Split.halve={self.halve!r}: expected a bool, True only with part_size")
+        if not isinstance(self.fused, bool):
+            raise ValueError(f"Split.fused={self.fused!r}: expected a bool")
         if self.cycle is not None and (not _ints(self.cycle, len(self.cycle)) or not self.cycle
                                        or min(self.cycle) < 1 or self.parts != 1 or self.part_size is not None
                                        or self.interleave is not None or self.block is not None):
@@ -129,9 +137,9 @@ class Split:
 
     @property
     def whole(self) -> bool:
-        """Whether K is one part consumed by one accumulator (no cut at all)."""
+        """Whether K is one part consumed by one accumulator of the unit (no cut at all)."""
         return (self.parts == 1 and self.part_size is None and self.block is None and self.interleave is None
-                and self.lanes == 1 and self.cycle is None)
+                and self.lanes == 1 and self.cycle is None and self.fused)
 
     def lanes_of(self, part: np.ndarray) -> list[np.ndarray]:
         """The positions each of the ``lanes`` accumulators consumes of one part, in

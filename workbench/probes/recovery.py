@@ -96,7 +96,8 @@ def fprev_counts(call: Callable[[np.ndarray, np.ndarray], np.ndarray], M: int, N
 
 
 def candidate_splits(blocks: Sequence[int] = ()) -> tuple[_schedules.Split, ...]:
-    """The splits recovery tries, simplest first: the whole K as one chain; ``lanes``
+    """The splits recovery tries, simplest first (each also without FMA, ``fused=False``,
+    after all of them): the whole K as one chain; ``lanes``
     of 2-32 accumulators fed round-robin (``lane_block=1``) or by an unrolled loop of
     one or two rounds, summed in order, pairwise or by halving; and for each K block
     in ``blocks`` the BLAS driver's blocking (halved last blocks, rounded up to 1-16)
@@ -106,14 +107,14 @@ def candidate_splits(blocks: Sequence[int] = ()) -> tuple[_schedules.Split, ...]
     lanes = [_schedules.Split(lanes=n, lane_block=b, lane_combine=c)
              for n in (2, 4, 8, 16, 32) for b in (1, n, 2 * n) for c in _schedules.COMBINES]
     edge = [s for s in lanes if s.lanes <= 8 and s.lane_block > 1 and s.lane_combine != "halving"]
-    out = [_schedules.Split(), *lanes]
+    fused = [_schedules.Split(), *lanes]
     for q in sorted(set(blocks)):
         for u in (1, 2, 4, 8, 16):
             if u <= q:
-                out.append(_schedules.Split(block=q, block_unroll=u))
-                out += [replace(s, block=q, block_unroll=u) for s in edge]
-        out.append(_schedules.Split(part_size=q))
-    return tuple(out)
+                fused.append(_schedules.Split(block=q, block_unroll=u))
+                fused += [replace(s, block=q, block_unroll=u) for s in edge]
+        fused.append(_schedules.Split(part_size=q))
+    return (*fused, *(replace(s, fused=False) for s in fused))
 
 
 def tile_of(n: int, tiles: Sequence[int] = TILES) -> np.ndarray:
@@ -160,6 +161,8 @@ class Recovery:
 
 
 def _describe(split: _schedules.Split) -> str:
+    if not split.fused:
+        return _describe(replace(split, fused=True)) + " without FMA (products rounded, then added)"
     if split.whole:
         return "one chain"
     if split.block is not None:

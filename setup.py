@@ -4,7 +4,7 @@
 Everything else (metadata, dependencies, packages) is in pyproject.toml.  The folders stay
 at the top of the checkout, each file once in git; ``build_py`` copies them into the build
 tree, so a wheel (built from the checkout or from the sdist, which MANIFEST.in makes carry
-them) holds them and :func:`workbench.resources.data_dir` finds them there.  An editable
+them) holds them and :func:`workbench.sweep.resources.data_dir` finds them there.  An editable
 install copies nothing: the package then reads the checkout's folders.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from setuptools.command.build_py import build_py
 ROOT = Path(__file__).resolve().parent
 
 #: folder -> the files of it the wheel carries (glob patterns; the keys are
-#: workbench.resources.BUNDLED, which tests/test_package.py checks)
+#: workbench.sweep.resources.BUNDLED, which tests/test_package.py checks)
 BUNDLE: dict[str, tuple[str, ...]] = {
     "notebooks": ("*.ipynb",),
     "experiments": ("*.toml", "README.md"),

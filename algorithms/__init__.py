@@ -25,7 +25,7 @@ Linear solvers whose factorisation runs on a unit (:data:`SOLVERS` by name):
 updates on the unit), ``lu_ir`` and ``gmres_ir`` (Carson & Higham 2017/2018
 iterative refinement), returning :class:`RefinementResult`.  Input
 generators of Ootomo & Yokota's exponent ranges are
-:func:`workbench.inputs.exponent_range` (``type="type1"``: exponents -15..14).
+:func:`workbench.numbers.inputs.exponent_range` (``type="type1"``: exponents -15..14).
 """
 
 from ._registry import ALGORITHMS, SOLVERS, available, get

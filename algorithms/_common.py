@@ -15,10 +15,11 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from workbench import formats, matmul
+from workbench.numbers import formats
+from workbench.matmul import product as matmul
 from workbench import units
 from workbench.engine.model import Model
-from workbench.gate import real_matrix
+from workbench.numbers.validation import real_matrix
 
 #: Term orders of a product chain (see :func:`chain`).
 ORDERS = ("sequential", "interleaved")
@@ -27,7 +28,7 @@ ORDERS = ("sequential", "interleaved")
 def as_matrices(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike | None,
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """A, B (and C) as finite float64 2-D arrays with matching shapes (through
-    :func:`workbench.gate.real_matrix`: exact values only), else TypeError/ValueError."""
+    :func:`workbench.numbers.validation.real_matrix`: exact values only), else TypeError/ValueError."""
     A64 = real_matrix(A, "A", finite=True)
     B64 = real_matrix(B, "B", finite=True)
     C64 = None if C is None else real_matrix(C, "C", finite=True)

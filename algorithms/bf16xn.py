@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from workbench import formats
+from workbench.numbers import formats
 from workbench.units import UnitSpec
 
 from ._common import ORDERS, as_matrices, chain, check_model, resolve_word_format, split, to_fp32
@@ -49,7 +49,7 @@ def bf16xn(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLik
     word_format:
         The format of the words b_1, b_2, b_3: ``None`` (default) = the unit's input
         format (bf16 on the paper's units); a name or a
-        :class:`~workbench.formats.FloatFormat` fixes it (``"bf16"``: the paper's
+        :class:`~workbench.numbers.formats.FloatFormat` fixes it (``"bf16"``: the paper's
         words) and must be signed and held by the unit's input format (else a
         ValueError names both formats).
     products:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from workbench import formats
+from workbench.numbers import formats
 from workbench.units import UnitSpec
 
 from ._common import ORDERS, as_matrices, chain, check_model, resolve_word_format, split, to_fp32
@@ -45,7 +45,7 @@ def cutlass_xtf32(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.A
     word_format:
         The format of the big and small words: ``None`` (default) = the unit's input
         format (tf32 on CUTLASS's units); a name or a
-        :class:`~workbench.formats.FloatFormat` fixes it (``"tf32"``: CUTLASS's words)
+        :class:`~workbench.numbers.formats.FloatFormat` fixes it (``"tf32"``: CUTLASS's words)
         and must be signed and held by the unit's input format (else a ValueError
         names both formats).
     products:

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg
 
-from workbench import formats
+from workbench.numbers import formats
 from workbench import units
 from workbench.engine.model import Model
 from workbench.units import UnitSpec

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from workbench import formats
+from workbench.numbers import formats
 from workbench.units import UnitSpec
 
 from ._common import as_matrices, chain, check_model, resolve_word_format, split
@@ -47,7 +47,7 @@ def markidis(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayL
         The format of the words A16 = fl(A) and R_A = fl(A - A16) (round to nearest
         even): ``None`` (default) = the unit's input format (fp16 on the paper's
         V100; bf16, tf32, fp8 or a custom format on other units); a name or a
-        :class:`~workbench.formats.FloatFormat` fixes it, e.g. ``"fp16"`` for the
+        :class:`~workbench.numbers.formats.FloatFormat` fixes it, e.g. ``"fp16"`` for the
         paper's words, and must be signed and held by the unit's input format
         (else a ValueError names both formats).
     terms:

@@ -43,7 +43,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from workbench import formats
+from workbench.numbers import formats
 from workbench.units import UnitSpec
 
 from ._common import ORDERS, as_matrices, chain, check_model, resolve_word_format, split, unit_gemm
@@ -83,7 +83,7 @@ def multiword(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.Array
         Number of words p >= 1.
     word_format:
         The format of the words: a name (fp16, bf16, fp8_e4m3, fp8_e5m2, the FNUZ fp8
-        of CDNA3, any registered format) or a :class:`~workbench.formats.FloatFormat`
+        of CDNA3, any registered format) or a :class:`~workbench.numbers.formats.FloatFormat`
         object (``FloatFormat.custom(...)``); ``None`` = the unit's input format.  A
         word format different from the unit's must be signed and exactly representable
         in it (no wider precision or range, no smaller subnormals).

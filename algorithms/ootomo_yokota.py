@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from workbench import formats
+from workbench.numbers import formats
 from workbench.units import UnitSpec
 
 from ._common import ORDERS, as_matrices, chain, check_model, fp32_add, resolve_word_format, split, unit_gemm

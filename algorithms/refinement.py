@@ -41,7 +41,7 @@ from typing import Any, cast
 import numpy as np
 import scipy.linalg
 
-from workbench import formats
+from workbench.numbers import formats
 from workbench.units import UnitSpec
 
 from .lu import Factorization, FactorizationError, finite, lu, rounder
@@ -88,7 +88,7 @@ def _norm(v: np.ndarray) -> float:
 
 def _exact_residual(A: np.ndarray, x: np.ndarray, b: np.ndarray) -> np.ndarray:
     """b - A x computed exactly and rounded once to fp64."""
-    from workbench import exact
+    from workbench.numbers import exact
 
     D = cast(np.ndarray, exact.gemm(A, x[:, None], b[:, None], alpha=-1.0, beta=1.0))  # D alone: no return_exact
     return D[:, 0]
@@ -96,7 +96,7 @@ def _exact_residual(A: np.ndarray, x: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def reference_solution(A: np.typing.ArrayLike, b: np.typing.ArrayLike, *, max_iterations: int = 10) -> np.ndarray:
     """x* of A x = b to about fp64 accuracy: fp64 LU (LAPACK) and refinement whose
-    residuals are computed exactly (:func:`workbench.exact.gemm`), stopped when the
+    residuals are computed exactly (:func:`workbench.numbers.exact.gemm`), stopped when the
     correction no longer changes x (Wilkinson's refinement with u_r << u; its limit
     is x* rounded to fp64 for kappa(A) u << 1, Higham 2002, Theorem 12.1)."""
     A = finite(np.asarray(A, dtype=np.float64), "A")

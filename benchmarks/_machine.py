@@ -71,11 +71,11 @@ def describe() -> dict[str, Any]:
 
 def vectors() -> str:
     """The vector width numba's code generator is tuned for: ``512-bit`` where ``import
-    workbench`` (:mod:`workbench.cpu_target`) removed LLVM's 256-bit preference, else
+    workbench`` (:mod:`workbench._runtime.cpu_target`) removed LLVM's 256-bit preference, else
     ``LLVM's default``."""
     from numba.core.registry import cpu_target
 
-    from workbench.cpu_target import PREFER_256
+    from workbench._runtime.cpu_target import PREFER_256
 
     features = cpu_target.target_context.codegen().magic_tuple()[2]
     return "512-bit" if "-" + PREFER_256 in features.split(",") else "LLVM's default"

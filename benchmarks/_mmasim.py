@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from workbench import formats as _formats
-from workbench.catalogue import Preset, records
+from workbench.numbers import formats as _formats
+from workbench.units.catalogue import Preset, records
 
 NV_ARCH = {"volta": "Volta", "turing": "Turing", "ampere": "Ampere", "ada": "Ada Lovelace", "hopper": "Hopper",
            "blackwell": "Blackwell", "rtx-blackwell": "RTX Blackwell"}

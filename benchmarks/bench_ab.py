@@ -33,11 +33,11 @@ def _child(root: str, shape: str, presets: list[str], repeat: int) -> None:
     sys.path.insert(0, root)
     import numpy as np
     import workbench as wb
-    from workbench import formats as F
+    from workbench.numbers import formats as F
 
     M, K, N = (int(x) for x in shape.split("x"))
     rng = np.random.default_rng(1)
-    from workbench import catalogue
+    from workbench.units import catalogue
 
     by_name = {r.name: r for r in catalogue.records()}
     for p in presets:
@@ -72,7 +72,7 @@ def main() -> int:
     if args.fp16_bf16:
         if args.presets:
             ap.error(f"--fp16-bf16 chooses the presets itself; drop {' '.join(args.presets)}")
-        from workbench import catalogue
+        from workbench.units import catalogue
 
         args.presets = [r.name for r in catalogue.records() if r.in_format in ("fp16", "bf16")]
     elif not args.presets:

@@ -12,7 +12,7 @@ an untimed one - more for calls of under :data:`SHORT_S` seconds, up to
 :data:`SHORT_BUDGET_S` of calls (at most :data:`SHORT_MAX`), so that a sub-millisecond
 call's median is not one scheduler hiccup away from another figure -, the simulated
 MAC/s at the median, the threads the product ran on
-(:func:`workbench.threads.threads_used`: numba's thread count, which
+(:func:`workbench._runtime.threads.threads_used`: numba's thread count, which
 ``NUMBA_NUM_THREADS`` or ``numba.set_num_threads`` set, for products of 2^18
 multiply-adds and more; one below) and the one-minute load average when the row ended.
 
@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 import workbench as wb  # noqa: E402
 from benchmarks import _machine  # noqa: E402
 from benchmarks import _mmasim  # noqa: E402
-from workbench import formats as _formats  # noqa: E402
+from workbench.numbers import formats as _formats  # noqa: E402
 from workbench.engine.operands import threads_used  # noqa: E402
 
 #: (M, K, N) of the products timed; the mmasim comparison runs on the first.

@@ -16,7 +16,7 @@ import time
 import numba
 import numpy as np
 
-from workbench import exact
+from workbench.numbers import exact
 
 
 def best_time(f, repeat: int) -> float:

@@ -1,6 +1,6 @@
 """Seconds per update of the explorer of notebooks/explore.ipynb at its default sizes.
 
-Builds ``workbench.explorer.Explorer()`` (the first update compiles the kernels on a cold
+Builds ``workbench.studies.explorer.Explorer()`` (the first update compiles the kernels on a cold
 cache), then changes one control at a time as a person would, each time to a value not
 seen before (so nothing comes from the explorer's caches), and prints min/median/max of
 the update's wall time per control, with the share of each panel.
@@ -14,7 +14,7 @@ import argparse
 import statistics
 import time
 
-from workbench.explorer import Explorer
+from workbench.studies.explorer import Explorer
 
 
 def main() -> None:

@@ -15,7 +15,7 @@ import time
 import numpy as np
 
 import workbench
-from workbench.formats import ROUNDING_MODES
+from workbench.numbers.formats import ROUNDING_MODES
 
 
 def best_time(fn, repeat: int) -> float:

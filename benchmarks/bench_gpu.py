@@ -52,7 +52,7 @@ def _stats(xs: list[float]) -> str:
 
 
 def _default_presets() -> list[str]:
-    from workbench import catalogue
+    from workbench.units import catalogue
 
     seen: set[tuple[str, str]] = set()
     names = []
@@ -66,7 +66,7 @@ def _default_presets() -> list[str]:
 
 def bench_presets(names: list[str], size: int, repeats: int) -> None:
     import workbench as wb
-    from workbench import catalogue
+    from workbench.units import catalogue
     from workbench.engine import core, gpu
 
     records = {r.name: r for r in catalogue.records()}

@@ -18,7 +18,7 @@ import numpy as np
 
 import algorithms
 import workbench
-from workbench import inputs
+from workbench.numbers import inputs
 
 
 def update_macs(n: int, block: int) -> int:

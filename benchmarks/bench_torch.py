@@ -54,7 +54,7 @@ def _mmm(v: list[float], f: str) -> str:
 
 def transformer(repeat: int) -> None:
     """Case study C's training step on the simulated B200, per recipe."""
-    from workbench.torch_charlm import CharTransformer, batches, corpus, encode
+    from workbench.torch.charlm import CharTransformer, batches, corpus, encode
 
     ids, vocab = encode(corpus())
     data = batches(ids, 4, 32, repeat + 1)

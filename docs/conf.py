@@ -52,7 +52,7 @@ nitpick_ignore_regex = [
     (r"py:.*", r"(optional|array_like|array|ndarray|DataFrame|Tensor|Module|default .*|or .*|of .*)"),
     # docstrings that name internals outside the curated API of api.md (modules, constants,
     # result classes reached through the public functions); left to a docstring pass
-    (r"py:.*", r"(workbench|algorithms)\.(engine|discrimination|probes|catalogue|sweep|_common)\..*"),
+    (r"py:.*", r"(workbench|algorithms)\.(engine|discrimination|probes|units\.catalogue|sweep|_common)\..*"),
     (r"py:.*", r"workbench\.(engine\.Model|ROUNDING_MODES)"),
     (r"py:(data|class|func)", r"[A-Za-z_][A-Za-z0-9_]*"),
     (r"py:class", r".*\s.*"),   # prose napoleon took for a type

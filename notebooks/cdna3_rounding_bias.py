@@ -36,7 +36,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from workbench.report import Report
+from workbench.studies.notebook_support import Report
 
 rep = Report(out_dir, sweep_dir, quick=quick, workers=workers)
 

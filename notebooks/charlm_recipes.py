@@ -20,7 +20,7 @@
 # NVFP4 pretraining recipe (2025) reports three ingredients as necessary: two-level scales
 # (a float32 per tensor, a UE4M3 per 16 elements; 16x16 blocks for weights), stochastic
 # rounding (SR) of the gradients and a random Hadamard transform (RHT, size 16) of the Wgrad
-# inputs. Here a small character-level transformer (`workbench.torch_charlm`: text = the Zen
+# inputs. Here a small character-level transformer (`workbench.torch.charlm`: text = the Zen
 # of Python and the docstrings of 25 standard-library modules, nothing downloaded) is trained
 # with every GEMM on the simulated B200 - the recipes' linear layers on the block-scaled
 # `tcgen05.mma.block_scale` units (ST-FDPA for MXFP8, GST-FDPA for NVFP4; Xie et al. 2025
@@ -44,8 +44,8 @@ import torch
 
 import workbench
 import workbench.torch as wt
-from workbench.report import Report
-from workbench.torch_charlm import CharTransformer, batches, corpus, encode
+from workbench.studies.notebook_support import Report
+from workbench.torch.charlm import CharTransformer, batches, corpus, encode
 
 rep = Report(out_dir, sweep_dir, quick=quick, workers=workers)
 torch.set_num_threads(1)  # PyTorch's threads only contend with the engine's on these small products

@@ -34,9 +34,9 @@ import numpy as np
 import pandas as pd
 
 import workbench as wb
-from workbench import catalogue
+from workbench.units import catalogue
 from workbench.discrimination import discrimination_table
-from workbench.report import Report, parameter_list
+from workbench.studies.notebook_support import Report, parameter_list
 
 QUICK = {"discriminate_presets": ["V100:fp16:fp32", "A100:fp16:fp32", "H100:fp16:fp32", "MI300X:fp16:fp32"],
          "discriminate_budget": 20000}

@@ -50,7 +50,7 @@ L: int = 16  # custom unit: products per fused step
 F: int = 26  # custom unit: fraction bits kept in the alignment (neab: F - 23 for fp32 output)
 rounding: str = "rne"  # custom unit: rounding of the block sum (rne, rz, rd, ru)
 c_position: str = "early"  # custom unit: c added inside the fused sum (early) or after it (late)
-generator: str = "normal"  # inputs: a name of workbench.inputs.GENERATORS
+generator: str = "normal"  # inputs: a name of workbench.numbers.inputs.GENERATORS
 k_range: list[int] = [16, 1024]  # smallest and largest K, powers of two from 4 to 16384
 m: int = 8  # rows of A
 n: int = 8  # columns of B
@@ -59,8 +59,8 @@ compare_with: list[str] = ["V100", "A100", "H100"]  # devices whose presets are 
 discriminate_with: str = "H100"  # device of the preset in panel (c)
 
 # %%
-from workbench.explorer import Explorer
-from workbench.report import Report, parameter_list
+from workbench.studies.explorer import Explorer
+from workbench.studies.notebook_support import Report, parameter_list
 
 rep = Report(out_dir, sweep_dir, quick=quick, workers=workers)
 explorer = Explorer(preset=preset, in_format=in_format, out_format=out_format, kind=kind, L=L, F=F, rounding=rounding,

@@ -27,8 +27,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from workbench import catalogue
-from workbench.report import Report, feature_row
+from workbench.units import catalogue
+from workbench.studies.notebook_support import Report, feature_row
 
 rep = Report(out_dir, sweep_dir, quick=quick, workers=workers)
 

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from workbench.report import Report, parameter_list
+from workbench.studies.notebook_support import Report, parameter_list
 
 rep = Report(out_dir, sweep_dir, quick=quick, workers=workers)
 k_values = parameter_list("k_values", k_values)

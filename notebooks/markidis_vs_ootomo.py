@@ -43,7 +43,7 @@ import pandas as pd
 
 import algorithms
 import workbench as wb
-from workbench.report import Report, parameter_list
+from workbench.studies.notebook_support import Report, parameter_list
 
 QUICK = {"presets": ["V100", "A100", "H100"], "worse_budget": 5000}
 FULL = {"presets": ["V100", "T4", "A100", "L40S", "H100", "B200"], "worse_budget": 200000}

@@ -37,9 +37,9 @@ import numpy as np
 import pandas as pd
 
 import workbench as wb
-from workbench import catalogue
+from workbench.units import catalogue
 from workbench.discrimination import check_monotonicity
-from workbench.report import Report, parameter_list
+from workbench.studies.notebook_support import Report, parameter_list
 
 QUICK = {"presets": ["V100:fp16:fp32", "A100:fp16:fp32", "H100:fp16:fp32", "MI100:fp16:fp32", "MI300X:fp16:fp32"],
          "search_budget": 1000}

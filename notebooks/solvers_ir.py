@@ -41,7 +41,7 @@ from matplotlib.ticker import NullFormatter
 import numpy as np
 import pandas as pd
 
-from workbench.report import Report
+from workbench.studies.notebook_support import Report
 
 rep = Report(out_dir, sweep_dir, quick=quick, workers=workers)
 df = rep.run_sweep("solvers_ir")

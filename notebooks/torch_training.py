@@ -45,7 +45,7 @@ from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 
 import workbench
-from workbench.report import Report
+from workbench.studies.notebook_support import Report
 import workbench.torch as wt
 
 rep = Report(out_dir, sweep_dir, quick=quick, workers=workers)
@@ -53,7 +53,7 @@ torch.set_num_threads(1)  # PyTorch's threads only contend with the engine's on 
 
 
 def save(fig, df: pd.DataFrame, name: str, title: str) -> None:
-    """Figure (if any) as PNG+PDF, table as CSV+Markdown (workbench.report)."""
+    """Figure (if any) as PNG+PDF, table as CSV+Markdown (workbench.studies.notebook_support)."""
     if fig is not None:
         rep.save_fig(fig, name)
     rep.save_table(df, name, title)

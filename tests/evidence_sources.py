@@ -1,4 +1,4 @@
-"""The evidence of every preset (``workbench/evidence.json``), derived from the test data
+"""The evidence of every preset (``workbench/units/evidence.json``), derived from the test data
 and the tests' own case lists, never typed by hand.
 
 * GPU vectors: ``test_hw_vectors.SETS`` says which preset each set checks; the rows are
@@ -31,7 +31,7 @@ for _p in (str(HERE), str(ROOT)):
     if _p not in sys.path:
         sys.path.insert(0, _p)
 
-OUT = ROOT / "workbench" / "evidence.json"
+OUT = ROOT / "workbench" / "units" / "evidence.json"
 
 
 def hw_vector_records() -> dict[str, list[dict]]:
@@ -123,7 +123,7 @@ def paper_records() -> dict[str, list[dict]]:
 def derive() -> dict:
     """The whole file's content: ``{"presets": {name: [record, ...]}}`` in catalogue order,
     checks in the order GPU vectors, witness, MMA-Sim, papers."""
-    from workbench.catalogue import records
+    from workbench.units.catalogue import records
 
     parts = (hw_vector_records(), witness_records(), mmasim_records(), paper_records())
     out = {}

@@ -25,8 +25,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import workbench as wb
-from workbench import catalogue
-from workbench import formats as F
+from workbench.units import catalogue
+from workbench.numbers import formats as F
 from workbench.engine import gpu
 
 sys.path.insert(0, str(Path(__file__).parent))

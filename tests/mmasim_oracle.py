@@ -14,9 +14,9 @@ import numpy as np
 
 import workbench as wb
 from benchmarks._mmasim import bits_of, mmasim_op, paired_presets, run, scale_tensor, torch_tensor, values
-from workbench import formats as _formats
-from workbench import inputs as _inputs
-from workbench.catalogue import Preset
+from workbench.numbers import formats as _formats
+from workbench.numbers import inputs as _inputs
+from workbench.units.catalogue import Preset
 
 __all__ = ["INPUT_KINDS", "SCALE_KINDS", "bits_of", "compare", "draw", "draw_scales", "mmasim_op", "operands",
            "paired_presets", "torch_tensor", "values"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 import workbench as wb
-from workbench import formats as F
+from workbench.numbers import formats as F
 
 
 def values(rng: np.random.Generator, shape: tuple[int, int], fmt: str, specials: bool) -> np.ndarray:

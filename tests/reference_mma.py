@@ -7,7 +7,7 @@ Cores", Sections IV and IV-C, written with ``fractions.Fraction`` only.  This
 file is the independent ground truth for the compiled engine: it does not import
 ``workbench.engine`` / ``workbench.round``; it only reads format parameters
 (``p``, ``emin``, ``emax``, ``max``, ``special``, ``bias``...) from
-``workbench.formats.format(name)``.
+``workbench.numbers.formats.format(name)``.
 
 Values
 ------
@@ -80,7 +80,7 @@ import math
 import struct
 from fractions import Fraction
 
-from workbench.formats import format as _format
+from workbench.numbers.formats import format as _format
 
 __all__ = [
     "CANONICAL_NAN",

@@ -2,7 +2,7 @@
 
 The T-FDPA and ST-FDPA kernels keep the fp32 accumulator of these modes in their
 own registers; every other operation (the AMD kinds, the FMA chain, GST-FDPA) gets
-them from :func:`workbench.matmul._unit_accumulation`: K cut into parts of one block
+them from :func:`workbench.matmul.product._unit_accumulation`: K cut into parts of one block
 (outside) or of ``promote_every`` elements (promote), each a chain from c = 0, the
 parts' results added in order to an fp32 accumulator starting at C with
 round-to-nearest-even.
@@ -25,7 +25,8 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench import schedules, units
+from workbench.units import schedules
+from workbench import units
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 

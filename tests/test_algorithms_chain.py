@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import workbench as wb
 from algorithms._common import chain
-from workbench.catalogue import records
+from workbench.units.catalogue import records
 
 PRESETS = [p for p in records() if p.kind not in ("st-fdpa", "gst-fdpa")]
 

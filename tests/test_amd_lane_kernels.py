@@ -25,8 +25,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import workbench as wb
-from workbench import formats as F
-from workbench.catalogue import records
+from workbench.numbers import formats as F
+from workbench.units.catalogue import records
 from workbench.engine.operations.amd_fdpa import kernels as amd
 from workbench.engine import kernels as K
 from workbench.engine.operations.ftz_addmul import kernels as others

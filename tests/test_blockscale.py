@@ -1,4 +1,4 @@
-"""The recipes' quantisers (workbench.blockscale) bit for bit against torchao and pychop.
+"""The recipes' quantisers (workbench.numbers.blockscale) bit for bit against torchao and pychop.
 
 torchao (``torchao.prototype.mx_formats``: ``to_mx`` for MX under each
 ``ScaleCalculationMode``, ``nvfp4_quantize`` for NVFP4) and pychop (``pychop.np.mx_formats``,
@@ -20,7 +20,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from workbench import blockscale as bs
+from workbench.numbers import blockscale as bs
 
 ELEMENTS = ("fp8_e4m3", "fp8_e5m2", "fp6_e2m3", "fp6_e3m2", "fp4_e2m1")
 EMAX = {"fp8_e4m3": 8, "fp8_e5m2": 15, "fp6_e2m3": 2, "fp6_e3m2": 4, "fp4_e2m1": 2}

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from workbench import bounds
+from workbench.matmul import bounds
 
 FIG7 = Path(__file__).resolve().parents[1] / "paper_data" / "khattak2025_fig7"
 FIG7_FORMATS = {"bfloat16": "bf16", "binary16": "fp16", "fp8-e5m2": "fp8_e5m2"}

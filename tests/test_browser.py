@@ -22,7 +22,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from workbench.reproduce import notebooks_dir
+from workbench.studies.reproduce import notebooks_dir
 
 CHROMIUM = Path("/usr/bin/chromium")
 pytestmark = pytest.mark.browser

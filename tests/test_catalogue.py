@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 import workbench as wb
-from workbench.catalogue import ARCHITECTURES, records
+from workbench.units.catalogue import ARCHITECTURES, records
 
 
 @pytest.mark.parametrize("dev,arch", [("V100", "volta"), ("T4", "turing"), ("A100", "ampere"), ("A2", "ampere"),

@@ -14,10 +14,11 @@ import numba
 import pytest
 import tqdm
 
-from workbench import catalogue, formats
+from workbench.units import catalogue
+from workbench.numbers import formats
 from workbench.cli import main
 from workbench.cli.table import _fmt_number, render_table
-from workbench.resources import experiment_files
+from workbench.sweep.resources import experiment_files
 from workbench.sweep import spec, store, warmup
 
 # ---------------------------------------------------------------- a closed pipe
@@ -213,7 +214,7 @@ def test_the_compile_bar_gives_the_time_left_back_when_compiling_is_over():
 
 
 def test_reproduce_shows_no_time_left_while_a_sweep_compiles(tmp_path, capsys):
-    from workbench.reproduce import _SweepProgress
+    from workbench.studies.reproduce import _SweepProgress
 
     (tmp_path / "sweep").mkdir()
     watch = _SweepProgress(tmp_path, "[1/1] nb")

@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("llvmlite")
 
-from workbench import cpu_bf16 as cb  # noqa: E402
+from workbench.probes import cpu_bf16 as cb  # noqa: E402
 
 AVAILABLE, WHY = cb.unit_available()
 

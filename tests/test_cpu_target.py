@@ -1,4 +1,4 @@
-"""512-bit vectors for the compiled kernels (workbench.cpu_target): when ``import workbench``
+"""512-bit vectors for the compiled kernels (workbench._runtime.cpu_target): when ``import workbench``
 sets numba's CPU features, when it leaves them to the user, and that the width changes no bit."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench import cpu_target
+from workbench._runtime import cpu_target
 
 ROOT = Path(__file__).resolve().parents[1]
 AVX512_HOST = "+64bit,+avx,+avx2,+avx512f,+avx512bw,+prefer-256-bit,-amx-tile"

@@ -9,7 +9,7 @@ import pytest
 
 import algorithms
 import workbench as wb
-from workbench import formats
+from workbench.numbers import formats
 
 # IEEE-style E6M9: p = 10, bias 31, emin = -30 (outside fp16's range, inside fp32's)
 E6M9 = wb.FloatFormat.custom("e6m9", exp_bits=6, man_bits=9)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench import catalogue
+from workbench.units import catalogue
 
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "docs" / "_build" / "html"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench import catalogue
+from workbench.units import catalogue
 from workbench.sweep import spec
 
 ROOT = Path(__file__).resolve().parents[1]

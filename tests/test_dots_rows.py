@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import workbench as wb
-from workbench.catalogue import records
+from workbench.units.catalogue import records
 from workbench.engine import core
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench import catalogue
+from workbench.units import catalogue
 from workbench.engine import EXPLAINED_KINDS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench import formats as F
+from workbench.numbers import formats as F
 from workbench.engine import core, operands
+from workbench.units import catalogue
 from workbench.engine.operations import tfdpa as tfdpa_op
 from workbench.engine import kernels as K
 from workbench.engine.operations.tfdpa import kernels as TK
@@ -198,7 +199,7 @@ def test_lane_kernel_equals_general_path(mi, vi):
             assert not np.isfinite(got[3]).all()
 
 
-MX = [r for r in wb.catalogue.records() if r.kind == "st-fdpa"]
+MX = [r for r in catalogue.records() if r.kind == "st-fdpa"]
 
 
 @pytest.mark.parametrize("ri", range(len(MX)))

@@ -19,7 +19,7 @@ import numpy as np
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from workbench import formats as F
+from workbench.numbers import formats as F
 from workbench.engine import kernels, ops
 
 sys.path.insert(0, str(Path(__file__).parent))

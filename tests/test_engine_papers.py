@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench import catalogue
+from workbench.units import catalogue
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from paper_cases import CASES, KM_TABLE2  # noqa: E402

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench import formats as F
+from workbench.numbers import formats as F
 from workbench.engine import core
 from workbench.engine import ops
 

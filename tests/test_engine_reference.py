@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench import catalogue
+from workbench.units import catalogue
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 

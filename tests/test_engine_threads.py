@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import workbench as wb
-from workbench import formats as _formats
+from workbench.numbers import formats as _formats
 from workbench.engine import core, operands
-from workbench.threads import PARALLEL_MIN_WORK, threads_for, threads_used
+from workbench._runtime.threads import PARALLEL_MIN_WORK, threads_for, threads_used
 
 KINDS = [("V100", "fp16", "fp32", None), ("A100", "fp64", "fp64", None), ("MI100", "fp16", "fp32", None),
          ("MI250X", "fp16", "fp32", None), ("MI300X", "fp8_e4m3fnuz", "fp32", None),

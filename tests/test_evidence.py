@@ -1,6 +1,6 @@
 """Each preset's evidence (issue 36, item 4) against the data it claims.
 
-``workbench/evidence.json`` is written by ``tests/evidence_sources.py`` from the test
+``workbench/units/evidence.json`` is written by ``tests/evidence_sources.py`` from the test
 data and the tests' case lists; each test here derives one kind of check again and
 compares it with what the presets carry, so a changed data set, a case added to or
 taken from a test, or a hand-edited count fails here (rerun
@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench import catalogue
-from workbench.evidence import EVIDENCE_KINDS, Evidence
+from workbench.units import catalogue
+from workbench.units.evidence import EVIDENCE_KINDS, Evidence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import evidence_sources as es  # noqa: E402

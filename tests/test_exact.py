@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workbench import exact
+from workbench.numbers import exact
 
 MAXF = np.finfo(np.float64).max
 TINY = 2.0**-1074

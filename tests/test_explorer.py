@@ -15,8 +15,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_engine_reference import reference_dot  # noqa: E402
 
-from workbench import catalogue  # noqa: E402
-from workbench.explorer import Explorer, dot_trace_length  # noqa: E402
+from workbench.units import catalogue  # noqa: E402
+from workbench.studies.explorer import Explorer, dot_trace_length  # noqa: E402
 
 SMALL = {"k_range": (16, 32), "m": 4, "n": 4}
 
@@ -50,7 +50,7 @@ def test_default_unit_stands_apart_from_every_compared_preset():
 
 
 def test_errors_match_the_reference_model_and_exact_arithmetic(default):
-    from workbench.explorer import _inputs
+    from workbench.studies.explorer import _inputs
 
     res = default.curves()
     unit = default.model()
@@ -153,7 +153,7 @@ def test_a_schedule_composes_this_units_gemms():
     """schedule="outside": each block of L from zero, added to an fp32 accumulator (the
     reference's blocks summed in float32 here); the compared presets stay on their units
     alone, the bound is left out, and a schedule without a rule for the K range says so."""
-    from workbench.explorer import _inputs
+    from workbench.studies.explorer import _inputs
 
     ex = Explorer(**SMALL, schedule="outside")
     unit = ex.model()

@@ -253,7 +253,7 @@ def test_the_callers_ask_the_operation_what_it_can_do(rto):
     capabilities (the protocol's defaults here), never its name."""
     from workbench.discrimination.smt import supported
     from workbench.engine import gpu
-    from workbench.report import feature_row
+    from workbench.studies.notebook_support import feature_row
 
     assert supported(rto) == f"kind={KIND!r} (only 't-fdpa' is encoded)"
     assert feature_row(rto) == {"Table II features": f"none: kind {KIND} has no alignment window of F bits"}

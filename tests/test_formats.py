@@ -19,7 +19,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import workbench
-from workbench.formats import FloatFormat, ROUNDING_MODES
+from workbench.numbers.formats import FloatFormat, ROUNDING_MODES
 
 ML = {
     "bf16": ml_dtypes.bfloat16,

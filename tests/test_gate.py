@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import workbench
-from workbench import exact, metrics
-from workbench.gate import real_array
+from workbench.numbers import exact, metrics
+from workbench.numbers.validation import real_array
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -28,7 +28,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import workbench as wb
-from workbench import catalogue
+from workbench.units import catalogue
 from workbench.engine import gpu
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,9 +1,10 @@
 """Imports go one way (docs/architecture.md, "Layers"): the graph of imports between
 the modules of ``workbench`` and ``algorithms`` - every ``import`` and ``from ... import``
 anywhere in a module: at module level, inside functions and under ``TYPE_CHECKING`` -
-has no cycle, the engine imports nothing of the workbench above the formats and the
-input gate, and no module imports the ``workbench`` facade itself (it re-exports every
-layer, so it sits on top)."""
+has no cycle, goes down the layers of :data:`LAYERS` (the folders of the package), never
+into an operation folder from outside ``engine/operations/``, and the engine imports
+nothing of the workbench above the formats and the input checks; no module imports the
+``workbench`` facade itself (it re-exports every layer, so it sits on top)."""
 from __future__ import annotations
 
 import ast
@@ -120,11 +121,88 @@ def test_the_cycle_finder_finds_one():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-def test_the_engine_imports_only_the_formats_the_gate_and_the_thread_chooser_from_outside():
+#: The layers, lowest first (docs/architecture.md, "Layers"): data flows numbers -> engine
+#: -> units -> products -> algorithms -> probes/discrimination -> sweep -> torch ->
+#: studies -> command line.  A module imports only modules of its own layer or below.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("workbench._version", "workbench._runtime"),
+    ("workbench.numbers",),
+    ("workbench.engine",),
+    ("workbench.units",),
+    ("workbench.matmul",),
+    ("algorithms",),
+    ("workbench.probes",),
+    ("workbench.discrimination",),
+    ("workbench.sweep",),
+    ("workbench.torch",),
+    ("workbench.studies",),
+    ("workbench.cli", "workbench.__main__"),
+    ("workbench",),   # the facade: re-exports every layer
+)
+
+
+def layer_of(module: str) -> int:
+    """Index in :data:`LAYERS` of the folder holding ``module`` (the longest prefix wins)."""
+    best = (-1, -1)
+    for i, floor in enumerate(LAYERS):
+        for prefix in floor:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best[1]:
+                best = (i, len(prefix))
+    if best[0] < 0:
+        raise KeyError(f"{module} is in no layer of LAYERS: add its folder there and to docs/architecture.md")
+    return best[0]
+
+
+def layer_violations(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
+    """The imports that go up the layers."""
+    return {(m, t) for m, ts in graph.items() for t in ts if layer_of(t) > layer_of(m)}
+
+
+def operation_folder_imports(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
+    """Imports of an operation folder from outside ``engine/operations/`` (only the engine's
+    ``__init__`` may, to register and re-export the operations)."""
+    ops = "workbench.engine.operations"
+    return {(m, t) for m, ts in graph.items() if not m.startswith(ops) and m != "workbench.engine"
+            for t in ts if t.startswith(ops + ".")}
+
+
+def test_every_module_sits_in_a_layer():
+    for module in import_graph():
+        layer_of(module)
+
+
+def test_imports_go_down_the_layers():
+    assert layer_violations(import_graph()) == set()
+
+
+def test_nothing_outside_the_operations_imports_an_operation_folder():
+    assert operation_folder_imports(import_graph()) == set()
+
+
+def test_the_rules_fail_on_planted_violations(tmp_path, monkeypatch):
+    """A number format that imports the sweep, and a probe that imports a kernel module,
+    written into a copy of the tree's shape, are both reported."""
+    pkg = tmp_path / "workbench"
+    for folder in ("numbers", "sweep", "probes", "engine/operations/fma"):
+        (pkg / folder).mkdir(parents=True)
+    for init in ("", "numbers/", "sweep/", "probes/", "engine/", "engine/operations/", "engine/operations/fma/"):
+        (pkg / init / "__init__.py").write_text("")
+    (pkg / "numbers" / "formats.py").write_text("def f():\n    from ..sweep import runner\n")
+    (pkg / "sweep" / "runner.py").write_text("from ..numbers import formats\n")
+    (pkg / "probes" / "guess.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                             "    from ..engine.operations.fma import kernels\n")
+    (pkg / "engine" / "operations" / "fma" / "kernels.py").write_text("")
+    monkeypatch.setattr(__import__(__name__), "ROOT", tmp_path)
+    graph = import_graph()
+    assert layer_violations(graph) == {("workbench.numbers.formats", "workbench.sweep.runner")}
+    assert operation_folder_imports(graph) == {("workbench.probes.guess", "workbench.engine.operations.fma.kernels")}
+
+
+def test_the_engine_imports_only_the_formats_the_input_checks_and_the_thread_chooser_from_outside():
     graph = import_graph()
     outside = {t for m, ts in graph.items() if m.startswith("workbench.engine") for t in ts
                if not t.startswith("workbench.engine")}
-    assert outside <= {"workbench.formats", "workbench.gate", "workbench.threads"}, outside
+    assert outside <= {"workbench.numbers.formats", "workbench.numbers.validation", "workbench._runtime.threads"}, outside
 
 
 def test_the_shared_engine_imports_no_operation():
@@ -139,15 +217,7 @@ def test_the_shared_engine_imports_no_operation():
     assert not bad, bad
 
 
-def test_the_thread_chooser_and_the_gate_import_nothing_of_the_workbench():
+def test_the_thread_chooser_and_the_input_checks_import_nothing_of_the_workbench():
     graph = import_graph()
-    for low in ("workbench.threads", "workbench.gate"):
+    for low in ("workbench._runtime.threads", "workbench.numbers.validation"):
         assert not {t for t in graph.get(low, ()) if t.startswith("workbench")}, low
-
-
-def test_algorithms_import_no_higher_layer():
-    graph = import_graph()
-    higher = ("workbench.sweep", "workbench.probes", "workbench.discrimination", "workbench.cli", "workbench.torch")
-    bad = {(m, t) for m, ts in graph.items() if m.startswith("algorithms") for t in ts
-           if t == "workbench" or t.startswith(higher)}
-    assert not bad, bad

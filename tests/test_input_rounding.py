@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 import workbench as wb
-from workbench.catalogue import records
-from workbench import matmul
+from workbench.units.catalogue import records
+from workbench.matmul import product as matmul
 
 A100_TF32 = wb.preset("A100", "tf32", "fp32")
 BELOW_ONE = 1.0 - 2.0**-24          # nextafterf(1, 0): an fp32 value tf32 cannot hold
@@ -89,7 +89,7 @@ def test_default_stays_strict_and_says_how_to_convert():
         wb.gemm([[BELOW_ONE]], [[1.0]], model=A100_TF32)
     with pytest.raises(ValueError, match=r"input_rounding='rd'.*'rz', 'rne', 'rna'"):
         wb.gemm([[1.0]], [[1.0]], model=A100_TF32, input_rounding="rd")
-    with pytest.raises(TypeError, match="real numbers"):   # the input gate (workbench.gate) refuses the dtype
+    with pytest.raises(TypeError, match="real numbers"):   # the input gate (workbench.numbers.validation) refuses the dtype
         wb.gemm(np.array([["x"]]), [[1.0]], model=A100_TF32, input_rounding="rz")
 
 
@@ -163,7 +163,7 @@ def test_algorithms_pass_input_rounding_to_every_unit_call(name, mode, monkeypat
     f = algorithms.get(name)
     plain = f(A, B, **_UNIT_ALGORITHMS[name])
     seen = []
-    real_gemm = matmul.gemm   # the algorithms call workbench.matmul.gemm
+    real_gemm = matmul.gemm   # the algorithms call workbench.matmul.product.gemm
 
     def spy(*args, **kw):
         seen.append(kw.get("input_rounding"))

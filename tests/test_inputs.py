@@ -6,7 +6,7 @@ import sys
 import numpy as np
 import pytest
 
-from workbench import formats, inputs
+from workbench.numbers import formats, inputs
 
 
 @pytest.mark.parametrize("name", sorted(inputs.GENERATORS))
@@ -128,8 +128,8 @@ def test_matrices_streams_and_errors():
 
 
 def test_inputs_import_nothing_above_formats():
-    code = ("import sys, workbench.inputs; "
-            "bad = [m for m in sys.modules if m.startswith(('workbench.engine', 'workbench.catalogue', "
-            "'workbench.sweep', 'workbench.exact', 'algorithms', 'pandas', 'dask'))]; print(bad)")
+    code = ("import sys, workbench.numbers.inputs; "
+            "bad = [m for m in sys.modules if m.startswith(('workbench.engine', 'workbench.units.catalogue', "
+            "'workbench.sweep', 'workbench.numbers.exact', 'algorithms', 'pandas', 'dask'))]; print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -13,7 +13,7 @@ import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
 import workbench as wb
-from workbench import schedules as S
+from workbench.units import schedules as S
 from workbench.probes.library import (LIBRARIES, OPENBLAS_CORES, TORCH_CPU_CAPABILITY, TORCH_FP32,
                                       LibraryEnvironment, LibraryReport, fprev_counts, probe_library)
 

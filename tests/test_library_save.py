@@ -21,12 +21,12 @@ import pytest
 import threadpoolctl
 
 import workbench as wb
-from workbench import schedules as S
+from workbench.units import schedules as S
 from workbench.cli import main
 from workbench.probes import library
 from workbench.probes.library import (LIBRARIES, Library, LibraryCandidate, LibraryEnvironment, numpy_environment,
                                       probe_library, save_library_model, verify_saved)
-from workbench.unitfile import UnitFileError, read_unit, save_unit
+from workbench.units.unitfile import UnitFileError, read_unit, save_unit
 
 #: the fake library's schedule: FMA chains over OpenBLAS-style K blocks of 16 (K <= 16: one chain)
 KNOWN = S.Schedule(name="fake-blocks-16", c_position="combine", combine_format="fp64",

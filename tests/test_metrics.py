@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from workbench import metrics
+from workbench.numbers import metrics
 
 A = np.array([[1.0, -2.0], [3.0, 4.0]])  # ||A||_inf = 7
 B = np.array([[0.5, 1.0], [-1.0, 2.0]])  # ||B||_inf = 3
@@ -79,7 +79,7 @@ def test_infinite_errors_propagate_as_nan_without_a_warning():
     numpy's 'invalid value' RuntimeWarning for it reached users of the metrics."""
     import warnings
 
-    from workbench.metrics import _abs_diff
+    from workbench.numbers.metrics import _abs_diff
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from workbench import metrics
+from workbench.numbers import metrics
 
 RTOL = 1e-12
 

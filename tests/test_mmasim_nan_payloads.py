@@ -21,7 +21,7 @@ pytest.importorskip("mmasim", reason="needs MMA-Sim: pip install torch==2.13.0 &
 
 import mmasim_oracle as mo  # noqa: E402
 
-from workbench import formats as _formats  # noqa: E402
+from workbench.numbers import formats as _formats  # noqa: E402
 
 AMD = [p for p in mo.paired_presets() if p.architecture.startswith("cdna")]
 

@@ -14,7 +14,7 @@ import nbformat
 import papermill as pm
 import pytest
 
-from workbench.reproduce import NOTEBOOKS, notebooks_dir
+from workbench.studies.reproduce import NOTEBOOKS, notebooks_dir
 
 NB_DIR = notebooks_dir()
 NOTEBOOK_FILES = sorted(NB_DIR.glob("*.ipynb"))
@@ -68,6 +68,6 @@ def test_ruff_passes_on_scripts_and_notebooks():
     if ruff is None:
         pytest.skip("ruff is not installed (pip install -e '.[dev]')")
     root = NB_DIR.parent
-    r = subprocess.run([ruff, "check", "--no-cache", "notebooks", "workbench/report.py", "workbench/explorer.py"],
+    r = subprocess.run([ruff, "check", "--no-cache", "notebooks", "workbench/studies/notebook_support.py", "workbench/studies/explorer.py"],
                        cwd=root, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -1,5 +1,5 @@
 """What the package carries beside its code (issue 36): the folders the wheel bundles and how
-the code finds them (workbench.resources), the build step that copies them (setup.py), and
+the code finds them (workbench.sweep.resources), the build step that copies them (setup.py), and
 the files a package ships (LICENSE, CITATION.cff, py.typed, CHANGELOG.md, the version).
 
 The wheel itself is built, installed into a fresh virtual environment and run from a
@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 import workbench
-from workbench import resources
-from workbench.report import Report
-from workbench.reproduce import EXPERIMENTS, NOTEBOOKS
+from workbench.sweep import resources
+from workbench.studies.notebook_support import Report
+from workbench.studies.reproduce import EXPERIMENTS, NOTEBOOKS
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,7 +1,7 @@
 """The CPU bf16 pair units (kind ``pair-dot``: x86 VDPBF16PS / TDPBF16PS, Arm BFDOT /
 BFMMLA with and without FEAT_EBF16) against an independent reading of the vendors'
 pseudo-code in exact rational arithmetic (``tests/reference_mma.py``), and the VDPBF16PS preset against
-``workbench.cpu_bf16.dpbf16ps_model`` (numpy, written separately from the engine's
+``workbench.probes.cpu_bf16.dpbf16ps_model`` (numpy, written separately from the engine's
 kernel) and, where the CPU has it, the real instruction."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 import reference_mma as ref
 
 import workbench
-from workbench import cpu_bf16
+from workbench.probes import cpu_bf16
 from workbench.engine import Model
 
 

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workbench import catalogue
-from workbench.catalogue import PRESET_LEGEND, Preset, records
+from workbench.units import catalogue
+from workbench.units.catalogue import PRESET_LEGEND, Preset, records
 from workbench.cli import main
 from workbench.engine.model import operation
 

@@ -331,7 +331,7 @@ def test_import_is_lazy():
 
 # ---------------------------------------------------------------- every preset
 def _records():
-    import workbench.catalogue as cat
+    import workbench.units.catalogue as cat
 
     return list(cat.records())
 

@@ -19,10 +19,10 @@ import pytest
 
 import reference_mma as ref
 import workbench as wb
-from workbench import schedules as S
+from workbench.units import schedules as S
 from workbench.probes.library import _fma
 from workbench.probes.recovery import candidate_splits, recover_schedule, tile_of
-from workbench.unitfile import read_unit
+from workbench.units.unitfile import read_unit
 
 FMA32 = _fma("fp32")
 

@@ -1,4 +1,4 @@
-"""workbench.report: the notebooks' shared set-up, writers and parameter parsing.
+"""workbench.studies.notebook_support: the notebooks' shared set-up, writers and parameter parsing.
 
 Expected values are written out here (Markdown text, parsed lists) or come from
 Khattak & Mikaitis 2025 Table II (tests/paper_cases.py)."""
@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from paper_cases import KM_TABLE2  # noqa: E402
 
-from workbench import catalogue  # noqa: E402
-from workbench.report import Report, feature_row, markdown_table, parameter_list, repository_root  # noqa: E402
+from workbench.units import catalogue  # noqa: E402
+from workbench.studies.notebook_support import Report, feature_row, markdown_table, parameter_list, repository_root  # noqa: E402
 
 
 def test_markdown_table_formats_numbers_and_escapes():

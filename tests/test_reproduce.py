@@ -14,9 +14,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from paper_cases import KM_TABLE2, TABLE8  # noqa: E402
 
-from workbench import catalogue  # noqa: E402
+from workbench.units import catalogue  # noqa: E402
 from workbench.cli import reproduce as reproduce_cli  # noqa: E402
-from workbench.reproduce import NOTEBOOKS, notebooks_dir, reproduce  # noqa: E402
+from workbench.studies.reproduce import NOTEBOOKS, notebooks_dir, reproduce  # noqa: E402
 
 EXPECTED_FILES = {
     "feature_table": ["feature_table.png", "feature_table.pdf", "feature_table_km_table2.csv",
@@ -182,7 +182,7 @@ def test_cli_arguments_and_unknown_notebook():
 
 
 def test_quick_runs_default_to_an_ignored_folder():
-    from workbench.reproduce import default_figures_dir
+    from workbench.studies.reproduce import default_figures_dir
 
     assert default_figures_dir(True) == Path("figures") / "quick" and default_figures_dir(False) == Path("figures")
     root = notebooks_dir().parent

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import workbench as wb
-from workbench import catalogue
+from workbench.units import catalogue
 from workbench.engine import core
 from workbench.engine.operations.gstfdpa import kernels as gst
 from workbench.engine.operations.tfdpa import kernels as TK
@@ -38,15 +38,15 @@ KINDS = ["normal", "wide", "subnormal", "special"]
 
 def _grid(fmt: str) -> np.ndarray:
     """Every finite value of a narrow format (its binades' grids, filtered by the format)."""
-    f = wb.formats.format(fmt)
+    f = wb.format(fmt)
     steps = np.arange(1 << f.man_bits) / (1 << f.man_bits)
     mags = np.concatenate([[0.0], steps * 2.0 ** f.emin, *[(1 + steps) * 2.0 ** e for e in range(f.emin, f.emax + 1)]])
     x = np.unique(np.concatenate([mags, -mags]))
-    return x[wb.formats.is_representable(x, fmt) & np.isfinite(x)]
+    return x[wb.is_representable(x, fmt) & np.isfinite(x)]
 
 
 def _operands(fmt: str, kind: str, shape: tuple[int, int], rng: np.random.Generator) -> np.ndarray:
-    f = wb.formats.format(fmt)
+    f = wb.format(fmt)
     vals = _grid(fmt)
     x = rng.choice(vals, shape)
     if kind == "subnormal":

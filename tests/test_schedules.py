@@ -1,4 +1,4 @@
-"""Schedules as data (issue 40, item 1): :mod:`workbench.schedules` run by ``workbench.gemm``.
+"""Schedules as data (issue 40, item 1): :mod:`workbench.units.schedules` run by ``workbench.gemm``.
 
 Oracles: the engine's own ``accumulation`` kernels for the one-part schedules they are
 (outside = parts of L with C first in the combination, promote = parts of 128), an
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench import schedules as S
+from workbench.units import schedules as S
 from workbench.sweep.tasks import BUILTIN_ALGORITHMS
 
 H100 = wb.preset("H100", "fp16", "fp32")

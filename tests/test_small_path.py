@@ -18,7 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import workbench as wb
-from workbench import catalogue, formats
+from workbench.units import catalogue
+from workbench.numbers import formats
 from workbench import units
 from workbench.engine import core
 

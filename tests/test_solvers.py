@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import algorithms
 import workbench
 from algorithms.refinement import reference_solution
-from workbench import inputs
+from workbench.numbers import inputs
 
 U64 = 2.0 ** -53
 

@@ -30,7 +30,7 @@ import algorithms
 import workbench
 from algorithms import FactorizationError
 from algorithms.refinement import reference_solution
-from workbench import inputs
+from workbench.numbers import inputs
 
 pytestmark = pytest.mark.filterwarnings("error")   # a stray LinAlgWarning / RuntimeWarning fails
 

@@ -14,7 +14,7 @@ import pytest
 import sweep_helpers
 
 import workbench.sweep as sweep
-from workbench import formats, inputs
+from workbench.numbers import formats, inputs
 from workbench.cli import sweep as sweep_cli
 from workbench.sweep import measures
 

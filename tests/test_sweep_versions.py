@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from workbench import catalogue, sweep
+from workbench.units import catalogue
+from workbench import sweep
 from workbench.cli import main
 from workbench.sweep import spec as sweep_spec
 from workbench.sweep.store import StaleResultsError, save_experiment

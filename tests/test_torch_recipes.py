@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch", reason="needs PyTorch: pip install torch==2
 
 import workbench  # noqa: E402
 import workbench.torch as wt  # noqa: E402
-from workbench import formats  # noqa: E402
+from workbench.numbers import formats  # noqa: E402
 
 
 def _net(seed: int = 0) -> torch.nn.Module:

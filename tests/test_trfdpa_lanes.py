@@ -26,7 +26,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import workbench as wb
-from workbench.catalogue import records
+from workbench.units.catalogue import records
 from workbench.engine import core
 from workbench.engine.operations.amd_fdpa import kernels as amd
 from workbench.engine import kernels as K

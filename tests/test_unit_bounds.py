@@ -22,7 +22,7 @@ from workbench.cli import main
 from workbench.engine import core
 from workbench.engine.model import PARAM_BOUNDS, Model
 from workbench.probes import search
-from workbench.unitfile import UnitFileError, load_unit
+from workbench.units.unitfile import UnitFileError, load_unit
 
 #: The bounds of the integer parameters, written out: (low, high) and a word of the reason.
 EXPECTED = {

@@ -20,9 +20,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import workbench as wb
-from workbench import catalogue, formats
+from workbench.units import catalogue
+from workbench.numbers import formats
 from workbench.cli import main
-from workbench.unitfile import Provenance, UnitFileError, read_unit
+from workbench.units.unitfile import Provenance, UnitFileError, read_unit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_engine_reference import CUSTOM_KINDS, _random_model  # noqa: E402
@@ -233,7 +234,7 @@ def test_explain_and_discriminate_take_a_unit_file(tmp_path, capsys):
 
 def test_explorer_takes_a_unit_file(tmp_path):
     pytest.importorskip("ipywidgets")
-    from workbench.explorer import Explorer
+    from workbench.studies.explorer import Explorer
 
     m = wb.custom_model("bf16", "fp32", L=8, F=22, rounding="rne")
     ex = Explorer(unit=wb.save_unit(m, tmp_path / "mine.toml"))
@@ -285,7 +286,7 @@ def test_a_library_model_carries_its_schedule(tmp_path):
     """save_unit(..., schedule=...) writes the schedule as a [schedule] table that reads back
     equal (every named schedule and the library probes' own); a sweep task with that unit
     file runs the schedule, and a schedule given twice is refused."""
-    from workbench import schedules as S
+    from workbench.units import schedules as S
     from workbench.probes.library import LIBRARIES
     from workbench.sweep import spec as sp
 

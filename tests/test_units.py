@@ -13,9 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import workbench as wb
-from workbench import catalogue, units
-from workbench.catalogue import records
-from workbench.formats import _ALIASES
+from workbench.units import catalogue
+from workbench import units
+from workbench.units.catalogue import records
+from workbench.numbers.formats import _ALIASES
 
 RECORDS = records()
 record = st.sampled_from(RECORDS)
@@ -212,7 +213,7 @@ def test_torch_policies_take_unit_names():
 
 def test_explorer_starts_on_a_whole_unit_name():
     pytest.importorskip("ipywidgets")
-    from workbench.explorer import Explorer
+    from workbench.studies.explorer import Explorer
 
     ex = Explorer(preset="A100:fp16:fp32", k_range=(16, 16), compare_with=("V100",))
     assert ex.preset.value == "ampere/mma/fp16->fp32"

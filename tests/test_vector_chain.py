@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import workbench as wb
-from workbench import formats as F
+from workbench.numbers import formats as F
 from workbench.engine import core
 from workbench.engine import kernels as K
 from workbench.engine.operations.tfdpa import kernels as TK

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from workbench import formats
+from workbench.numbers import formats
 from workbench.engine.model import ROUNDINGS, Model
 from workbench.probes import from_model
 from workbench.probes.differential import window_edges, windows_of

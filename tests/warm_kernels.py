@@ -24,7 +24,7 @@ import numpy as np  # noqa: E402
 from compile_log import install_from_env  # noqa: E402
 
 import workbench as wb  # noqa: E402
-from workbench import exact  # noqa: E402
+from workbench.numbers import exact  # noqa: E402
 from workbench.engine import core  # noqa: E402
 
 #: Presets whose kernels each half compiles: the halves' compile times are about equal

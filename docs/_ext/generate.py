@@ -1,8 +1,8 @@
 """Pages generated from the package at build time, into ``docs/generated/`` (git-ignored):
 
 * ``catalogue/<architecture>.md`` - one page per architecture, each preset of
-  :func:`workbench.catalogue.presets` with its instruction, variant, the parameters its kind
-  reads (:func:`workbench.catalogue.read_parameters`, as ``workbench presets`` shows them),
+  :func:`workbench.units.catalogue.presets` with its instruction, variant, the parameters its kind
+  reads (:func:`workbench.units.catalogue.read_parameters`, as ``workbench presets`` shows them),
   its source and its evidence (``Preset.evidence``: what it was checked against and how much);
 * ``gallery.md`` - every figure of ``figures/`` written by a notebook, with the command that
   regenerates it (the notebook found by the figure's name in its paired script).
@@ -27,9 +27,9 @@ def _cell(v: Any) -> str:
 def _parameters(rec: Any) -> list[tuple[str, Any]]:
     """The rows of a preset's parameter table: its kind and formats, then only the
     parameters its kind reads, as ``workbench presets --format json`` gives them
-    (:func:`workbench.catalogue.read_parameters`; a value of None is shown as ``none``),
+    (:func:`workbench.units.catalogue.read_parameters`; a value of None is shown as ``none``),
     and the rounding a kind fixes itself (the FMA chain's ``RNE/FMA``)."""
-    from workbench import catalogue
+    from workbench.units import catalogue
 
     rows: list[tuple[str, Any]] = [("kind", rec.kind), ("in_format", rec.in_format), ("out_format", rec.out_format)]
     rows += [(k, "none" if v is None else v) for k, v in catalogue.read_parameters(rec).items()]
@@ -40,7 +40,7 @@ def _parameters(rec: Any) -> list[tuple[str, Any]]:
 
 def _evidence() -> dict[str, list[str]]:
     """Each preset's evidence records (``Preset.evidence``), one summary line each."""
-    from workbench import catalogue
+    from workbench.units import catalogue
 
     out: dict[str, list[str]] = {}
     for row in catalogue.evidence_table():
@@ -50,7 +50,7 @@ def _evidence() -> dict[str, list[str]]:
 
 def catalogue_pages() -> list[str]:
     """Write the catalogue pages; return the architectures."""
-    from workbench import catalogue
+    from workbench.units import catalogue
 
     rows = list(catalogue.presets())
     records = {rec.name: rec for rec in catalogue.records()}
@@ -60,7 +60,7 @@ def catalogue_pages() -> list[str]:
     folder.mkdir(parents=True, exist_ok=True)
     index = ["# Unit catalogue", "",
              "Every preset of the catalogue (`workbench presets`), one page per architecture, generated from "
-             "`workbench.catalogue.presets()` when the site is built. A preset is data: the parameters of one "
+             "`workbench.units.catalogue.presets()` when the site is built. A preset is data: the parameters of one "
              "elementary operation (see [Units and presets](../../guide/units.md)) and the paper and table they "
              "come from. *default* marks the preset `workbench.preset(device, in, out)` returns without "
              "`instruction=` or `variant=`.", "",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..gate import cli_count, cli_name, cli_positive_float, cli_positive_int
+from ..numbers.validation import cli_count, cli_name, cli_positive_float, cli_positive_int
 
 HELP = "find the simplest input on which two presets give different bits (search or SMT)"
 

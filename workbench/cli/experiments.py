@@ -15,7 +15,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     """Print each bundled experiment: name, task counts (full and ``--quick``), description, file."""
-    from ..resources import experiment_files
+    from ..sweep.resources import experiment_files
     from ..sweep import spec
     from .table import fit_text, render_table
 

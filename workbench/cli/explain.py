@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..gate import cli_float, cli_float_list, cli_name
+from ..numbers.validation import cli_float, cli_float_list, cli_name
 
 HELP = "print one dot product step by step on a device's matrix unit"
 
@@ -35,7 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _only_in_format(device: str, out_format: str, instruction: str | None, variant: str | None) -> str:
     """The input format of a device's presets with this variant/instruction when there is
     only one (NVFP4: fp4_e2m1), else fp16."""
-    from .. import catalogue, formats
+    from ..units import catalogue
+    from ..numbers import formats
 
     if variant is None and instruction is None:
         return "fp16"
@@ -49,7 +50,7 @@ def _only_in_format(device: str, out_format: str, instruction: str | None, varia
 
 def run_command(args: argparse.Namespace) -> int:
     """Print the preset and the trace of :func:`workbench.engine.explain`; 0."""
-    from .. import catalogue
+    from ..units import catalogue
     from ..engine import explain
 
     if (args.unit is None) == (args.device is None):
@@ -62,7 +63,7 @@ def run_command(args: argparse.Namespace) -> int:
             raise ValueError(f"{', '.join(given)}: {whole!r} names a whole unit (its formats and instruction); "
                              f"drop them")
         if whole.lower().endswith(".toml"):
-            from ..unitfile import read_unit
+            from ..units.unitfile import read_unit
 
             uf = read_unit(whole)
             m = uf.model

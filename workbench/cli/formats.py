@@ -14,7 +14,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     """Print the table (Khattak & Mikaitis 2025 Table I; Fasi et al. 2021 Table 3); 0."""
-    from .. import formats
+    from ..numbers import formats
     from .table import fit_text, render_table
 
     cols = ["name", "bits", "p", "emin", "emax", "largest", "smallest_normal", "smallest_subnormal",

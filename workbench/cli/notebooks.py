@@ -22,8 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run_command(args: argparse.Namespace) -> int:
     """List the notebooks (name, what it does, file), or copy them and print the copies;
     0, or 2 when ``--copy`` would overwrite a file without ``--force``."""
-    from ..reproduce import NOTEBOOKS
-    from ..resources import copy_notebooks, notebook_files
+    from ..studies.reproduce import NOTEBOOKS
+    from ..sweep.resources import copy_notebooks, notebook_files
     from .table import render_table
 
     if args.force and args.copy is None:

@@ -8,7 +8,7 @@ import json
 import sys
 from typing import Any
 
-from ..gate import cli_name
+from ..numbers.validation import cli_name
 
 HELP = "print the preset table of the matrix units: each kind's own parameters, sources with --wide"
 
@@ -17,7 +17,7 @@ _OUTPUTS = ("text", "csv", "json")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``workbench presets``."""
-    from ..catalogue import PRESET_LEGEND
+    from ..units.catalogue import PRESET_LEGEND
 
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = PRESET_LEGEND
@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     """Print the presets, filtered by device and input format; 0."""
-    from .. import catalogue
+    from ..units import catalogue
     from ..engine.model import PARAM_NAMES
     from .table import fit_text, terminal_width
 
@@ -93,7 +93,7 @@ def run_command(args: argparse.Namespace) -> int:
 
 def _record(rec: Any) -> dict[str, Any]:
     """One preset as machine-readable fields: only the parameters its kind reads."""
-    from .. import catalogue
+    from ..units import catalogue
 
     return {"name": rec.name, "unit_string": rec.unit_string, "architecture": rec.architecture,
             "devices": list(rec.devices), "instruction": rec.instruction, "variant": rec.variant,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..gate import cli_count, cli_name
+from ..numbers.validation import cli_count, cli_name
 
 __all__ = ["add_arguments", "run_command", "HELP", "DEFAULT_VERIFY"]
 
@@ -20,7 +20,7 @@ DEFAULT_VERIFY = 20000
 
 def _count_or_file(text: str) -> int | str:
     """``--verify``'s value: an integer is a count of outputs (a unit target; checked by
-    :func:`~workbench.gate.cli_count`), anything else the path of a saved library model (a
+    :func:`~workbench.numbers.validation.cli_count`), anything else the path of a saved library model (a
     library target)."""
     try:
         int(text.strip())
@@ -126,7 +126,7 @@ def run_command(args: argparse.Namespace) -> int:
         if not (res.verified and res.model is not None):
             print(f"workbench probe: not saved to {args.save}: the unit is {res.verdict}", file=sys.stderr)
             return 1
-        from ..unitfile import Provenance, save_unit
+        from ..units.unitfile import Provenance, save_unit
 
         prov = Provenance(origin="probed", target=res.target or args.target,
                           verification={"outputs_checked": res.n_verified, "outputs_agreed": res.n_verified},

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import argparse
 
-from ..gate import cli_positive_int
+from ..numbers.validation import cli_positive_int
 
 HELP = "regenerate the papers' figures and tables (executes the notebooks with papermill)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``workbench reproduce``."""
-    from ..reproduce import NOTEBOOKS
+    from ..studies.reproduce import NOTEBOOKS
 
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--quick", dest="quick", action="store_true", default=True,
@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     """Run the notebooks; print the files written; 0 on success, 1 when a notebook failed."""
-    from ..reproduce import reproduce
+    from ..studies.reproduce import reproduce
 
     try:
         import papermill as pm

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..gate import cli_positive_int
+from ..numbers.validation import cli_positive_int
 
 HELP = "run a parameter sweep from an experiment file (parallel, resumable, Dask-ready)"
 

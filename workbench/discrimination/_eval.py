@@ -28,7 +28,7 @@ def _chunk(K: int) -> int:
 
 def gemm_f64(model: Model, A: np.ndarray, B: np.ndarray, C: np.ndarray) -> np.ndarray:
     """``workbench.gemm`` as float64 (the values are exactly the hardware's)."""
-    from ..matmul import gemm
+    from ..matmul.product import gemm
 
     return np.asarray(gemm(A, B, C, model=model), dtype=np.float64)
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import formats as _formats
+from ..numbers import formats as _formats
 from ..engine.model import Model
 from . import _eval
 from .search import _Space, _structured_random, resolve_model

@@ -32,7 +32,7 @@ import warnings
 
 import numpy as np
 
-from .. import formats as _formats
+from ..numbers import formats as _formats
 from .. import units
 from ..engine.model import Model
 from ..units import UnitSpec

@@ -23,13 +23,13 @@ def discrimination_table(presets: list[Any] | None = None, *, budget: int = 50_0
     ``"unsupported: <reason>"`` when the engine cannot run a model), ``K``, ``terms``
     (list of ``{"k", "a", "b"}``), ``c``, ``out_a``, ``out_b``, ``nonzero_terms``,
     ``candidates``.  ``presets``: Preset records or names (default: every record of
-    :func:`workbench.catalogue.records`, variants included unless ``include_variants``
+    :func:`workbench.units.catalogue.records`, variants included unless ``include_variants``
     is False, scaled MX/NVFP4 records excluded).  ``progress``: a bar on stderr counting
     the pairs (shown when the table takes more than a second).
     """
     from tqdm.auto import tqdm
 
-    from .. import catalogue
+    from ..units import catalogue
     from .search import resolve_model
 
     if presets is None:

@@ -7,7 +7,7 @@ which normalises the partial sum, while inside a tensor core the unnormalised
 fixed-point sum keeps a low bit that a later term can complete (Table 5 walk-through).
 :func:`find_worse` searches batched inputs in an exponent range (Valpey et al. use
 Ootomo-Yokota's Type 1 range, 2^-15 .. 2^14), screens against the exact product
-(:func:`workbench.exact.gemm`) and confirms the chosen input with Fractions.
+(:func:`workbench.numbers.exact.gemm`) and confirms the chosen input with Fractions.
 """
 
 from __future__ import annotations
@@ -92,8 +92,8 @@ def find_worse(alg_x: Algorithm | str, alg_y: Algorithm | str, model: Model | st
     if mode not in ("structured", "random"):
         raise ValueError(f"mode={mode!r}: expected 'structured' or 'random'")
     K = K or m.L
-    from .. import exact as _exact
-    from .. import formats as _formats
+    from ..numbers import exact as _exact
+    from ..numbers import formats as _formats
 
     fmt = _formats.format(in_format)
     rng = np.random.default_rng(seed)

@@ -1,6 +1,6 @@
 """The bit-accurate engine: operand decomposition, elementary operations, kernels.
 
-Knows no device and no preset (those live in :mod:`workbench.catalogue`); it runs a
+Knows no device and no preset (those live in :mod:`workbench.units.catalogue`); it runs a
 :class:`Model` - the arithmetic parameters of one matrix instruction - with the
 elementary operation registered for its ``kind`` (:mod:`workbench.engine.model`,
 one module per operation in :mod:`workbench.engine.operations`).

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import formats as _formats
-from ..gate import unknown_name
+from ..numbers import formats as _formats
+from ..numbers.validation import unknown_name
 
 #: Rounding directions of the engine (Khattak-Mikaitis' ``frmode``; Xie's rho).
 ROUNDINGS = ("rne", "rz", "rd", "ru")
@@ -43,7 +43,7 @@ def check_c_position(v: str) -> None:
 
 
 def check_format(name: str, v: str | None) -> None:
-    """A format name of :mod:`workbench.formats` (None allowed: the default)."""
+    """A format name of :mod:`workbench.numbers.formats` (None allowed: the default)."""
     if v is not None:
         _formats.format(v)
 

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..gate import real_matrix
+from ..numbers.validation import real_matrix
 from .kernels import LANE_PAD, LANES_MIN_N
 from .model import Model
 from .operands import Operands, decompose, decompose_checked, plus_zeros, recycle, release_workspace, threads_for
@@ -192,7 +192,7 @@ def run_prepared(model: Model, ops: Operands, C: np.ndarray, *,
 
 
 #: Multiply-adds up to which :func:`run_small` takes a product (every stage on the
-#: calling thread, far below :data:`~workbench.threads.PARALLEL_MIN_WORK`).
+#: calling thread, far below :data:`~workbench._runtime.threads.PARALLEL_MIN_WORK`).
 SMALL_WORK = 1 << 14
 
 

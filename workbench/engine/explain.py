@@ -44,7 +44,7 @@ from typing import cast
 
 import numpy as np
 
-from .. import formats as _formats
+from ..numbers import formats as _formats
 from . import ops as _ops
 from .kernels import exact_add
 from .model import KINDS, OPERATIONS, Model, operation

@@ -22,7 +22,7 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
 
-from ..formats import RD
+from ..numbers.formats import RD
 from .ops import (
     SPECIAL,
     bit_length,

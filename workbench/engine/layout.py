@@ -13,7 +13,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ..formats import FloatFormat
+from ..numbers.formats import FloatFormat
 from .ops import MODE_CODES
 
 (

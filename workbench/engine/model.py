@@ -1,7 +1,7 @@
 """The arithmetic description of one matrix-unit instruction: :class:`Model`.
 
 A model says *what arithmetic* a matrix multiply-accumulate unit does, never which
-device it belongs to (that is :mod:`workbench.catalogue`'s business).  The names of
+device it belongs to (that is :mod:`workbench.units.catalogue`'s business).  The names of
 the parameters follow the papers and are a contract shared with the probes, which
 return inferred models as ``.params`` dictionaries with these keys:
 
@@ -15,7 +15,7 @@ return inferred models as ``.params`` dictionaries with these keys:
     ``"st-fdpa"`` block-scaled T-FDPA for MX formats (Algorithm 8), ``"gst-fdpa"``
     group-scaled T-FDPA for NVFP4/MXFP4 (Algorithm 9).
 ``in_format``, ``out_format``
-    Formats of A/B and of C/D (names from :mod:`workbench.formats`).
+    Formats of A/B and of C/D (names from :mod:`workbench.numbers.formats`).
 ``L``
     Block size: products consumed by one fused operation (Khattak-Mikaitis' NFMA,
     Xie's L_max).  K is consumed in blocks of L, each result feeding the next as c.
@@ -98,8 +98,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar, cast
 
 import numpy as np
 
-from .. import formats as _formats
-from ..gate import unknown_name
+from ..numbers import formats as _formats
+from ..numbers.validation import unknown_name
 from . import checks as _checks
 from .operands import float_operands, plus_zeros
 
@@ -389,7 +389,7 @@ class Model:
 
 @dataclass(frozen=True)
 class BoundShape:
-    """The block-FMA bound an operation obeys (:func:`workbench.bounds.block_fma_bound`):
+    """The block-FMA bound an operation obeys (:func:`workbench.matmul.bounds.block_fma_bound`):
     ``block`` products per fused step, ``F`` fractional bits of the alignment (None: the
     block is summed exactly), ``rounding`` of the block result."""
 
@@ -402,7 +402,7 @@ class BoundShape:
 class ErrorTerm:
     """One error source of Xie et al. Table 9 without the operation's name:
     ``coefficient x 2^(reference + offset)``, ``reference`` one of ``"e_max"``,
-    ``"e_result"`` or ``"absolute"`` (2^offset), as :class:`workbench.bounds.ErrorSource`."""
+    ``"e_result"`` or ``"absolute"`` (2^offset), as :class:`workbench.matmul.bounds.ErrorSource`."""
 
     source: str
     expression: str
@@ -579,7 +579,7 @@ class Operation:
     def table2_features(self, model: Model) -> dict[str, Any] | None:
         """The features of Khattak & Mikaitis 2025 Table II (alignment window, accumulator
         precision, final rounding, c order, interleaving); None when the operation has no
-        alignment window of F bits (:func:`workbench.report.feature_row`)."""
+        alignment window of F bits (:func:`workbench.studies.notebook_support.feature_row`)."""
         return None
 
     # ------------------------------------------------------------ probing hints

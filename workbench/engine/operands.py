@@ -7,7 +7,7 @@ checking that every value is representable; :func:`pad_k` zero-pads K to whole
 blocks.  :class:`Operands` is what :func:`workbench.engine.core.prepare` hands to an
 operation's ``run``: float64 ``A``/``B^T`` (:func:`float_operands`) or decomposed.
 
-:func:`threads_for` (from :mod:`workbench.threads`, the only place that decides whether
+:func:`threads_for` (from :mod:`workbench._runtime.threads`, the only place that decides whether
 a compiled pass runs on one thread or on numba's thread pool) is re-exported here.
 """
 
@@ -21,9 +21,9 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
-from .. import formats as _formats
-from ..gate import real_array
-from ..threads import PARALLEL_MIN_WORK, threads_for, threads_used
+from ..numbers import formats as _formats
+from ..numbers.validation import real_array
+from .._runtime.threads import PARALLEL_MIN_WORK, threads_for, threads_used
 from . import kernels as _k
 from . import ops as _ops
 
@@ -194,7 +194,7 @@ def decompose_checked(A: np.ndarray, B: np.ndarray, fmt: _formats.FloatFormat, f
     (:func:`ops.decompose_checked`), B read in its (K, N) layout (unpadded, as one
     run of K * N values: rows of a few columns cost the pass twice its time).  The first value
     that is not representable (A before B, C order) raises the ValueError of
-    :func:`workbench.formats.check_representable` (``A[i, j] = v is not
+    :func:`workbench.numbers.formats.check_representable` (``A[i, j] = v is not
     representable in ...``)."""
     A = real_array(A, "A")
     B = real_array(B, "B")
@@ -275,7 +275,7 @@ def scaled_small_check_args(model: ScaledSide) -> tuple[tuple[Any, ...], tuple[A
 
 def raise_unrepresentable(bad: tuple[int, int, int], A: np.ndarray, B: np.ndarray, C: np.ndarray,
                           fin: _formats.FloatFormat, fout: _formats.FloatFormat) -> None:
-    """The ValueError of :func:`workbench.formats.check_representable` for the first of
+    """The ValueError of :func:`workbench.numbers.formats.check_representable` for the first of
     A, B (``fin``) and C (``fout``) whose index in ``bad`` (a small-product kernel's
     answer: C-order index or -1) says it holds a value that is not representable."""
     for index, x, fmt, name in zip(bad, (A, B, C), (fin, fin, fout), "ABC"):
@@ -382,7 +382,7 @@ def checked_inputs(fin: _formats.FloatFormat, A: np.ndarray, B: np.ndarray) -> t
     """A and B as C-ordered float64 after :func:`~workbench.engine.ops.first_unrepresentable` checked each
     against ``fin`` (a signed format with subnormals), and whether either holds Inf or
     NaN; the first value that is not representable (A before B, C order) raises
-    :func:`~workbench.formats.not_representable_error`'s ValueError."""
+    :func:`~workbench.numbers.formats.not_representable_error`'s ValueError."""
     checked = []
     special = False
     vmax_bits = int(np.float64(fin.max).view(np.int64))

@@ -28,7 +28,7 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
 
-from ..formats import RD, RNE, ROUNDING_CODES, RU
+from ..numbers.formats import RD, RNE, ROUNDING_CODES, RU
 
 SPECIAL = 1 << 24          # exponent marking Inf/NaN operands
 NEG_BIG = -(1 << 30)       # "no term yet" for the running maximum exponent
@@ -36,7 +36,7 @@ SIG_NAN = 2
 #: Codes of special terms (:func:`special_product`, :func:`special_value`).
 POS_INF, NEG_INF, IS_NAN = 1, 2, 3
 
-#: The engine's rounding directions, coded as everywhere else (:data:`workbench.formats.ROUNDING_CODES`).
+#: The engine's rounding directions, coded as everywhere else (:data:`workbench.numbers.formats.ROUNDING_CODES`).
 MODE_CODES = {name: ROUNDING_CODES[name] for name in ("rne", "rz", "rd", "ru")}
 
 
@@ -94,7 +94,7 @@ def decompose(x, sig, exp, man_bits, emin, flush):
 def check_decompose_one(v, man_bits, emin, flush, vmax, has_nan, has_inf):
     """(representable?, significand, exponent) of one float64 value for a signed
     format with subnormals (``man_bits``, ``emin``, largest finite value ``vmax``):
-    :func:`decompose_one` plus the test of ``workbench.formats.is_representable``
+    :func:`decompose_one` plus the test of ``workbench.numbers.formats.is_representable``
     (NaN/Inf only if the format has them, ``|v| <= vmax``, ``v`` on the format's
     grid; -0 is a zero)."""
     if v != v:
@@ -579,7 +579,7 @@ def first_unrepresentable_small(bits, man_bits, emin, vmax_bits, has_nan, has_in
 def first_bad_scale_small(bits, man_bits, emin, vmax_bits, has_nan, has_inf, unsigned, has_zero):
     """:func:`first_unrepresentable_small` for block scale factors, whose formats may be
     unsigned (E8M0, UE4M3: no negative value; -0 is their zero, as
-    :func:`workbench.formats.is_representable` counts it) or have no zero (E8M0)."""
+    :func:`workbench.numbers.formats.is_representable` counts it) or have no zero (E8M0)."""
     R, C = bits.shape
     for r in range(R):
         for c in range(C):

@@ -35,7 +35,7 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
 
-from ..formats import RD, RNE, RU
+from ..numbers.formats import RD, RNE, RU
 from .kernels import _loop, _splat, lanes_from_c, output_tiles
 from .ops import NEG_BIG
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..catalogue import custom_model
+from ..units.catalogue import custom_model
 from ..engine.model import Model
 from .fasi import fasi_suite
 from .inference import infer

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import formats as _formats
+from ..numbers import formats as _formats
 
 MatMul = Callable[[np.ndarray, np.ndarray, np.ndarray], Any]
 
@@ -126,7 +126,7 @@ def from_model(model: Any, name: str | None = None, shape: tuple[int, int, int] 
     This is the closed loop of the papers run on our own models (Khattak & Mikaitis
     2025, Section V-A: probing a model when no GPU is at hand).  Scaled models
     (``st-fdpa``/``gst-fdpa``) get every block scale factor equal to 1."""
-    from ..matmul import gemm
+    from ..matmul.product import gemm
 
     kb = getattr(model, "k_block", None)
     if getattr(model, "scale_format", None) is not None and kb:

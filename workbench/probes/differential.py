@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import formats as _formats
+from ..numbers import formats as _formats
 
 
 def same_outputs(x: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import formats as _formats
+from ..numbers import formats as _formats
 from ..engine import core as _core
 from ..engine.model import PARAM_NAMES, ROUNDINGS, Model
 from . import features as _f
@@ -201,7 +201,7 @@ def verify(black_box: Any, model: Model, *, n: int = 20000, seed: int = 0, K: in
 
     Returns (number of outputs compared, smallest counterexample or None)."""
     bb = as_black_box(black_box)
-    from ..matmul import gemm
+    from ..matmul.product import gemm
 
     rng = np.random.default_rng(seed)
     fin, fout = bb.in_fmt, bb.out_fmt
@@ -728,8 +728,6 @@ def _gst_fdpa(bb: BlackBox, st: _f.Structure, gr: _f.ExactGroups, allow_sub: boo
     c carrying the range, as for narrow formats.  The scales are not inputs of
     f(A, B, C): the proposed model takes NVFP4's convention (UE4M3, one scale per group)
     when the engine's fixed point holds it, else E8M0 - with unit scales they agree."""
-    from ..engine.operations.gstfdpa.kernels import gst_params
-
     assert gr.G is not None and gr.F is not None
     G, F = gr.G, gr.F
     params.update(kind="gst-fdpa", L=st.L, G=G, F=F, c_position="early", sticky=False)
@@ -751,7 +749,8 @@ def _gst_fdpa(bb: BlackBox, st: _f.Structure, gr: _f.ExactGroups, allow_sub: boo
         params["flush_output_subnormals"] = True
     for sf in ("ue4m3", "e8m0"):
         try:
-            gst_params(Model(**{**params, "k_block": G, "scale_format": sf}))
+            candidate = Model(**{**params, "k_block": G, "scale_format": sf})
+            candidate.operation.check_kernel(candidate)   # the fixed point holds the groups, or a ValueError
         except ValueError:
             continue
         params.update(k_block=G, scale_format=sf)

@@ -12,7 +12,7 @@
 2. FPRev's summation tree (Xie et al., USENIX ATC'25) for one shape: the counts
    ``K - |leaves under LCA(0, j)|`` of every output row, whether all rows share one tree
    and the K blocks the first row shows;
-3. the candidate model (a unit preset plus a :class:`~workbench.schedules.Schedule`, the
+3. the candidate model (a unit preset plus a :class:`~workbench.units.schedules.Schedule`, the
    K blocking read from the library's parameters and checked against FPRev's blocks) run
    through :func:`workbench.gemm` against the library, bit for bit, on random and
    adversarial products (cancelling pairs, a wide exponent range) over many shapes, K well
@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import schedules as _schedules
+from ..units import schedules as _schedules
 from ..engine.model import Model
 from .recovery import Recovery, draw_inputs, fprev_counts
 
@@ -120,7 +120,7 @@ class LibraryEnvironment:
 
 
 def _fma(fmt: str) -> Model:
-    from ..catalogue import custom_model
+    from ..units.catalogue import custom_model
 
     return custom_model(fmt, fmt, kind="fma")
 
@@ -271,7 +271,7 @@ class Library:
     @property
     def precision(self) -> int:
         """The accumulation's precision FPRev swamps (bf16 inputs are summed in fp32)."""
-        from .. import formats as _formats
+        from ..numbers import formats as _formats
 
         return _formats.format(self.fmt).man_bits + 1 if self.fmt != "bf16" else 24
 
@@ -482,7 +482,7 @@ def _joins(row: np.ndarray, K: int) -> str:
 
 
 def _library(name: str) -> Library:
-    from ..gate import unknown_name
+    from ..numbers.validation import unknown_name
 
     if name not in LIBRARIES:
         raise ValueError(unknown_name("library target", name, LIBRARIES))
@@ -497,7 +497,7 @@ def verify_model(name: str, unit: Model, schedule: _schedules.Schedule, *, seed:
     the same seed and shapes); one :data:`Result` per product."""
     from contextlib import nullcontext
 
-    from ..matmul import gemm
+    from ..matmul.product import gemm
 
     lib = _library(name)
     rng = np.random.default_rng((seed, 1))
@@ -630,7 +630,7 @@ def save_library_model(report: LibraryReport, path: str | Path) -> Path:
     "not verified" - and the :class:`LibraryEnvironment`, the counts in
     ``[provenance.verification]``: outputs_checked, outputs_agreed, products_checked),
     verified or not; returns the path."""
-    from ..unitfile import Provenance, save_unit
+    from ..units.unitfile import Provenance, save_unit
 
     n_bad, n_all = report.counts
     prov = Provenance(origin="probed", target=f"{report.name}: {report.environment.describe()}",
@@ -694,7 +694,7 @@ def verify_saved(name: str, path: str | Path, *, seed: int = 0,
     the library target ``name`` on this machine: its unit and schedule through
     :func:`verify_model` on ``shapes``.  A file without a schedule, or saved for
     another target, is refused (ValueError naming both)."""
-    from ..unitfile import read_unit
+    from ..units.unitfile import read_unit
 
     lib = _library(name)
     uf = read_unit(path)

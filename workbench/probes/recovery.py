@@ -2,14 +2,14 @@
 
 :func:`recover_schedule` asks a library's ``A @ B`` (at one thread) for products of the
 shapes (M, N) a user cares about and K from 1 to ``k_max``, and returns a
-:class:`~workbench.schedules.Schedule` over the library's unit that reproduces every
+:class:`~workbench.units.schedules.Schedule` over the library's unit that reproduces every
 output it saw, with the queries and the time it took.  Nobody writes a candidate: the
 schedule is assembled from what the library answers.
 
 1. **Per output, the split.**  For each probe product (M, N, K) the library runs on
    random and adversarial inputs (cancelling pairs over a wide exponent range,
    :func:`draw_inputs`), and so does the unit under every
-   :class:`~workbench.schedules.Split` of :func:`candidate_splits` - one FMA chain;
+   :class:`~workbench.units.schedules.Split` of :func:`candidate_splits` - one FMA chain;
    ``lanes`` accumulators fed round-robin (a masked tail) or by unrolled blocks, summed in
    order, pairwise or by halving (a vector register's horizontal reduction); and the K
    blocks (GEMM_Q with halved last blocks) that FPRev's tree shows (Xie et al., USENIX
@@ -23,7 +23,7 @@ schedule is assembled from what the library answers.
 3. **K ranges.**  Along the probed K a group keeps one split while the common set stays
    non-empty; where it changes, bisection on K finds the first K of the next split.
 4. **The schedule.**  The group holding output (0, 0) gives the schedule's rules, every
-   other group a :class:`~workbench.schedules.Region` over its tile band with its own
+   other group a :class:`~workbench.units.schedules.Region` over its tile band with its own
    rules, each naming its (M, N): a product of another shape has no rule, and
    :func:`workbench.gemm` refuses it rather than guess.
 
@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import schedules as _schedules
+from ..units import schedules as _schedules
 from ..engine.model import Model
 
 __all__ = ["candidate_splits", "tile_of", "recover_schedule", "Recovery", "PROBE_KS", "draw_inputs", "fprev_counts"]
@@ -62,7 +62,7 @@ _DRAWS = ("random", "adversarial", "adversarial")
 def draw_inputs(rng: np.random.Generator, kind: str, M: int, N: int, K: int, fmt: str) -> tuple[np.ndarray, np.ndarray]:
     """Random inputs representable in ``fmt``: ``random`` (standard normal), ``adversarial``
     (exponents over 2^-20..2^20 and cancelling pairs: each product x*y followed by -x*y)."""
-    from .. import formats as _formats
+    from ..numbers import formats as _formats
 
     A = rng.standard_normal((M, K))
     B = rng.standard_normal((K, N))
@@ -131,7 +131,7 @@ def tile_of(n: int, tiles: Sequence[int] = TILES) -> np.ndarray:
 
 
 def _band(t: int, tiles: Sequence[int] = TILES) -> tuple[int, int]:
-    """The (a, b) of :class:`~workbench.schedules.Region` selecting the rows of tile t of
+    """The (a, b) of :class:`~workbench.units.schedules.Region` selecting the rows of tile t of
     :func:`tile_of`'s cut (n - n % a .. n - n % b); t = 0: every row."""
     return (0, 1) if t == 0 else (0, t) if t == tiles[0] else (2 * t, t)
 
@@ -190,7 +190,7 @@ class _Prober:
                 only: np.ndarray | None = None) -> np.ndarray:
         """(M, N, len(splits)) booleans: the split gives the output's bits on every draw
         (only the splits ``only`` marks are run; the others are False)."""
-        from ..matmul import gemm
+        from ..matmul.product import gemm
 
         ok = np.ones((M, N, len(splits)), dtype=bool)
         if only is not None:

@@ -10,7 +10,7 @@
 ``torch-cpu-fp16``     ``torch.addmm(C, A, B)`` on float16 CPU tensors (needs torch)
 ``torch-cpu-fp32``     ``torch.addmm(C, A, B)`` on float32 CPU tensors (needs torch)
 ``mldtypes-bf16``      ``A @ B + C`` on ml_dtypes.bfloat16 arrays (the product comes back as float32)
-``cpu-vdpbf16ps``      this CPU's AVX512-BF16 ``VDPBF16PS`` (:mod:`workbench.cpu_bf16`): D = C, then
+``cpu-vdpbf16ps``      this CPU's AVX512-BF16 ``VDPBF16PS`` (:mod:`workbench.probes.cpu_bf16`): D = C, then
                        one instruction per pair of K (bf16 in, fp32 out); needs the instruction
 ``preset:DEV:IN:OUT``  a workbench preset through ``workbench.gemm`` (optional
                        ``:INSTRUCTION`` and ``:VARIANT``), e.g. ``preset:H100:fp16:fp32``
@@ -42,7 +42,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .. import formats as _formats
+from ..numbers import formats as _formats
 from .blackbox import BlackBox, from_model
 
 __all__ = ["target", "TARGETS", "torch_cuda", "cupy_matmul", "numpy_target", "torch_cpu", "mldtypes_target", "vdpbf16ps_target", "pairs_gemm"]
@@ -168,7 +168,7 @@ def cupy_matmul(in_format: str, out_format: str = "fp32") -> BlackBox:
 
 def pairs_gemm(A: np.ndarray, B: np.ndarray, C: np.ndarray, op: Callable) -> np.ndarray:
     """D = A @ B + C on a 16-lane bf16 pair instruction ``op(c, a, b)`` (the signature of
-    :func:`workbench.cpu_bf16.dpbf16ps`): the M * N outputs are lanes, K (padded with
+    :func:`workbench.probes.cpu_bf16.dpbf16ps`): the M * N outputs are lanes, K (padded with
     zeros to even) is consumed one pair per instruction, in order, from d = C."""
     M, K = A.shape
     N = B.shape[1]
@@ -192,7 +192,7 @@ def pairs_gemm(A: np.ndarray, B: np.ndarray, C: np.ndarray, op: Callable) -> np.
 def vdpbf16ps_target() -> BlackBox:
     """This CPU's ``VDPBF16PS`` as a black box (:func:`pairs_gemm`); ValueError naming
     the reason where the CPU lacks AVX512-BF16."""
-    from .. import cpu_bf16
+    from . import cpu_bf16
 
     ok, why = cpu_bf16.unit_available()
     if not ok:

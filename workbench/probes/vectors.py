@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import formats as _formats
+from ..numbers import formats as _formats
 from .blackbox import BlackBox
 
 __all__ = ["Ranges", "Cases", "split_product", "fits"]

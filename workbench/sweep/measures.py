@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import formats as _formats
+from ..numbers import formats as _formats
 
 
 @dataclass

@@ -50,10 +50,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import formats as _formats
-from .. import inputs as _inputs
-from .. import resources as _resources
-from ..gate import unknown_name
+from ..numbers import formats as _formats
+from ..numbers import inputs as _inputs
+from . import resources as _resources
+from ..numbers.validation import unknown_name
 
 #: Keys allowed at the top of an experiment file.
 TOP_KEYS = ("name", "description", "source", "notes", "reference", "metrics", "defaults", "grid", "quick",
@@ -73,13 +73,13 @@ TASK_KEYS: dict[str, str] = {
     "model": "table of workbench.custom_model() arguments (kind, L, F, rounding, ...) instead of a preset",
     "unit": "path of a unit file (workbench.save_unit; relative to the experiment file) instead of a preset "
             "or model: fills model, in_format and out_format",
-    "in_format": "input format of A and B (a workbench.formats name)",
-    "out_format": "output format of C and D (a workbench.formats name)",
+    "in_format": "input format of A and B (a workbench.numbers.formats name)",
+    "out_format": "output format of C and D (a workbench.numbers.formats name)",
     "algorithm": "name in algorithms.ALGORITHMS, a built-in ('gemm', 'numpy') or 'module:function'",
     "params": "table of keyword arguments for the algorithm",
     "m": "rows of A and C", "k": "inner dimension", "n": "columns of B and C",
     "seed": "seed of the input generator (non-negative integer)",
-    "input": "table: generator (workbench.inputs GENERATORS or PAIR_GENERATORS name), its parameters, round_to, c",
+    "input": "table: generator (workbench.numbers.inputs GENERATORS or PAIR_GENERATORS name), its parameters, round_to, c",
     "alpha": "scalar multiplying A B (default 1)", "beta": "scalar multiplying C (default 1)",
     "formats": "table of custom formats by name, each {exp_bits, man_bits[, bias, special, subnormals, signed]} "
                "(workbench.FloatFormat.custom): registered before the task runs, so in_format, out_format, "
@@ -181,7 +181,7 @@ def stable_hash(obj: Any, length: int = 16) -> str:
 
 def read(path_or_dict: str | Path | Mapping[str, Any]) -> dict[str, Any]:
     """The experiment as a plain dict: a TOML file is parsed (given by path, or by the name of
-    an experiment the package carries, see :func:`workbench.resources.experiment_path`); a
+    an experiment the package carries, see :func:`workbench.sweep.resources.experiment_path`); a
     mapping is deep-copied."""
     if isinstance(path_or_dict, Mapping):
         return copy.deepcopy(dict(path_or_dict))
@@ -296,7 +296,8 @@ def _preset_formats(out: dict[str, Any], where: str) -> None:
     ``in_format``/``out_format`` (refusing different ones), and an input format that means
     another format on the device (a family such as ``fp8``, e4m3 on CDNA3) becomes the
     format the unit reads, so that the task says what runs."""
-    from .. import catalogue, units
+    from ..units import catalogue
+    from .. import units
 
     name = out["preset"]
     if is_unit_name(name):
@@ -331,7 +332,7 @@ def _name_or_none(fmt: str) -> str | None:
 
 
 def _unit_format_or_none(device: str, fmt: str) -> str | None:
-    from .. import catalogue
+    from ..units import catalogue
 
     if not device:
         return _name_or_none(fmt)
@@ -343,7 +344,7 @@ def _unit_format_or_none(device: str, fmt: str) -> str | None:
 
 def register_formats(table: Any, where: str = "formats") -> None:
     """Register a task's custom formats (``formats = {name = {exp_bits = .., man_bits = ..}}``)
-    in this process (:func:`workbench.formats.register_format`); ValueError naming the
+    in this process (:func:`workbench.numbers.formats.register_format`); ValueError naming the
     entry and what was expected."""
     if table is None:
         return
@@ -469,7 +470,7 @@ def _unit_task(combo: dict[str, Any], base: Path, where: str) -> tuple[dict[str,
     as ``in_format``/``out_format``, the library schedule it carries (if any) as the
     algorithm's ``params.schedule``; ``unit`` becomes the absolute path the workers load.
     Also returns the unit's content, which replaces the path in the task hash."""
-    from ..unitfile import read_unit
+    from ..units.unitfile import read_unit
 
     path = combo["unit"]
     if not isinstance(path, str) or not path:

@@ -23,9 +23,9 @@ import numpy as np
 
 import algorithms
 
-from .. import formats as _formats
-from .. import inputs as _inputs
-from ..gate import unknown_name
+from ..numbers import formats as _formats
+from ..numbers import inputs as _inputs
+from ..numbers.validation import unknown_name
 from .measures import METRICS, Context
 
 #: Columns that vary between runs of the same task (excluded when comparing tables).
@@ -58,7 +58,7 @@ def _numpy_algorithm(A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None, 
 def _gemm_algorithm(A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None, *, model: Any,
                     **params: Any) -> np.ndarray:
     """Built-in "gemm": one :func:`workbench.gemm` call on the task's model."""
-    from .. import matmul
+    from ..matmul import product as matmul
 
     return matmul.gemm(A, B, C, model=model, **params)
 
@@ -158,7 +158,7 @@ def resolve_metric(name: str) -> Callable[[Context], Any]:
 @functools.lru_cache(maxsize=64)
 def _model(key: str) -> Any:
     spec = json.loads(key)
-    from .. import catalogue, unitfile
+    from ..units import catalogue, unitfile
     from .spec import register_formats
 
     register_formats(spec.get("formats"))
@@ -234,7 +234,7 @@ def _reference(A: np.ndarray, B: np.ndarray, C: np.ndarray | None, reference: st
         D = alpha * (A @ B)
         return D + beta * C if C is not None else D
     if reference == "exact":
-        from .. import exact
+        from ..numbers import exact
 
         return np.asarray(exact.gemm(A, B, C, alpha=alpha, beta=beta), dtype=np.float64)
     return np.asarray(_import_object(reference)(A, B, C, alpha=alpha, beta=beta), dtype=np.float64)

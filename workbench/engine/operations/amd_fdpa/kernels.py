@@ -57,7 +57,7 @@ import math
 import numba
 import numpy as np
 
-from ....formats import RD, RU, RZ
+from ....numbers.formats import RD, RU, RZ
 from ... import kernels as _k
 from ... import vector_chain as _vc
 from ...kernels import lane_tile, lane_value, lanes_from_c

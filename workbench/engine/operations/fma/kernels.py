@@ -2,7 +2,7 @@
 :mod:`workbench.engine.operations.fma`): one IEEE fused multiply-add per product, k in
 order.  :func:`fma_gemm` walks one output at a time (every format);
 :func:`fma_gemm_lanes` runs binary64/binary32 chains side by side like a BLAS
-micro-kernel (docs/architecture.md, "Facts measured"); :func:`fma_rows` is the row
+micro-kernel (benchmarks/README.md, "The performance diary"); :func:`fma_rows` is the row
 kernel of ``dots``.  A late c is added by the shared IEEE adder
 (:func:`workbench.engine.kernels.add_late`)."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
 
-from ....formats import FloatFormat, RNE
+from ....numbers.formats import FloatFormat, RNE
 from ...kernels import _loop, _splat, exact_add
 from ...nans import fma_nan
 

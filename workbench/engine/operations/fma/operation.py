@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numba
 import numpy as np
 
-from .... import formats as _formats
+from ....numbers import formats as _formats
 from ... import kernels as _k
 from ... import ops as _ops
 from ...checks import check_c_position, check_rounding
@@ -84,7 +84,7 @@ class FMAChain(Operation):
         and C-ordered float64 operands are used as they are; for fp32 the check is the
         copy itself (:func:`~workbench.engine.operations.fma.kernels.copy_exact`: binary32 holds the
         values its cast keeps); other formats, and values that fail, go through
-        :func:`workbench.formats.check_representable`, whose ValueError names the
+        :func:`workbench.numbers.formats.check_representable`, whose ValueError names the
         first value that is not representable."""
         fmt = model.in_fmt
         if fmt.name == "fp64":

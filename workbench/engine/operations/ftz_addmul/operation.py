@@ -20,7 +20,7 @@ import numpy as np
 
 import numba
 
-from .... import formats as _formats
+from ....numbers import formats as _formats
 from ... import kernels as _k
 from ...model import ErrorTerm, Operation, register
 from ...operands import (Operands, check_small_values, checked_inputs, float_operands, pad_k, recycle_arrays,

@@ -10,7 +10,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .... import formats as _formats
+from ....numbers import formats as _formats
 from ... import ops as _ops
 from ...explain import _decomp, _norm, _p2, _val
 from ...operands import decompose

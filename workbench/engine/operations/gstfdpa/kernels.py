@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, cast
 import numba
 import numpy as np
 
-from .... import formats as _formats
+from ....numbers import formats as _formats
 from ...layout import (  # the one parameter layout (see workbench.engine.layout)
     P_EMAXRES,
     P_EMINC,

@@ -16,7 +16,7 @@ import math
 import numba
 import numpy as np
 
-from ....formats import RNE
+from ....numbers.formats import RNE
 from ...kernels import exact_add
 from ...nans import _bits_from_f64, _f64_from_bits, default_nan, quiet
 

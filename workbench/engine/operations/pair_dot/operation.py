@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ....gate import unknown_name
+from ....numbers.validation import unknown_name
 from ...checks import check_block
 from ...model import Operation, register
 from ...operands import Operands, check_small_values, float_operands

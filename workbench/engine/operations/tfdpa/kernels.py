@@ -5,7 +5,7 @@ generic block FMA: sticky bit, c early/late, interleaved groups; dispatched by
 Both GEMM kernels walk tiles of outputs (rows x columns) in parallel; inside a tile they
 walk K in chunks of a few hundred elements and, for each chunk, update every output of
 the tile, so a chunk of A and B is reused from cache across the tile
-(docs/architecture.md, "Facts measured": the untiled kernel fell to 5e7 MAC/s at
+(benchmarks/README.md, "The performance diary": the untiled kernel fell to 5e7 MAC/s at
 10 x 1,000,000 x 10).
 
 * :func:`tfdpa_gemm_lanes` (the models of :func:`lane_eligible` - every NVIDIA

@@ -5,7 +5,7 @@ vectors (its ``prefer-256-bit`` tuning, chosen for the clock drop of 512-bit ins
 Skylake-SP), so numba's loops over lanes use half the vector width the CPU offers.  The
 engine's lane kernels are integer code that runs whole vectors (32-bit terms, 16 lanes to a
 512-bit vector), and with the preference removed whole GEMMs ran 1.2-1.5x faster on an
-Emerald Rapids machine (``docs/architecture.md``, "Facts measured on the 2-core development
+Emerald Rapids machine (``benchmarks/README.md``, "The performance diary: facts measured on the 2-core development
 machine").  :func:`configure`, called by
 ``import workbench`` before numba loads, sets ``NUMBA_CPU_FEATURES`` to the host's features
 without that preference.  It changes no result (the kernels' arithmetic is integer and

@@ -5,7 +5,7 @@ Every generator is deterministic from its seed: it draws from
 :class:`numpy.random.SeedSequence`) and nothing else, so the same call gives the same
 array on every machine and in every process.  Values are float64; pass ``fmt`` to
 round them to a number format (round-to-nearest-even, overflow to Inf as IEEE
-conversion does) or do that yourself with :func:`workbench.formats.round`.
+conversion does) or do that yourself with :func:`workbench.numbers.formats.round`.
 
 Distributions (name in :data:`GENERATORS` -> function):
 
@@ -36,7 +36,7 @@ Test matrices for linear solvers (square, float64): :func:`randsvd` (prescribed
 columns) and the pair generator :func:`linear_system` (A from randsvd, right-hand
 sides B) that sweeps use as ``input = {generator = "linear_system", kappa = ...}``.
 
-This module imports nothing above :mod:`workbench.formats`.
+This module imports nothing above :mod:`workbench.numbers.formats`.
 """
 
 from __future__ import annotations

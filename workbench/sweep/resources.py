@@ -9,7 +9,8 @@ first, so ``workbench reproduce`` and ``workbench sweep NAME`` work from a
 pip-installed wheel in any folder, and :func:`copy_notebooks` (``workbench notebooks
 --copy DIR``) puts the notebooks where JupyterLab and papermill open them.
 
-Imports nothing of the workbench: every layer may ask it for a folder.
+Imports nothing of the workbench: the sweep (experiment files), the studies and the command
+line ask it for a folder.
 """
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def data_dir(name: str) -> Path:
     bundled = package / "_data" / name
     if isinstance(bundled, Path) and bundled.is_dir():
         return bundled
-    checkout = Path(__file__).resolve().parent.parent
+    checkout = Path(__file__).resolve().parents[2]
     if (checkout / name).is_dir() and (checkout / "pyproject.toml").is_file():
         return checkout / name
     raise FileNotFoundError(f"the package's {name}/ folder is missing: neither {bundled} (a wheel's copy) nor "

@@ -1,7 +1,7 @@
 """Error metrics of computed matrix products against a reference.
 
 Every function names its formula; ``C_hat`` is the computed result, ``C`` the
-reference (ideally :func:`workbench.exact.gemm`), ``A`` and ``B`` the factors.
+reference (ideally :func:`workbench.numbers.exact.gemm`), ``A`` and ``B`` the factors.
 Every quantity is computed over the whole float64 range, from subnormals to
 ``1.8e308``: differences, sums, squares and products are formed on values scaled
 by powers of two (exact) and carried as ``(mantissa, exponent)`` pairs, so nothing
@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from .formats import FloatFormat
-from .gate import real_array
+from .validation import real_array
 from .formats import format as _get_format
 
 __all__ = [
@@ -133,7 +133,7 @@ def normwise_error_inf(C_hat: Any, C: Any, A: Any, B: Any) -> float:
 
     The norm-wise error of the multi-word experiment (the ``error`` column of the
     paper's data; infinity norms are largest absolute row sums).  The bound it is
-    compared with is :func:`workbench.bounds.multiword_bound`.  Returns ``0.0``
+    compared with is :func:`workbench.matmul.bounds.multiword_bound`.  Returns ``0.0``
     when ``A`` or ``B`` is zero and ``C_hat == C``, ``inf`` when they are zero
     and ``C_hat != C``.
     """

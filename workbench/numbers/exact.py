@@ -37,7 +37,7 @@ References: R. M. Neal, "Fast exact summation using small and large
 superaccumulators", arXiv:1505.05571 (2015); J. Demmel and Y. Hida, "Accurate and
 efficient floating point summation", SIAM J. Sci. Comput. 25(4), 2003.  The
 Figure 7 experiment of Khattak & Mikaitis (2025) measures errors against such an
-exact product (the paper uses binary64 ``A*B``; see :mod:`workbench.metrics`).
+exact product (the paper uses binary64 ``A*B``; see :mod:`workbench.numbers.metrics`).
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ from typing import Any, Literal, cast
 import numba
 import numpy as np
 
-from .gate import real_array
-from .threads import threads_for, threads_used
+from .validation import real_array
+from .._runtime.threads import threads_for, threads_used
 
 __all__ = ["dot", "gemm", "exact_precision", "fraction_to_float64"]
 
@@ -428,7 +428,7 @@ _gemm_kernel = numba.njit(cache=True, parallel=True)(_gemm_kernel_impl)
 
 
 def _as_float64(x: Any, name: str) -> np.ndarray:
-    """Exact, contiguous float64 copy of real finite data (:func:`workbench.gate.real_array`):
+    """Exact, contiguous float64 copy of real finite data (:func:`workbench.numbers.validation.real_array`):
     values that are not exactly float64 (Fractions, big ints, long doubles), NaN and Inf
     are refused."""
     try:

@@ -37,8 +37,8 @@ from typing import Literal
 import numba
 import numpy as np
 
-from .gate import real_array, unknown_name
-from .threads import threads_for
+from .validation import real_array, unknown_name
+from .._runtime.threads import threads_for
 
 __all__ = [
     "FloatFormat",
@@ -361,7 +361,7 @@ def format(name: str | FloatFormat) -> FloatFormat:  # noqa: A001 - public API n
 
 def register_format(fmt: FloatFormat) -> FloatFormat:
     """Make a custom format known by its name, so that models can name it (unit files
-    register the formats they describe: :mod:`workbench.unitfile`).
+    register the formats they describe: :mod:`workbench.units.unitfile`).
 
     Registering a name again with the same encoding changes nothing; a name (or alias)
     already taken by another encoding raises a ValueError naming both encodings.

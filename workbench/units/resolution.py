@@ -5,7 +5,7 @@ Every entry point that takes a unit - :func:`workbench.gemm`, the algorithms, sw
 and :mod:`workbench.torch` - passes what it was given through :func:`resolve`, so they
 accept the same four spellings:
 
-* a :class:`~workbench.engine.Model` or :class:`~workbench.catalogue.Preset` object,
+* a :class:`~workbench.engine.Model` or :class:`~workbench.units.catalogue.Preset` object,
   returned unchanged;
 * the catalogue name that ``workbench presets`` prints, ``ARCH/INSTRUCTION/IN->OUT[/VARIANT]``
   (``"cdna3/mfma/fp16->fp32"``, ``"blackwell/tcgen05.mma/fp16->fp32/rn"``), case ignored;
@@ -15,11 +15,11 @@ accept the same four spellings:
   order (an empty field is left out; the fourth field also matches a variant name, so
   ``"B200:fp16:fp32:rn"`` works too).  ``OUT`` may be omitted (``"H100:fp16"``: fp32).
   A leading ``preset:`` is ignored (the probe targets' old spelling);
-* the path of a unit file (:mod:`workbench.unitfile`): a :class:`os.PathLike` or a string
+* the path of a unit file (:mod:`workbench.units.unitfile`): a :class:`os.PathLike` or a string
   ending in ``.toml``.
 
 Format names and aliases mean the same everywhere (:func:`workbench.format`); a format
-*family* stands for the device's default member of it (:data:`workbench.catalogue.FORMAT_FAMILIES`:
+*family* stands for the device's default member of it (:data:`workbench.units.catalogue.FORMAT_FAMILIES`:
 ``fp8`` is E4M3, its FNUZ encoding on CDNA3).  :func:`unit_name` gives the name the tool
 prints for a unit, which :func:`resolve` reads back.
 """
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Union
 
 from . import catalogue
-from .engine.model import Model
+from ..engine.model import Model
 
 __all__ = ["UnitSpec", "resolve", "unit_name", "FORMS"]
 

@@ -3,7 +3,11 @@
 One :class:`Preset` record per (architecture, instruction, input format, output
 format[, variant]), holding the arithmetic parameters of :class:`workbench.engine.Model`
 (it *is* a Model, so it can be passed to :func:`workbench.gemm` directly) plus where
-the numbers come from.  Nothing here computes; the engine knows no preset.
+the numbers come from.  The records are data: the package's TOML files
+``workbench/units/presets/<architecture>.toml`` (one ``[[preset]]`` table each, the keys of
+a unit file's ``[unit]`` table plus the provenance keys :data:`PROVENANCE_KEYS`), listed in
+order by ``presets/architectures.toml`` and read once at import; adding a preset is adding
+a table (docs/howto/add-preset.md).  Nothing here computes; the engine knows no preset.
 
 Sources (``../shared/seeds``):
 
@@ -36,13 +40,15 @@ one :func:`preset` returns without ``instruction``/``variant``:
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass, fields
+from importlib import resources
 from typing import Any
 
-from . import formats as _formats
-from .engine.model import PARAM_BOUNDS, PARAM_NAMES, Model
+from ..numbers import formats as _formats
+from ..engine.model import PARAM_BOUNDS, PARAM_NAMES, Model
 from .evidence import Evidence, stored as _stored_evidence
-from .gate import unknown_name
+from ..numbers.validation import unknown_name
 
 __all__ = ["Preset", "preset", "presets", "custom_model", "architecture_of", "PresetTable", "ARCHITECTURES", "DEVICES",
            "Evidence", "evidence_table", "by_name", "FORMAT_FAMILIES", "unit_format", "PRESET_LEGEND", "read_parameters",
@@ -134,7 +140,7 @@ class Preset(Model):
 
     @property
     def evidence(self) -> tuple[Evidence, ...]:
-        """What this preset was checked against and how much (:mod:`workbench.evidence`):
+        """What this preset was checked against and how much (:mod:`workbench.units.evidence`):
         the GPU vectors (per device and set), the real-GPU witness, the MMA-Sim
         differential and the papers' stated results, with counts derived from the test
         data; or one ``"unchecked"`` record saying what the preset is assumed from."""
@@ -147,263 +153,81 @@ class Preset(Model):
 Preset.__doc__ = (Preset.__doc__ or "") + "\n    The preset table's legend::\n\n" + "\n".join(
     "        " + line if line else "" for line in PRESET_LEGEND.splitlines()) + "\n"
 
-ARCHITECTURES: dict[str, tuple[str, ...]] = {
-    "volta": ("V100",),
-    "turing": ("T4",),
-    "ampere": ("A100", "A2", "A30"),
-    "ada": ("L40S", "RTX4090", "Ada", "RTX1000Ada"),
-    "hopper": ("H100", "H200"),
-    "blackwell": ("B200",),
-    "rtx-blackwell": ("RTXPRO6000",),
-    "cdna1": ("MI100",),
-    "cdna2": ("MI250X",),
-    "cdna3": ("MI300X",),
-    # CPU units (specification only; the x86 ones on the host where it has them)
-    "x86-avx512-bf16": ("Zen4", "Zen5", "CooperLake"),
-    "x86-amx-bf16": ("SapphireRapids", "GraniteRapids"),
-    "arm-bf16": ("NeoverseV1", "NeoverseN2", "Graviton3"),
-}
+#: the catalogue's files: ``presets/architectures.toml`` lists the architectures in order,
+#: ``presets/<architecture>.toml`` holds each one's presets (docs/howto/add-preset.md)
+CATALOGUE_FOLDER = "presets"
+#: the layout version every catalogue file declares (``workbench_catalogue = 1``)
+CATALOGUE_LAYOUT = 1
+#: the keys of a ``[[preset]]`` table besides the unit-file ``[unit]`` keys (``PARAM_NAMES``)
+PROVENANCE_KEYS = ("instruction", "variant", "default", "devices", "source", "notes", "assumed_from")
+_ARCHITECTURE_KEYS = ("name", "title", "devices", "aliases")
+
+
+def _catalogue_file(name: str) -> dict[str, Any]:
+    """One catalogue file of the package, parsed (TOML: data, never code) and its layout checked."""
+    text = resources.files(__package__).joinpath(CATALOGUE_FOLDER, name).read_text(encoding="utf-8")
+    data = tomllib.loads(text)
+    if data.get("workbench_catalogue") != CATALOGUE_LAYOUT:
+        raise ValueError(f"catalogue file {name}: workbench_catalogue = {data.get('workbench_catalogue')!r}, "
+                         f"expected {CATALOGUE_LAYOUT}")
+    return data
+
+
+def _known_keys(where: str, table: dict[str, Any], allowed: tuple[str, ...]) -> None:
+    unknown = sorted(set(table) - set(allowed))
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {', '.join(unknown)}; expected some of {', '.join(allowed)}")
+
+
+def _preset_from(arch: str, devices: tuple[str, ...], table: dict[str, Any], wider: dict[str, str],
+                 where: str) -> Preset:
+    """A ``[[preset]]`` table of ``presets/<arch>.toml`` as its :class:`Preset` (the Model's
+    own checks validate the arithmetic)."""
+    _known_keys(where, table, PARAM_NAMES + PROVENANCE_KEYS)
+    for key in ("instruction", "kind", "in_format", "out_format", "source"):
+        if key not in table:
+            raise ValueError(f"{where}: missing key {key!r}")
+    variant = table.get("variant")
+    name = f"{arch}/{table['instruction']}/{table['in_format']}->{table['out_format']}" + (f"/{variant}" if variant else "")
+    if table["in_format"] not in wider:
+        raise ValueError(f"{where} ({name}): [wider_inputs] has no entry for {table['in_format']!r}")
+    try:
+        return Preset(name=name, architecture=arch, devices=tuple(table.get("devices", devices)),
+                      instruction=table["instruction"], variant=variant, default=table.get("default", True),
+                      source=table["source"], notes=table.get("notes", ""), wider_inputs=wider[table["in_format"]],
+                      assumed_from=table.get("assumed_from", ""),
+                      **{k: table[k] for k in PARAM_NAMES if k in table})
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where} ({name}): {exc}") from None
+
+
+def _load_catalogue() -> tuple[dict[str, tuple[str, ...]], dict[str, str], list[Preset]]:
+    """The architectures (name -> devices), their aliases and every preset, read from the
+    package's catalogue files in the order ``presets/architectures.toml`` gives."""
+    architectures: dict[str, tuple[str, ...]] = {}
+    aliases: dict[str, str] = {}
+    for i, entry in enumerate(_catalogue_file("architectures.toml").get("architecture", ())):
+        _known_keys(f"architectures.toml, architecture {i + 1}", entry, _ARCHITECTURE_KEYS)
+        architectures[entry["name"]] = tuple(entry["devices"])
+        aliases.update(dict.fromkeys(entry.get("aliases", ()), entry["name"]))
+    records: list[Preset] = []
+    for arch, devices in architectures.items():
+        data = _catalogue_file(f"{arch}.toml")
+        _known_keys(f"{arch}.toml", data, ("workbench_catalogue", "architecture", "preset", "wider_inputs"))
+        if data.get("architecture") != arch:
+            raise ValueError(f"{arch}.toml: architecture = {data.get('architecture')!r}, expected {arch!r}")
+        wider = data.get("wider_inputs", {})
+        records += [_preset_from(arch, devices, table, wider, f"{arch}.toml, preset {i + 1}")
+                    for i, table in enumerate(data.get("preset", ()))]
+    return architectures, aliases, records
+
+
+#: architecture -> its devices (``presets/architectures.toml``)
+ARCHITECTURES: dict[str, tuple[str, ...]]
+_ARCH_ALIASES: dict[str, str]
+_RECORDS: list[Preset]
+ARCHITECTURES, _ARCH_ALIASES, _RECORDS = _load_catalogue()
 DEVICES: dict[str, str] = {d.lower(): a for a, ds in ARCHITECTURES.items() for d in ds}
-_ARCH_ALIASES = {"ada lovelace": "ada", "ada-lovelace": "ada", "rtx blackwell": "rtx-blackwell",
-                 "rtx_blackwell": "rtx-blackwell", "sm70": "volta", "sm75": "turing", "sm80": "ampere",
-                 "sm89": "ada", "sm90": "hopper", "sm100": "blackwell", "sm120": "rtx-blackwell",
-                 "gfx908": "cdna1", "gfx90a": "cdna2", "gfx942": "cdna3", "rtx pro 6000": "rtx-blackwell",
-                 "rtx_pro_6000": "rtx-blackwell", "mi250": "cdna2", "mi300": "cdna3", "avx512-bf16": "x86-avx512-bf16",
-                 "amx-bf16": "x86-amx-bf16", "amx": "x86-amx-bf16"}
-
-_XIE4 = "Xie et al. 2025 Table 4 (T-FDPA parameters) and MMA-Sim 2.1.1 zero exponents"
-_KM2 = "Khattak & Mikaitis 2025 Table II"
-_HW = "reproduces every row of hw_vectors/{dev}/{fmt}.npz"
-
-_RECORDS: list[Preset] = []
-
-
-_NVIDIA = ("volta", "turing", "ampere", "ada", "hopper", "blackwell", "rtx-blackwell")
-_FASI_TF32 = ("Fasi et al. 2021 (A100, TensorFloat-32 mode, whose suite passes with fp32 data such as 1 - 2^-24 "
-              "loaded straight into the tf32 fragments; tc_test_numerics-A100-tf32.cu 'products are computed "
-              "exactly' expects (1 - 2^-24)^2 -> (1 - 2^-11)^2)")
-
-
-_CPU = ("x86-avx512-bf16", "x86-amx-bf16", "arm-bf16")
-
-
-def _wider_inputs(arch: str, in_format: str) -> str:
-    """What the hardware does with data wider than ``in_format`` (``Preset.wider_inputs``)."""
-    if in_format == "fp64":
-        return "fp64: nothing wider reaches the unit"
-    if in_format == "fp32":
-        return ("fp32, the unit's own format: fp64 data is rounded by the caller (numpy and torch casts round to "
-                "nearest even), input_rounding='rne'")
-    if in_format == "tf32" and arch in _NVIDIA:
-        seen = "measured on the A100" if arch == "ampere" else f"measured on the A100 (Ampere), assumed for {arch}"
-        return (f"tf32 operands sit in 32-bit registers: fed fp32 data the unit ignores the low 13 significand "
-                f"bits, input_rounding='rz' ({seen}: {_FASI_TF32}); cuBLAS and CUTLASS convert first with "
-                "cvt.rna.tf32.f32 (PTX ISA, cvt: round to nearest, ties away), input_rounding='rna'")
-    if in_format == "tf32":
-        return ("xf32 operands sit in 32-bit registers; what the unit does with the low 13 bits of fp32 data is "
-                "not in our sources (Xie et al. 2025 feed xf32 values only; the AMD CDNA3 ISA guide was not "
-                "checked here): choose input_rounding yourself. rocBLAS' own rocblas_xfloat32 type rounds fp32 to "
-                "nearest even (float_to_xfloat32 in ROCm/rocBLAS library/include/internal/rocblas_xfloat32.h), "
-                "input_rounding='rne' for data converted through it")
-    if arch in _CPU:
-        return ("bf16 operands: wider data is converted in software before the instruction, on x86 with "
-                "VCVTNE2PS2BF16 / VCVTNEPS2BF16 (Intel SDM: round to nearest even, no MXCSR) and on Arm with "
-                "BFCVT / BFCVTN (FPCR's mode, round to nearest even by default), input_rounding='rne'")
-    if in_format in ("fp16", "bf16"):
-        if arch in _NVIDIA:
-            return (f"packed 16-bit operands: wider data is converted before the instruction, by default with "
-                    f"cvt.rn.{'f16' if in_format == 'fp16' else 'bf16'}.f32 (PTX ISA, cvt: round to nearest even), "
-                    "input_rounding='rne'")
-        return ("packed 16-bit operands: wider data is converted in software before the MFMA; HIP's "
-                "__float2half is static_cast<_Float16> (the compiler's conversion, round to nearest even in the "
-                "default mode) and __float2bfloat16 adds 0x7FFF plus the kept LSB ('Round to nearest, round to "
-                "even'), ROCm/clr hipamd/include/hip/amd_detail/amd_hip_fp16.h and amd_hip_bf16.h (2024-10), "
-                "input_rounding='rne'")
-    if arch in _NVIDIA:
-        return ("packed 8/6/4-bit operands: wider data is converted before the instruction with "
-                "cvt.rn.satfinite.<type>.f32 (PTX ISA, cvt: round to nearest even, saturating); "
-                "input_rounding='rne' rounds the same but overflows to Inf/NaN instead of saturating")
-    return ("packed 8-bit operands: wider data is converted before the MFMA; HIP's fp8 types use "
-            "v_cvt_pk_fp8_f32 / v_cvt_pk_bf8_f32 (commented 'RNE CVT') or, on request, the stochastic "
-            "v_cvt_sr_* forms, clamping to the format's largest finite value only when asked to saturate "
-            "(cast_to_f8_from_f32 in ROCm/clr hipamd/include/hip/amd_detail/amd_hip_fp8.h, 2024-10; the "
-            "instructions' rounding itself was not checked against the AMD CDNA3 ISA guide here); "
-            "input_rounding='rne' for the round-to-nearest path")
-
-
-def _add(arch: str, instruction: str, in_format: str, out_format: str, *, source: str,
-         variant: str | None = None, default: bool = True, devices: tuple[str, ...] | None = None,
-         notes: str = "", **params: Any) -> None:
-    name = f"{arch}/{instruction}/{in_format}->{out_format}" + (f"/{variant}" if variant else "")
-    _RECORDS.append(Preset(name=name, architecture=arch, devices=devices or ARCHITECTURES[arch],
-                           instruction=instruction, variant=variant, default=default, source=source,
-                           notes=notes, wider_inputs=_wider_inputs(arch, _formats.format(in_format).name),
-                           in_format=in_format, out_format=out_format, **params))
-
-
-def _nv_pair(arch: str, instruction: str, fin: str, L: int, F: int, ez32: int, ez16: int | None, *,
-             source: str, fp16_out: bool, variant: str | None = None, default: bool = True,
-             devices: tuple[str, ...] | None = None, rounding32: str = "rz", **extra: Any) -> None:
-    _add(arch, instruction, fin, "fp32", kind="t-fdpa", L=L, F=F, rounding=rounding32, zero_exponent=ez32,
-         source=source, variant=variant, default=default, devices=devices, **extra)
-    if fp16_out:
-        _add(arch, instruction, fin, "fp16", kind="t-fdpa", L=L, F=F, rounding="rne", zero_exponent=ez16,
-             source=source, variant=variant, default=default, devices=devices,
-             **{k: v for k, v in extra.items() if k != "result_format"})
-
-
-def _build() -> None:
-    hw = _HW
-    # ---------------------------------------------------------------- Volta
-    _nv_pair("volta", "mma.m8n8k4", "fp16", 4, 23, -131, -19, fp16_out=True,
-             source=f"{_XIE4}; {_KM2} (V100: NFMA 4, neab 0); {hw.format(dev='V100', fmt='fp16')}")
-    # ---------------------------------------------------------------- Turing
-    _nv_pair("turing", "mma.m16n8k8", "fp16", 8, 24, -132, -20, fp16_out=True, source=_XIE4)
-    _nv_pair("turing", "mma.m8n8k4", "fp16", 4, 23, -131, -19, fp16_out=True, variant="m8n8k4", default=False,
-             source=f"{_XIE4}; MMA-Sim falls back to Volta's settings for m8n8k4")
-    # ------------------------------------------------------- Ampere / Ada
-    for arch, devs in (("ampere", "A100, A2"), ("ada", "Ada, L40S")):
-        src = f"{_XIE4}; {_KM2}; reproduces every row of hw_vectors ({devs})"
-        _nv_pair(arch, "mma", "tf32", 4, 24, -132, None, fp16_out=False, source=src)
-        _nv_pair(arch, "mma", "bf16", 8, 24, -132, None, fp16_out=False, source=src)
-        _nv_pair(arch, "mma", "fp16", 8, 24, -132, -20, fp16_out=True, source=src)
-    for fin in ("fp8_e4m3", "fp8_e5m2"):
-        _nv_pair("ada", "mma", fin, 16, 13, -132, -20, fp16_out=True, result_format="e8m13",
-                 source=f"{_XIE4} (F = 13, RZ-E8M13); {_KM2} (L40S fp8: 13 fractional bits, c early); "
-                        f"reproduces every row of hw_vectors/Ada and L40S/{fin}")
-    _add("ampere", "dmma", "fp64", "fp64", kind="fma", L=1, devices=("A100",),
-         source="Xie et al. 2025 Table 3 (FP64: chain of FMAs); Khattak & Mikaitis Section IV-A2")
-    # ---------------------------------------------------------------- Hopper
-    src_h = f"{_XIE4}; {_KM2} (H100/H200: neab 2, NFMA 16 / 8 for tf19); reproduces every row of hw_vectors/H100, H200"
-    _nv_pair("hopper", "wgmma", "tf32", 8, 25, -133, None, fp16_out=False, source=src_h)
-    _nv_pair("hopper", "wgmma", "bf16", 16, 25, -133, None, fp16_out=False, source=src_h)
-    _nv_pair("hopper", "wgmma", "fp16", 16, 25, -133, -21, fp16_out=True, source=src_h)
-    for fin in ("fp8_e4m3", "fp8_e5m2"):
-        _nv_pair("hopper", "wgmma", fin, 32, 13, -133, -21, fp16_out=True, result_format="e8m13",
-                 source=f"{_XIE4} (QGMMA: L 32, F 13, RZ-E8M13); {_KM2} (Fig. 5d); fp32 output reproduces "
-                        f"every row of hw_vectors/H100, H200/{fin} (d_fp32, C = 0)")
-        _nv_pair("hopper", "mma.sync", fin, 32, 25, -133, -21, fp16_out=True, variant="mma.sync", default=False,
-                 interleave=2, c_position="late", late_rounding="rne",
-                 source=f"{_KM2} (fp8*: converted to fp16, two interleaved HMMA groups of 16, c added late "
-                        f"with RNE; Section IV-A5); fp16 output reproduces every row of hw_vectors/H100, "
-                        f"H200/{fin} (d_fp16)")
-    _add("hopper", "dmma", "fp64", "fp64", kind="fma", L=1,
-         source="Xie et al. 2025 Table 3; Khattak & Mikaitis Table II (fp64: NFMA 1, IEEE FMA)")
-    # ------------------------------------------------------------- Blackwell
-    for arch, instr in (("blackwell", "tcgen05.mma"), ("rtx-blackwell", "mma")):
-        src_b = (f"{_XIE4}; {_KM2} (B200 = H100 numerics); reproduces every row of hw_vectors/B200"
-                 if arch == "blackwell" else _XIE4)
-        _nv_pair(arch, instr, "tf32", 8, 25, -133, None, fp16_out=False, source=src_b)
-        _nv_pair(arch, instr, "bf16", 16, 25, -133, None, fp16_out=False, source=src_b)
-        _nv_pair(arch, instr, "fp16", 16, 25, -133, -21, fp16_out=True, source=src_b)
-        for fin in ("fp8_e4m3", "fp8_e5m2", "fp6_e2m3", "fp6_e3m2", "fp4_e2m1"):
-            _nv_pair(arch, instr, fin, 32, 25, -133, -21, fp16_out=True,
-                     source=f"{_XIE4} (FP8/6/4: L 32, F 25, RZ-FP32)")
-    for fin in ("fp8_e4m3", "fp8_e5m2"):
-        _nv_pair("blackwell", "mma.sync", fin, 32, 25, -133, -21, fp16_out=True, variant="mma.sync",
-                 default=False, interleave=2, c_position="late", late_rounding="rne",
-                 source=f"{_KM2} (B200 fp8 through mma.sync maps to HMMA: interleaved, c late, RNE; Section "
-                        f"IV-A6); reproduces every row of hw_vectors/B200/{fin} (d_fp32 and d_fp16)")
-    for fin, L in (("tf32", 8), ("bf16", 16), ("fp16", 16), ("fp8_e4m3", 32), ("fp8_e5m2", 32)):
-        _add("blackwell", "tcgen05.mma", fin, "fp32", kind="t-fdpa", L=L, F=25, rounding="rne",
-             zero_exponent=-133, variant="rn", default=False,
-             assumed_from=f"blackwell/tcgen05.mma/{fin}->fp32 with the final rounding RNE instead of RZ "
-                          "(Khattak & Mikaitis' hypothetical B200-RN); no device performs it",
-             source="Khattak & Mikaitis 2025 Section IV-C and Fig. 7 ('B200-RN': B200 features, final "
-                    "rounding RNE; a hypothetical unit)")
-    _add("blackwell", "dmma", "fp64", "fp64", kind="fma", L=1,
-         source="Xie et al. 2025 Table 3; Khattak & Mikaitis Table II")
-    # ----------------------------------------------------------------- AMD
-    amd = "Xie et al. 2025 Tables 6-7"
-    for arch in ("cdna1", "cdna2", "cdna3"):
-        _add(arch, "mfma", "fp32", "fp32", kind="fma", L=1, source=f"{amd} (FP32: chain of FMAs)")
-    for arch in ("cdna2", "cdna3"):
-        _add(arch, "mfma", "fp64", "fp64", kind="fma", L=1, source=f"{amd} (FP64: chain of FMAs)")
-    _add("cdna1", "mfma", "bf16", "fp32", kind="e-fdpa", L=2, rounding="rne",
-         source=f"{amd} (CDNA1 BF16: E-FDPA, L = 2); Algorithm 6 (exact sum, RNE-FP32)")
-    _add("cdna1", "mfma", "fp16", "fp32", kind="e-fdpa", L=4, rounding="rne",
-         source=f"{amd} (CDNA1 FP16: E-FDPA, L = 4); Algorithm 6 (exact sum, RNE-FP32)")
-    _add("cdna2", "mfma", "bf16", "fp32", kind="ftz-addmul", L=2, P=2, flush_subnormals=True,
-         flush_output_subnormals=True, source=f"{amd} (CDNA2 BF16 without _1k: FTZ-AddMul, P = 2)")
-    _add("cdna2", "mfma_1k", "bf16", "fp32", kind="ftz-addmul", L=4, P=4, flush_subnormals=True,
-         flush_output_subnormals=True, variant="1k", default=False,
-         source=f"{amd} (CDNA2 BF16 with _1k: FTZ-AddMul, P = 4)")
-    _add("cdna2", "mfma", "fp16", "fp32", kind="ftz-addmul", L=4, P=4, flush_subnormals=True,
-         flush_output_subnormals=True, source=f"{amd} (CDNA2 FP16: FTZ-AddMul, P = 4)")
-    for fin, L in (("tf32", 4), ("bf16", 8), ("fp16", 8)):
-        _add("cdna3", "mfma", fin, "fp32", kind="tr-fdpa", L=L, F=24, F2=31, rounding="rne",
-             source=f"{amd} (CDNA3: TR-FDPA, F 24, F2 31, RNE-FP32)")
-    _add("cdna3", "mfma_rz", "fp16", "fp32", kind="tr-fdpa", L=8, F=24, F2=31, rounding="rne",
-         alignment_rounding="rz", variant="rz", default=False,
-         assumed_from="cdna3/mfma/fp16->fp32 with alignment_rounding 'rz' instead of 'rd' (MMA-Sim Figure 3's "
-                      "hypothetical twin); no device performs it (tests/test_cdna3_rz_twin.py checks the engine's "
-                      "arithmetic on hand-worked cases, not the unit)",
-         source="Xie et al. 2025 Section 6.2.4 and Figure 3: the hypothetical v_mfma_f32_32x32x8_f16_rz, "
-                "CDNA3's TR-FDPA (Table 7: F 24, F2 31, RNE-FP32) with the round-down of its internal "
-                "fused summation (Algorithm 10 lines 14-15) replaced by round-toward-zero; the symmetric "
-                "twin of their Figure 3, not a real device or instruction")
-    for fin in ("fp8_e4m3fnuz", "fp8_e5m2fnuz"):
-        _add("cdna3", "mfma", fin, "fp32", kind="gtr-fdpa", L=16, F=24, F2=31, rounding="rne",
-             source=f"{amd} (CDNA3 FP8: GTR-FDPA, F 24, F2 31, RNE-FP32)")
-    _cpu_records()
-
-
-def _cpu_records() -> None:
-    """The CPU bf16 pair units from their vendors' pseudo-code (kind ``pair-dot``,
-    :mod:`workbench.engine.operations.pair_dot`): specification only - nothing here has
-    been run against the silicon on the machines this project is tested on."""
-    sdm = "Intel SDM Vol. 2 (2024)"
-    arm = "Arm ARM (DDI 0487) pseudo-code BFDotAdd, BFMulH, FPAdd_BF16, BFRound, FPDot"
-    for arch in ("x86-avx512-bf16", "x86-amx-bf16"):   # AMX CPUs have VDPBF16PS too (not their default)
-        _add(arch, "vdpbf16ps", "bf16", "fp32", kind="pair-dot", L=2, pair_rule="x86-fma",
-             default=arch == "x86-avx512-bf16",
-             source=f"{sdm}, VDPBF16PS: per lane c += a[2i+1]*b[2i+1] then c += a[2i]*b[2i], 'FP32 FMA with "
-                    "DAZ in, FTZ out and RNE rounding, MXCSR neither consulted nor updated'; NaN operands by Table 5-1",
-             assumed_from="specification only: Intel's VDPBF16PS pseudo-code; the differential test against the "
-                          "real instruction (tests/test_pair_dot.py, tests/test_cpu_bf16.py) skips on CPUs "
-                          "without AVX512-BF16, and the development machine (AMD EPYC, Zen 3) has none")
-    _add("x86-amx-bf16", "tdpbf16ps", "bf16", "fp32", kind="pair-dot", L=32, pair_rule="x86-even-odd",
-         source=f"{sdm}, TDPBF16PS: temp1.fp32[2n+0] and [2n+1] FMA chains over k from 0 ('FP32 FMA with "
-                "DAZ=FTZ=1, RNE rounding'), then tmpf32 = temp1[2n] + temp1[2n+1] and dst += tmpf32 "
-                "(DAZ=FTZ=1, RNE); a 64-byte tile row holds 32 bf16 (L = 32)",
-         assumed_from="specification only: Intel's TDPBF16PS pseudo-code (the SDM's current text: two "
-                      "chains; the Intrinsics Guide's older text chains every pair into c); no AMX CPU was "
-                      "available to check it, and NaN payloads are assumed to follow VDPBF16PS' Table 5-1 rule")
-    for instr, L, default in (("bfdot", 2, True), ("bfmmla", 4, False)):
-        _add("arm-bf16", instr, "bf16", "fp32", kind="pair-dot", L=L, pair_rule="arm-odd", default=default,
-             source=f"{arm}: FPCR.EBF = 0, products and sums rounded to odd with overflow to Inf, inputs and "
-                    f"results below 2^-126 flushed, default NaN; {instr.upper()} chains "
-                    f"{L // 2} BFDotAdd per output",
-             assumed_from="specification only: Arm's BFDotAdd pseudo-code with FPCR.EBF = 0 (QEMU's "
-                          "target/arm bfdotadd implements the same); no Arm CPU was available to check it")
-        _add("arm-bf16", instr, "bf16", "fp32", kind="pair-dot", L=L, pair_rule="arm-fused", variant="ebf16",
-             default=False,
-             source=f"{arm}: FEAT_EBF16 with FPCR.EBF = 1, FPDot (both products summed, rounded once) then FPAdd "
-                    "with c, at FPCR's defaults RMode = RNE, FZ = 0, and DN = 1 (default NaN)",
-             assumed_from="specification only: Arm's BFDotAdd pseudo-code with FEAT_EBF16 and FPCR.EBF = 1 "
-                          "(RNE, FZ = 0, DN = 1 assumed); no Arm CPU with FEAT_EBF16 was available to check it")
-
-
-def _scaled_records() -> None:
-    for arch, instr in (("blackwell", "tcgen05.mma"), ("rtx-blackwell", "mma")):
-        for fin in ("fp8_e4m3", "fp8_e5m2", "fp6_e2m3", "fp6_e3m2", "fp4_e2m1"):
-            _add(arch, instr + ".block_scale", fin, "fp32", kind="st-fdpa", L=32, F=25, rounding="rz",
-                 zero_exponent=-133, k_block=32, scale_format="e8m0", variant="mx", default=False,
-                 source="Xie et al. 2025 Algorithm 8 and Table 4 (MXFP8/6/4: ST-FDPA, L 32, F 25, E8M0 "
-                        "scales per 32 elements)")
-        _add(arch, instr + ".block_scale.k64", "fp4_e2m1", "fp32", kind="gst-fdpa", L=64, F=35, G=16,
-             rounding="rz", zero_exponent=-139, k_block=16, scale_format="ue4m3", variant="nvfp4",
-             default=False,
-             source="Xie et al. 2025 Algorithm 9 and Table 5 (NVFP4: GST-FDPA, L 64, G 16, F 35, UE4M3 "
-                    "scales per 16 elements; MMA-Sim zero exponent -139)")
-        _add(arch, instr + ".block_scale.k64", "fp4_e2m1", "fp32", kind="gst-fdpa", L=64, F=35, G=16,
-             rounding="rz", zero_exponent=-139, k_block=32, scale_format="e8m0", variant="mxfp4",
-             default=False,
-             source="Xie et al. 2025 Algorithm 9 and Table 5 (MXFP4 k64: GST-FDPA, E8M0 scales per 32)")
-
-
-_build()
-_scaled_records()
 
 
 # ------------------------------------------------------------------- lookup
@@ -647,7 +471,7 @@ def presets() -> PresetTable:
 
 def evidence_table() -> list[dict[str, Any]]:
     """One row per (preset, evidence record): ``preset`` (its name), the fields of
-    :class:`~workbench.evidence.Evidence` and its ``summary``, in catalogue order."""
+    :class:`~workbench.units.evidence.Evidence` and its ``summary``, in catalogue order."""
     return [{"preset": r.name, **e.as_dict(), "summary": e.summary()} for r in _RECORDS for e in r.evidence]
 
 
@@ -658,7 +482,7 @@ def records() -> tuple[Preset, ...]:
 
 def _known_format(fmt: str | _formats.FloatFormat, what: str) -> str:
     """The registered name of ``fmt``: a FloatFormat object is registered under its name
-    (:func:`workbench.formats.register_format`; a name taken by another encoding is a
+    (:func:`workbench.numbers.formats.register_format`; a name taken by another encoding is a
     ValueError), a name must be known."""
     if isinstance(fmt, _formats.FloatFormat):
         return _formats.register_format(fmt).name
@@ -667,7 +491,7 @@ def _known_format(fmt: str | _formats.FloatFormat, what: str) -> str:
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{what}={fmt!r}: {exc}; a format that does not exist yet can be passed as an object, "
                          f"workbench.FloatFormat.custom(name, exp_bits=..., man_bits=...), or registered with "
-                         f"workbench.formats.register_format") from None
+                         f"workbench.numbers.formats.register_format") from None
 
 
 def _check_alias(name: str, value: Any, given: str) -> None:
@@ -694,7 +518,7 @@ def custom_model(in_format: str | _formats.FloatFormat, out_format: str | _forma
     the Khattak-Mikaitis argument it came from), its value, the bound and the reason.
 
     Every format (``in_format``, ``out_format``, ``result_format``, ``scale_format``)
-    may be a registered name or a :class:`~workbench.formats.FloatFormat` object such as
+    may be a registered name or a :class:`~workbench.numbers.formats.FloatFormat` object such as
     ``FloatFormat.custom("e6m9", exp_bits=6, man_bits=9)``, which is registered under its
     name so that the model (and :func:`workbench.gemm`, the algorithms, sweeps and
     ``explain``) can name it.

@@ -13,8 +13,8 @@ ms switching to one thread for its stages, 0.15-0.17 ms holding two).  The numbe
 threads for larger work is the user's to set: ``NUMBA_NUM_THREADS=N`` in the environment
 before numba starts (default: the CPU count), or ``numba.set_num_threads(N)`` at run time
 (at most the former); a sweep's workers get ``cores // workers`` each
-(:func:`workbench.sweep.run`'s ``threads_per_worker``).  Used by :mod:`workbench.formats`,
-:mod:`workbench.exact` and the engine (:mod:`workbench.engine.operands` re-exports it).
+(:func:`workbench.sweep.run`'s ``threads_per_worker``).  Used by :mod:`workbench.numbers.formats`,
+:mod:`workbench.numbers.exact` and the engine (:mod:`workbench.engine.operands` re-exports it).
 """
 from __future__ import annotations
 

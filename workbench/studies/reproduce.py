@@ -1,7 +1,7 @@
 """``workbench reproduce``: execute the notebooks that regenerate the papers' figures and tables.
 
 Each notebook of ``notebooks/`` (a ``.ipynb`` paired with a jupytext ``.py`` script) reproduces one
-result (a pip-installed wheel carries the notebooks, see :mod:`workbench.resources`); :func:`reproduce` executes them with papermill on a kernel running the current
+result (a pip-installed wheel carries the notebooks, see :mod:`workbench.sweep.resources`); :func:`reproduce` executes them with papermill on a kernel running the current
 Python (so a fresh ``pip install -e .`` needs no Jupyter set-up), writes the executed
 notebooks under ``results_dir`` and lets them write their figures (PNG, PDF) and tables
 (CSV, Markdown) under ``figures_dir``: ``figures/quick/`` (git-ignored) for the quick
@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import resources as _resources
+from ..sweep import resources as _resources
 
 __all__ = ["NOTEBOOKS", "NEEDS", "EXPERIMENTS", "reproduce", "notebooks_dir", "kernel_environment",
            "KERNEL_NAME", "QUICK_FIGURES", "default_figures_dir"]
@@ -65,7 +65,7 @@ QUICK_FIGURES = Path("figures") / "quick"
 
 def notebooks_dir() -> Path:
     """The reproduction notebooks: ``notebooks/`` of the checkout this package is imported
-    from, or the copy a wheel carries (:func:`workbench.resources.data_dir`)."""
+    from, or the copy a wheel carries (:func:`workbench.sweep.resources.data_dir`)."""
     return _resources.data_dir("notebooks")
 
 
@@ -132,7 +132,7 @@ class _SweepProgress(threading.Thread):
     def _poll(self) -> None:
         from tqdm.auto import tqdm
 
-        from .sweep import store, warmup
+        from ..sweep import store, warmup
 
         for folder in sorted(self.root.glob("*/")):
             rec = store.read_progress(folder)
@@ -203,7 +203,7 @@ def reproduce(quick: bool = True, only: str | Sequence[str] | None = None, resul
     nb_dir = notebooks_dir()
     experiments = [_resources.data_dir("experiments") / f"{e}.toml" for n in names for e in EXPERIMENTS.get(n, ())]
     if experiments:
-        from .sweep.warmup import KERNEL_TOUR, compile_experiments
+        from ..sweep.warmup import KERNEL_TOUR, compile_experiments
 
         seconds, compiled = compile_experiments([*experiments, KERNEL_TOUR], quick=quick, progress=log)
         if log and compiled:

@@ -37,7 +37,7 @@ can be reloaded by a sweep (``unit = "path.toml"``), ``workbench explain --unit`
     ...
 
 A library model - a unit and how the library composes it into a GEMM - carries its
-:class:`~workbench.schedules.Schedule` as an optional ``[schedule]`` table (its fields;
+:class:`~workbench.units.schedules.Schedule` as an optional ``[schedule]`` table (its fields;
 ``[[schedule.rules]]`` and ``[[schedule.regions]]`` one table each, a rule's ``split``
 an inline table; fields at their defaults left out), written by ``save_unit(...,
 schedule=...)`` and read back as ``UnitFile.schedule``::
@@ -73,9 +73,9 @@ A file is data, never code: it is read with :mod:`tomllib` and every key is chec
 against what is expected; nothing in it is imported, evaluated or executed.  A
 malformed or hostile file raises :class:`UnitFileError` (a ValueError) naming the
 file, the key and what was expected (unknown keys, wrong types, values out of range,
-a TOML syntax error with its line).  Formats that :mod:`workbench.formats` does not
+a TOML syntax error with its line).  Formats that :mod:`workbench.numbers.formats` does not
 know are registered under their name from their encoding
-(:func:`workbench.formats.register_format`); a known name must carry its known
+(:func:`workbench.numbers.formats.register_format`); a known name must carry its known
 encoding.
 """
 
@@ -88,11 +88,11 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ._version import __version__
-from . import formats as _formats
+from .._version import __version__
+from ..numbers import formats as _formats
 from . import schedules as _schedules
 from .catalogue import Preset, records
-from .engine.model import PARAM_NAMES, Model, check_bounds
+from ..engine.model import PARAM_NAMES, Model, check_bounds
 
 __all__ = ["save_unit", "load_unit", "read_unit", "Provenance", "UnitFile", "UnitFileError", "ORIGINS",
            "FORMAT_VERSION", "LIBRARY_KEYS", "VERDICTS"]
@@ -151,7 +151,7 @@ class Provenance:
 
 @dataclass(frozen=True)
 class UnitFile:
-    """A unit file read back: the ``model`` (a :class:`~workbench.catalogue.Preset`
+    """A unit file read back: the ``model`` (a :class:`~workbench.units.catalogue.Preset`
     when the file names a catalogue preset with the same arithmetic), its
     ``provenance``, the ``path`` it was read from, the library ``schedule`` it
     carries (None: the unit alone) and its ``[library]`` table (None: none; the keys
@@ -248,7 +248,7 @@ def save_unit(model: Model, path: str | Path, provenance: Provenance | dict[str,
               library: dict[str, str | int] | None = None) -> Path:
     """Write ``model`` to the TOML unit file ``path`` and return the path.
 
-    ``schedule`` (a :class:`~workbench.schedules.Schedule` or the name of one) makes
+    ``schedule`` (a :class:`~workbench.units.schedules.Schedule` or the name of one) makes
     the file a library model: the unit and how the library composes it into a GEMM,
     read back as ``UnitFile.schedule``.  ``library`` (with a schedule only) is its
     ``[library]`` table: the keys of :data:`LIBRARY_KEYS`, checked as the reader

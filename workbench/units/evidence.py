@@ -1,7 +1,7 @@
 """What each preset was checked against, and how much: :class:`Evidence` records.
 
-Every :class:`~workbench.catalogue.Preset` carries a tuple of these
-(:attr:`Preset.evidence <workbench.catalogue.Preset.evidence>`), one per check that
+Every :class:`~workbench.units.catalogue.Preset` carries a tuple of these
+(:attr:`Preset.evidence <workbench.units.catalogue.Preset.evidence>`), one per check that
 pins its arithmetic:
 
 ``"hw-vectors"``
@@ -22,10 +22,10 @@ pins its arithmetic:
     Khattak & Mikaitis Table II: ``count`` cases (``tests/test_engine_papers.py``);
 ``"unchecked"``
     nothing checks the preset; ``what`` says what it is assumed from
-    (:attr:`Preset.assumed_from <workbench.catalogue.Preset.assumed_from>`).
+    (:attr:`Preset.assumed_from <workbench.units.catalogue.Preset.assumed_from>`).
 
 The counts are not typed by hand: ``tests/evidence_sources.py`` derives them from the
-test data and the tests' own case lists and writes ``workbench/evidence.json``
+test data and the tests' own case lists and writes ``workbench/units/evidence.json``
 (``python tests/evidence_sources.py --write``); ``tests/test_evidence.py`` fails when
 the file and the data disagree.
 """
@@ -90,7 +90,7 @@ class Evidence:
         return f"{label}:{where} {self.count:,} {self.unit} ({self.what})"
 
     def as_dict(self) -> dict[str, Any]:
-        """The record as plain JSON-able data (the layout of ``workbench/evidence.json``)."""
+        """The record as plain JSON-able data (the layout of ``workbench/units/evidence.json``)."""
         return {"kind": self.kind, "what": self.what, "devices": list(self.devices), "formats": self.formats,
                 "count": self.count, "unit": self.unit, "test": self.test}
 
@@ -102,8 +102,8 @@ class Evidence:
 
 @functools.cache
 def stored() -> dict[str, tuple[Evidence, ...]]:
-    """The derived checks of every preset, by preset name (``workbench/evidence.json``)."""
-    text = resources.files("workbench").joinpath("evidence.json").read_text(encoding="utf-8")
+    """The derived checks of every preset, by preset name (``workbench/units/evidence.json``)."""
+    text = resources.files("workbench.units").joinpath("evidence.json").read_text(encoding="utf-8")
     data = json.loads(text)
     return {name: tuple(Evidence.from_dict(d) for d in recs) for name, recs in data["presets"].items()}
 

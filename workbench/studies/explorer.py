@@ -6,7 +6,7 @@ on every change:
 
 (a) the normwise error ``||D - AB||_inf / (||A||_inf ||B||_inf)`` against the exact
     product versus K, for the unit and the chosen presets, with the unit's a-priori
-    bound (:func:`workbench.bounds.block_fma_bound`; Blanchard et al. 2020);
+    bound (:func:`workbench.matmul.bounds.block_fma_bound`; Blanchard et al. 2020);
 (b) the bit-level trace (:func:`workbench.explain`) of one dot product of the unit;
 (c) the simplest input found on which the unit differs from a chosen preset
     (:func:`workbench.discrimination.discriminate_outcome`; Valpey et al. 2025 Sec. 4);
@@ -20,7 +20,7 @@ up to a minute on a cold cache) and then the seconds each panel took
 computes the panels from its initial values: :meth:`Explorer.figure`,
 :meth:`Explorer.curves` and friends.
 
-Sits at the top with :mod:`workbench.report`: nothing else in ``workbench`` imports it.
+Sits at the top with :mod:`workbench.studies.notebook_support`: nothing else in ``workbench`` imports it.
 """
 from __future__ import annotations
 
@@ -35,10 +35,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import bounds, catalogue, exact, inputs, metrics, schedules, unitfile, units
-from .engine import ROUNDINGS, Model
-from .formats import round as round_to
-from .report import feature_row
+from ..matmul import bounds
+from ..units import catalogue, schedules, unitfile
+from ..numbers import exact, inputs, metrics
+from .. import units
+from ..engine import ROUNDINGS, Model
+from ..numbers.formats import round as round_to
+from .notebook_support import feature_row
 
 __all__ = ["Explorer", "DEVICES", "CUSTOM_KINDS", "IN_FORMATS", "OUT_FORMATS", "K_CHOICES", "SCHEDULES",
            "dot_trace_length"]
@@ -49,7 +52,7 @@ DEVICES = ("V100", "T4", "A100", "L40S", "H100", "B200", "MI100", "MI250X", "MI3
 CUSTOM_KINDS = ("t-fdpa", "e-fdpa", "fma")
 IN_FORMATS = ("fp16", "bf16", "tf32", "fp8_e4m3", "fp8_e5m2", "fp32")
 OUT_FORMATS = ("fp32", "fp16")
-#: how this unit's GEMMs are composed (:data:`workbench.schedules.SCHEDULES`): the unit alone
+#: how this unit's GEMMs are composed (:data:`workbench.units.schedules.SCHEDULES`): the unit alone
 #: ("chain"), accumulation outside the unit, DeepSeek's promotion, cuBLAS' H100 schedules
 SCHEDULES = tuple(schedules.SCHEDULES)
 #: the inner dimensions of the K range slider
@@ -83,7 +86,7 @@ def _exact(generator: str, in_format: str, m: int, k: int, n: int, seed: int) ->
 
 @lru_cache(maxsize=2048)
 def _error(model: Model, generator: str, m: int, k: int, n: int, seed: int, schedule: str = "chain") -> float:
-    from .matmul import gemm
+    from ..matmul.product import gemm
 
     A, B = _inputs(generator, model.in_format, m, k, n, seed)
     D = np.asarray(gemm(A, B, model=model, schedule=schedule), dtype=np.float64)
@@ -92,22 +95,22 @@ def _error(model: Model, generator: str, m: int, k: int, n: int, seed: int, sche
 
 @lru_cache(maxsize=256)
 def _discrimination(model_a: Model, model_b: Model, budget: int) -> Any:
-    from .discrimination.search import discriminate_outcome
+    from ..discrimination.search import discriminate_outcome
 
     return discriminate_outcome(model_a, model_b, budget=budget)
 
 
 @lru_cache(maxsize=256)
 def _fasi(model: Model) -> dict[str, Any]:
-    from .probes import from_model
-    from .probes.fasi import fasi_suite
+    from ..probes import from_model
+    from ..probes.fasi import fasi_suite
 
     return fasi_suite(from_model(model))
 
 
 def a_priori_bound(model: Model, k: int) -> float:
     """The constant c of ``|D - AB| <= c |A||B|`` for K = ``k`` on ``model``
-    (:func:`workbench.bounds.block_fma_bound`; inputs already in the unit's format).
+    (:func:`workbench.matmul.bounds.block_fma_bound`; inputs already in the unit's format).
     Units that add a block exactly (E-FDPA; an FMA chain, block 1) have delta = 0."""
     shape = model.operation.bound_shape(model)
     if shape is None:
@@ -340,7 +343,7 @@ class Explorer:
 
     def trace_text(self) -> str:
         """Panel (b): :func:`workbench.explain` on row 0 of A and column 0 of B."""
-        from .engine import explain
+        from ..engine import explain
 
         unit = self.model()
         k = dot_trace_length(self.ks()[0], unit.L)
@@ -390,7 +393,7 @@ class Explorer:
 
     # ------------------------------------------------------------ callbacks
     def _sync_neab(self) -> None:
-        from .formats import format as fmt
+        from ..numbers.formats import format as fmt
 
         self._syncing = True
         try:
@@ -401,7 +404,7 @@ class Explorer:
     def _on_neab(self, change: dict) -> None:
         if self._syncing:
             return
-        from .formats import format as fmt
+        from ..numbers.formats import format as fmt
 
         self._syncing = True
         try:

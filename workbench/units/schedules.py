@@ -34,8 +34,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from . import formats as _formats
-from .gate import unknown_name
+from ..numbers import formats as _formats
+from ..numbers.validation import unknown_name
 
 __all__ = ["Split", "KRule", "Region", "Schedule", "SCHEDULES", "get", "from_accumulation",
            "INNER", "C_POSITIONS", "COMBINES"]

@@ -45,11 +45,11 @@ not); with it, operands are rounded in that mode and the rounding is recorded
     saturation; the scales go to a block-scaled preset (``variant="mx"``), which
     applies them inside the unit (Xie et al. Algorithm 8).
 
-Block-scaled training recipes (``Policy.recipe``; :mod:`workbench.blockscale`): NVFP4
+Block-scaled training recipes (``Policy.recipe``; :mod:`workbench.numbers.blockscale`): NVFP4
 (two-level scales: a float32 per tensor and a UE4M3 per 16 elements, 1x16 blocks for
 activations and gradients, 16x16 for weights) and MXFP8/MXFP6/MXFP4 (OCP MX v1.0, an
 E8M0 scale per 32 elements under a named scale rule), chosen per role (a
-:class:`~workbench.blockscale.Recipe` for all three, or a mapping role -> recipe or None)
+:class:`~workbench.numbers.blockscale.Recipe` for all three, or a mapping role -> recipe or None)
 and per layer (``keep_first``/``keep_last`` linear/conv2d layers, or the modules named in
 ``keep``, run on ``high``, a bf16 unit, as do products outside such layers: attention's
 matmuls).  Each quantised GEMM runs on a block-scaled preset (``tcgen05.mma.block_scale``:
@@ -92,15 +92,15 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("workbench.torch needs PyTorch (CPU build): pip install torch==2.13.0, "
                       "or pip install -e '.[torch]' after it") from exc
 
-from . import formats as _formats
-from .blockscale import MX_SCALE_RULES, Recipe, mxfp4, mxfp6, mxfp8, nvfp4, random_hadamard
-from .catalogue import preset as _preset
-from . import schedules as _schedules
-from . import units as _units
-from .engine import core as _core
-from .engine import gpu as _gpu
-from .engine.model import Model
-from .matmul import gemm as _gemm
+from ..numbers import formats as _formats
+from ..numbers.blockscale import MX_SCALE_RULES, Recipe, mxfp4, mxfp6, mxfp8, nvfp4, random_hadamard
+from ..units.catalogue import preset as _preset
+from ..units import schedules as _schedules
+from .. import units as _units
+from ..engine import core as _core
+from ..engine import gpu as _gpu
+from ..engine.model import Model
+from ..matmul.product import gemm as _gemm
 
 __all__ = ["Policy", "GemmRecord", "Recorder", "simulate", "SCALINGS", "ROLES", "scale_exponents", "Recipe",
            "nvfp4", "mxfp8", "mxfp6", "mxfp4", "MX_SCALE_RULES", "recipe_unit"]
@@ -130,8 +130,8 @@ class Policy:
     accumulation, promote_every:
         As in :func:`workbench.gemm`.
     schedule:
-        A library's schedule over the units (:class:`workbench.schedules.Schedule` or
-        the name of one in :data:`workbench.schedules.SCHEDULES`), as in
+        A library's schedule over the units (:class:`workbench.units.schedules.Schedule` or
+        the name of one in :data:`workbench.units.schedules.SCHEDULES`), as in
         :func:`workbench.gemm`; instead of ``accumulation``/``promote_every``.  Not
         with ``scaling="deepseek"``, which is its own schedule (promotion every 128).
     quantize:
@@ -143,7 +143,7 @@ class Policy:
         (default) or ``"cuda"`` (the same bits on an NVIDIA GPU).  Not the simulated
         unit, which is ``forward``/``dgrad``/``wgrad``.
     recipe:
-        A block-scaled :class:`~workbench.blockscale.Recipe` (:func:`nvfp4`,
+        A block-scaled :class:`~workbench.numbers.blockscale.Recipe` (:func:`nvfp4`,
         :func:`mxfp8`, ...) for the three GEMMs of every linear/conv2d layer, or a
         mapping role -> recipe or None (None: that role runs on ``high``).  Each
         quantised role's unit must be a block-scaled preset of the recipe's element
@@ -227,7 +227,7 @@ class Policy:
                                  f"block size L={unit.L}")
 
     def _check_schedule(self) -> None:
-        """A schedule given by name becomes the :class:`workbench.schedules.Schedule`; it replaces
+        """A schedule given by name becomes the :class:`workbench.units.schedules.Schedule`; it replaces
         ``accumulation``/``promote_every``, so those keep their defaults."""
         if (self.accumulation, self.promote_every) != ("chain", None):
             raise ValueError(f"schedule={self.schedule!r} says how each part is accumulated: give it or "
@@ -235,7 +235,7 @@ class Policy:
         if isinstance(self.schedule, str):
             object.__setattr__(self, "schedule", _schedules.get(self.schedule))
         elif not isinstance(self.schedule, _schedules.Schedule):
-            raise TypeError(f"schedule={self.schedule!r}: expected a workbench.schedules.Schedule or a name")
+            raise TypeError(f"schedule={self.schedule!r}: expected a workbench.units.schedules.Schedule or a name")
 
     def _check_recipe(self) -> None:
         recipes: dict[str, Recipe | None]

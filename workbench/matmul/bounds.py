@@ -24,10 +24,10 @@ from typing import Literal
 
 import numpy as np
 
-from .engine import OPERATIONS
-from .engine.checks import positive_int
-from .formats import FloatFormat
-from .formats import format as _get_format
+from ..engine import OPERATIONS
+from ..engine.checks import positive_int
+from ..numbers.formats import FloatFormat
+from ..numbers.formats import format as _get_format
 
 __all__ = [
     "unit_roundoff",

@@ -13,7 +13,7 @@ through it:
   ``sweep_dir/<name>`` (``<name>-quick`` for the quick set).
 
 The experiment files and the published data come from the package
-(:func:`workbench.resources.data_dir`: a checkout's top-level folders, or the copy a
+(:func:`workbench.sweep.resources.data_dir`: a checkout's top-level folders, or the copy a
 wheel carries), so the notebooks run from a pip-installed wheel too.
 
 :func:`parameter_list` reads a list parameter given as a list (``papermill -y``) or as the
@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import resources as _resources
+from ..sweep import resources as _resources
 
 __all__ = ["Report", "repository_root", "markdown_table", "parameter_list", "feature_row", "STYLE"]
 
@@ -49,11 +49,11 @@ def repository_root(start: Path | None = None) -> Path:
     (default: the working directory) and its parents that has both, else the checkout
     this package is installed from.  Raises FileNotFoundError when neither has them."""
     here = Path.cwd() if start is None else Path(start).resolve()
-    for p in (here, *here.parents, Path(__file__).resolve().parent.parent):
+    for p in (here, *here.parents, Path(__file__).resolve().parents[2]):
         if (p / "experiments").is_dir() and (p / "workbench").is_dir():
             return p
     raise FileNotFoundError(f"no folder with experiments/ and workbench/ at or above {here}, nor beside the "
-                            f"installed package {Path(__file__).resolve().parent}: run from a checkout of the "
+                            f"installed package {Path(__file__).resolve().parents[1]}: run from a checkout of the "
                             "repository")
 
 
@@ -172,7 +172,7 @@ class Report:
 
     def load_experiment(self, name: str) -> dict:
         """The experiment ``experiments/<name>.toml`` as a dict: the root's ``experiments/``
-        when it has that file, else the package's (:func:`workbench.resources.data_dir`)."""
+        when it has that file, else the package's (:func:`workbench.sweep.resources.data_dir`)."""
         path = self.root / "experiments" / f"{name}.toml"
         if not path.is_file():
             path = _resources.data_dir("experiments") / f"{name}.toml"

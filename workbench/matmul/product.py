@@ -11,15 +11,15 @@ from typing import Any, Mapping, cast
 
 import numpy as np
 
-from . import formats as _formats
-from . import schedules as _schedules
-from .engine import core as _core
-from .engine import gpu as _gpu
-from .engine.explain import Trace
-from .engine.explain import explain as _explain
-from .engine.model import Model
-from .gate import real_matrix
-from .units import UnitSpec, resolve as _resolve_unit
+from ..numbers import formats as _formats
+from ..units import schedules as _schedules
+from ..engine import core as _core
+from ..engine import gpu as _gpu
+from ..engine.explain import Trace
+from ..engine.explain import explain as _explain
+from ..engine.model import Model
+from ..numbers.validation import real_matrix
+from ..units import UnitSpec, resolve as _resolve_unit
 
 __all__ = ["gemm", "explain", "INPUT_ROUNDINGS"]
 
@@ -73,8 +73,8 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
         from c = 0 and are added to the fp32 accumulator with round-to-nearest
         (DeepSeek-V3's fp8 recipe promotes every 128 elements).  With fp16 output
         the fp32 accumulator is rounded to fp16 (RNE) at the end.  Each option is
-        the one-part :class:`~workbench.schedules.Schedule` of
-        :func:`~workbench.schedules.from_accumulation`.  Every kind of unit takes
+        the one-part :class:`~workbench.units.schedules.Schedule` of
+        :func:`~workbench.units.schedules.from_accumulation`.  Every kind of unit takes
         all three: the T-FDPA and ST-FDPA kernels keep the fp32 accumulator in
         registers, the other kinds (AMD units, FMA chains, GST-FDPA, operations you
         register) run the same arithmetic as chains of parts of one block (or of
@@ -111,8 +111,8 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
 
     schedule:
         How a library composes the unit into the GEMM
-        (:class:`~workbench.schedules.Schedule`, the name of one of
-        :data:`~workbench.schedules.SCHEDULES` such as ``"cublas-h100-fp16-fp32"``, or
+        (:class:`~workbench.units.schedules.Schedule`, the name of one of
+        :data:`~workbench.units.schedules.SCHEDULES` such as ``"cublas-h100-fp16-fp32"``, or
         the fields of ``Schedule.to_dict()``): K cut into parts,
         each consumed by the unit as its ``inner`` says (from C for the first part
         where ``c_position="unit"``, else from zero); the parts' results summed
@@ -214,7 +214,7 @@ def _small_gemm(A: np.ndarray, B: np.ndarray, C: np.typing.ArrayLike | None, mod
 
 def _resolve_schedule(schedule: _schedules.Schedule | str | Mapping[str, Any] | None, accumulation: str,
                       promote_every: int | None) -> _schedules.Schedule:
-    """The :class:`~workbench.schedules.Schedule` that ``schedule`` names, or that of ``accumulation``."""
+    """The :class:`~workbench.units.schedules.Schedule` that ``schedule`` names, or that of ``accumulation``."""
     if schedule is None:
         return _schedules.from_accumulation(accumulation, promote_every)
     if accumulation != "chain" or promote_every is not None:
@@ -226,8 +226,8 @@ def _resolve_schedule(schedule: _schedules.Schedule | str | Mapping[str, Any] | 
         return _schedules.get(schedule)
     if isinstance(schedule, Mapping):
         return _schedules.Schedule.from_dict(schedule)
-    raise TypeError(f"schedule={schedule!r}: expected a workbench.schedules.Schedule, a name of "
-                    f"workbench.schedules.SCHEDULES or a dict of Schedule fields")
+    raise TypeError(f"schedule={schedule!r}: expected a workbench.units.schedules.Schedule, a name of "
+                    f"workbench.units.schedules.SCHEDULES or a dict of Schedule fields")
 
 
 def explain(a: np.typing.ArrayLike, b: np.typing.ArrayLike, c: float = 0.0, model: UnitSpec | None = None, *,

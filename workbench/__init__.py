@@ -49,6 +49,8 @@ if TYPE_CHECKING:
         FTZAddMulParams,
         GSTFDPAParams,
         GTRFDPAParams,
+        IntMMA,
+        IntMMAParams,
         Model,
         Operation,
         PairDot,
@@ -65,7 +67,8 @@ if TYPE_CHECKING:
 
 _ENGINE_NAMES = ("Model", "Operation", "register", "Trace", "TFDPA", "TFDPAParams", "FMAChain", "FMAParams",
                  "EFDPA", "EFDPAParams", "FTZAddMul", "FTZAddMulParams", "TRFDPA", "TRFDPAParams", "GTRFDPA",
-                 "GTRFDPAParams", "STFDPA", "STFDPAParams", "GSTFDPA", "GSTFDPAParams", "PairDot", "PairDotParams")
+                 "GTRFDPAParams", "STFDPA", "STFDPAParams", "GSTFDPA", "GSTFDPAParams", "PairDot", "PairDotParams",
+                 "IntMMA", "IntMMAParams")
 # Public names defined in submodules that load on first use: name -> module.  The
 # modules are not named after the functions (``workbench.gemm`` is a function, so
 # its module is ``workbench.matmul``): importing a submodule binds its name on the
@@ -94,7 +97,7 @@ __all__ = [
     # the engine: models, elementary operations and their parameters, traces
     "Model", "Operation", "register", "explain", "Trace", "TFDPA", "TFDPAParams", "FMAChain", "FMAParams",
     "EFDPA", "EFDPAParams", "FTZAddMul", "FTZAddMulParams", "TRFDPA", "TRFDPAParams", "GTRFDPA", "GTRFDPAParams",
-    "STFDPA", "STFDPAParams", "GSTFDPA", "GSTFDPAParams", "PairDot", "PairDotParams",
+    "STFDPA", "STFDPAParams", "GSTFDPA", "GSTFDPAParams", "PairDot", "PairDotParams", "IntMMA", "IntMMAParams",
     # presets, products, discrimination
     "Preset", "preset", "presets", "custom_model", "gemm", "Schedule", "discriminate", "find_worse",
     # units saved as files

@@ -78,6 +78,9 @@ record that workbench.preset(DEVICE, IN, OUT) returns without instruction/varian
   RNE/op      FTZ-AddMul: every add and multiply rounds to nearest even (binary32)
   rule=r      pair-dot (CPU dot-product units): x86-fma (VDPBF16PS), x86-even-odd (TDPBF16PS),
               arm-odd (BFDOT/BFMMLA, FPCR.EBF=0), arm-fused (FEAT_EBF16, FPCR.EBF=1)
+  exact       int-mma (integer units): exact integer products and sums in an int32 accumulator
+  overflow=o  int-mma: wrap (modulo 2^32) or saturate (clamped per instruction, PTX .satfinite)
+  b=fmt       int-mma: B's format where it differs from A's (s8 x u8)
 --wide prints one line per preset with devices and sources; --format csv|json gives every
 read parameter as its own field."""
 
@@ -189,6 +192,10 @@ _CPU = ("x86-avx512-bf16", "x86-amx-bf16", "arm-bf16")
 
 def _wider_inputs(arch: str, in_format: str) -> str:
     """What the hardware does with data wider than ``in_format`` (``Preset.wider_inputs``)."""
+    if _formats.is_int_format(in_format):
+        return (f"{in_format} operands: wider data is quantised in software before the instruction (e.g. PTX cvt "
+                f"with .sat to .{in_format}, or a library's quantisation kernel); gemm takes integers of the format "
+                "only and refuses input_rounding (nothing is rounded or wrapped silently)")
     if in_format == "fp64":
         return "fp64: nothing wider reaches the unit"
     if in_format == "fp32":
@@ -237,7 +244,7 @@ def _add(arch: str, instruction: str, in_format: str, out_format: str, *, source
     name = f"{arch}/{instruction}/{in_format}->{out_format}" + (f"/{variant}" if variant else "")
     _RECORDS.append(Preset(name=name, architecture=arch, devices=devices or ARCHITECTURES[arch],
                            instruction=instruction, variant=variant, default=default, source=source,
-                           notes=notes, wider_inputs=_wider_inputs(arch, _formats.format(in_format).name),
+                           notes=notes, wider_inputs=_wider_inputs(arch, _formats.number_format(in_format).name),
                            in_format=in_format, out_format=out_format, **params))
 
 
@@ -402,8 +409,62 @@ def _scaled_records() -> None:
              source="Xie et al. 2025 Algorithm 9 and Table 5 (MXFP4 k64: GST-FDPA, E8M0 scales per 32)")
 
 
+_PTX_MMA_INT = ("NVIDIA PTX ISA 9.x, 9.7.14.5.14 mma, Integer type: mma.sync.aligned.shape.row.col{.satfinite}.s32"
+                ".atype.btype.s32, .atype/.btype .s8 or .u8; 'The integer mma operation is performed with .s32 "
+                "accumulators. The .satfinite qualifier indicates that on overflow, the accumulated value is limited "
+                "to the range MIN_INT32..MAX_INT32 ... If .satfinite is not specified, the accumulated value is "
+                "wrapped instead'")
+_INT_ORDER = ("PTX states no order of the products and c within an instruction, nor whether a partial sum is "
+              "clamped: modelled as the instruction's exact sum c + sum a_k b_k, then wrapped or clamped once")
+
+
+def _int_records() -> None:
+    """The integer units (kind ``int-mma``, :mod:`workbench.engine.operations.int_mma`):
+    specification only - no integer product of these devices is in the test data."""
+    nv = {"turing": ("mma.m8n8k16", 16, "m8n8k16 (sm_75)"), "ampere": ("mma.m16n8k32", 32, "m16n8k32 (sm_80)"),
+          "ada": ("mma.m16n8k32", 32, "m16n8k32 (sm_80 and later)"),
+          "hopper": ("mma.m16n8k32", 32, "m16n8k32 (sm_80 and later)"),
+          "blackwell": ("mma.m16n8k32", 32, "m16n8k32 (sm_80 and later)"),
+          "rtx-blackwell": ("mma.m16n8k32", 32, "m16n8k32 (sm_80 and later)")}
+    for arch, (instr, L, shape) in nv.items():
+        for fin in ("s8", "u8"):
+            for sat in (False, True):
+                _add(arch, instr, fin, "s32", kind="int-mma", L=L, overflow="saturate" if sat else "wrap",
+                     variant="satfinite" if sat else None, default=not sat,
+                     source=f"{_PTX_MMA_INT}; shape {shape}: K = {L} per instruction"
+                            + ("; with .satfinite" if sat else "; without .satfinite"),
+                     assumed_from=f"specification only: PTX ISA mma integer type ({'saturating, .satfinite' if sat else 'wrapping, no .satfinite'}); "
+                                  f"{_INT_ORDER}; no {arch} integer products are in the test data")
+    wg = ("NVIDIA PTX ISA 9.x, wgmma.mma_async (sm_90a): .s32 D, .atype/.btype .s8 or .u8, K = 32, optional "
+          ".satfinite, with mma's integer semantics")
+    tc = ("NVIDIA PTX ISA 9.x, tcgen05.mma .kind::i8 (sm_100a): s32 D, 8-bit integer A and B, K = 32 per instruction; "
+          "the instruction descriptor's 'saturate for integer types' bit")
+    for arch, instr, src in (("hopper", "wgmma", wg), ("blackwell", "tcgen05.mma", tc)):
+        for fin in ("s8", "u8"):
+            for sat in (False, True):
+                _add(arch, instr, fin, "s32", kind="int-mma", L=32, overflow="saturate" if sat else "wrap",
+                     variant=instr + (".satfinite" if sat else ""), default=False,
+                     source=src + ("; saturating" if sat else "; wrapping"),
+                     assumed_from=f"specification only: {instr} with the integer semantics PTX states for mma "
+                                  f"({'saturating' if sat else 'wrapping'})"
+                                  + ("; the descriptor bit's clamping is assumed to be mma's .satfinite"
+                                     if sat and instr == "tcgen05.mma" else "")
+                                  + f"; {_INT_ORDER}; no {arch} integer products are in the test data")
+    calc = ("ROCm amd_matrix_instruction_calculator --detail-instruction (Src0, Src1: int8, signed 8-bit integer; "
+            "Src2, Vdst: int32, signed 32-bit integer)")
+    for arch, instr, L in (("cdna1", "V_MFMA_I32_16X16X16I8", 16), ("cdna2", "V_MFMA_I32_16X16X16I8", 16),
+                           ("cdna3", "V_MFMA_I32_16X16X32_I8", 32)):
+        _add(arch, "mfma", "s8", "s32", kind="int-mma", L=L, overflow="wrap",
+             source=f"AMD {arch.upper()} ISA, {instr} (and the other V_MFMA_I32_*_I8 shapes): D = A B + C with "
+                    f"signed 8-bit A, B and signed 32-bit C, D, K = {L}; {calc}",
+             assumed_from=f"specification only; AMD states no int32 overflow behaviour for {instr} (no saturating "
+                          "form, no clamp described): two's-complement wraparound is assumed, as 32-bit integer "
+                          f"adds without clamp wrap; no {arch} integer products are in the test data")
+
+
 _build()
 _scaled_records()
+_int_records()
 
 
 # ------------------------------------------------------------------- lookup
@@ -422,8 +483,8 @@ def architecture_of(device_or_arch: str) -> str:
     raise unknown_name("device or architecture", device_or_arch, [*ARCHITECTURES, *devices])
 
 
-def _fmt_name(name: str | _formats.FloatFormat) -> str:
-    return _formats.format(name).name
+def _fmt_name(name: str | _formats.FloatFormat | _formats.IntFormat) -> str:
+    return _formats.number_format(name).name
 
 
 def unit_format(device_or_arch: str, name: str | _formats.FloatFormat) -> str:
@@ -566,6 +627,10 @@ def arithmetic(model: Model) -> list[str]:
         tok.append(f"scale={p['scale_format']}")
     if p.get("pair_rule") is not None:
         tok.append(f"rule={p['pair_rule']}")
+    if p.get("b_format") is not None:
+        tok.append(f"b={p['b_format']}")
+    if p.get("overflow") is not None:
+        tok.append(f"overflow={p['overflow']}")
     return tok
 
 
@@ -656,7 +721,7 @@ def records() -> tuple[Preset, ...]:
     return tuple(_RECORDS)
 
 
-def _known_format(fmt: str | _formats.FloatFormat, what: str) -> str:
+def _known_format(fmt: str | _formats.FloatFormat | _formats.IntFormat, what: str) -> str:
     """The registered name of ``fmt``: a FloatFormat object is registered under its name
     (:func:`workbench.formats.register_format`; a name taken by another encoding is a
     ValueError), a name must be known."""
@@ -699,7 +764,7 @@ def custom_model(in_format: str | _formats.FloatFormat, out_format: str | _forma
     name so that the model (and :func:`workbench.gemm`, the algorithms, sweeps and
     ``explain``) can name it.
     """
-    out = _formats.format(_known_format(out_format, "out_format"))
+    out = _formats.number_format(_known_format(out_format, "out_format"))
     if fma is not None:
         if L is not None:
             raise ValueError("give L or fma (its Khattak-Mikaitis name), not both")
@@ -708,6 +773,9 @@ def custom_model(in_format: str | _formats.FloatFormat, out_format: str | _forma
     if neab is not None:
         if F is not None:
             raise ValueError("give F or neab (F = out precision - 1 + neab), not both")
+        if not isinstance(out, _formats.FloatFormat):
+            raise ValueError(f"neab={neab!r}: {out.name} is an integer format; neab sets the alignment window of "
+                             "floating-point units")
         F = out.p - 1 + neab
         _check_alias("F", F, f"neab={neab}")
     if frmode is not None:
@@ -717,7 +785,7 @@ def custom_model(in_format: str | _formats.FloatFormat, out_format: str | _forma
     for name in params:
         if name not in PARAM_NAMES:
             raise unknown_name("model parameter", name, (*PARAM_NAMES, "fma", "neab", "frmode"))
-    for name in ("result_format", "scale_format"):
+    for name in ("result_format", "scale_format", "b_format"):
         if params.get(name) is not None:
             params[name] = _known_format(params[name], name)
     kw: dict[str, Any] = {"kind": kind, "in_format": _known_format(in_format, "in_format"), "out_format": out.name}

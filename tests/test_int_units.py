@@ -84,7 +84,7 @@ def test_presets_in_the_catalogue():
         # no integer product of these devices is in the test data: the evidence says what it is assumed from
         assert [e.kind for e in r.evidence] == ["unchecked"] and "specification only" in r.assumed_from
         if r.architecture.startswith("cdna"):
-            assert "states no int32 overflow behaviour" in r.assumed_from and "assumed" in r.assumed_from
+            assert "states the int32 overflow behaviour" in r.assumed_from and "wraparound is assumed" in r.assumed_from
         assert "PTX" in r.source or "AMD" in r.source
     assert "exact" in catalogue.arithmetic(h) and "overflow=saturate" in catalogue.arithmetic(h)
 
@@ -301,3 +301,10 @@ def test_a_sweep_runs_an_integer_unit(tmp_path):
     df = sweep.run(raw, out=tmp_path / "out", workers=1, progress=False)
     assert len(df) == 4 and df["error"].isna().all()
     assert (df["max_abs_error"] == 0).all()     # far from int32 overflow: the exact product
+
+
+def test_the_probes_refuse_an_integer_unit():
+    from workbench.probes.blackbox import from_model
+
+    with pytest.raises(ValueError, match="integer unit .*the probes infer floating-point units"):
+        from_model(wb.preset("H100", "s8", "s32"))

@@ -21,6 +21,7 @@ cpu_target.configure()     # before numba loads (formats imports it): 512-bit ve
 from .formats import (  # noqa: E402
     ROUNDING_MODES,
     FloatFormat,
+    IntFormat,
     check_representable,
     format,
     format_table,
@@ -92,7 +93,7 @@ _SUBMODULES = ("bounds", "cli", "engine", "exact", "inputs", "metrics", "probes"
 
 __all__ = [
     # formats (loaded at import)
-    "ROUNDING_MODES", "FloatFormat", "check_representable", "format", "format_table", "list_formats",
+    "ROUNDING_MODES", "FloatFormat", "IntFormat", "check_representable", "format", "format_table", "list_formats",
     "from_bits", "is_representable", "round", "to_bits",
     # the engine: models, elementary operations and their parameters, traces
     "Model", "Operation", "register", "explain", "Trace", "TFDPA", "TFDPAParams", "FMAChain", "FMAParams",

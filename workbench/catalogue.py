@@ -457,9 +457,11 @@ def _int_records() -> None:
         _add(arch, "mfma", "s8", "s32", kind="int-mma", L=L, overflow="wrap",
              source=f"AMD {arch.upper()} ISA, {instr} (and the other V_MFMA_I32_*_I8 shapes): D = A B + C with "
                     f"signed 8-bit A, B and signed 32-bit C, D, K = {L}; {calc}",
-             assumed_from=f"specification only; AMD states no int32 overflow behaviour for {instr} (no saturating "
-                          "form, no clamp described): two's-complement wraparound is assumed, as 32-bit integer "
-                          f"adds without clamp wrap; no {arch} integer products are in the test data")
+             assumed_from=f"specification only; no AMD source read here states the int32 overflow behaviour of {instr} "
+                          "(the instruction calculator gives the operand types only, the CDNA ISA guides were not "
+                          "checked for it, and no saturating form is listed): two's-complement wraparound is assumed, "
+                          f"as 32-bit integer adds without a clamp wrap; no {arch} integer products are in the test "
+                          "data")
 
 
 _build()

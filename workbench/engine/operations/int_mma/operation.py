@@ -30,10 +30,10 @@ What the vendors state (and what is assumed where they do not):
 * AMD: the CDNA1-3 ``V_MFMA_I32_{32X32X8,16X16X16,...}I8`` (CDNA3 ``..._16X16X32_I8``,
   ``_32X32X16_I8``) take signed 8-bit A and B and a signed 32-bit C and D (ROCm's
   amd_matrix_instruction_calculator, ``--detail-instruction``: "Src0: int8, Src1: int8,
-  Src2: int32, Vdst: int32").  Neither that tool nor the ISA text we read states what
-  happens on int32 overflow (there is no saturating variant); assumed: two's-complement
-  wraparound, as the ISA's 32-bit integer adds without a clamp bit do (the presets'
-  evidence says so).
+  Src2: int32, Vdst: int32").  That tool states nothing about int32 overflow, the CDNA
+  ISA guides were not checked for it here, and no saturating form is listed; assumed:
+  two's-complement wraparound, as 32-bit integer adds without a clamp bit do (the
+  presets' evidence says so).
 
 Parameters (:class:`IntMMAParams`): ``L`` the instruction's K (elements of one
 instruction; K is zero-padded to whole instructions, which adds nothing), ``b_format``
@@ -208,7 +208,8 @@ class IntMMA(Operation):
                                                    else " (zero padding only)")]
         return Block(index=index, c_in=d, pre=pre,
                      stages=[f"c + the products, exact: {int(d)} + {exact - int(d)} = {exact}; {fate}"],
-                     rounding=f"int32 accumulator, overflow={over} ({OVERFLOWS[over]})", result=r)
+                     rounding=f"none (exact integers); into the int32 accumulator, overflow={over} "
+                              f"({OVERFLOWS[over]})", result=r)
 
     def has_twin(self, model: "Model") -> bool:
         return False

@@ -29,6 +29,10 @@ from math import gcd
 
 import numpy as np
 
+from workbench.matmul import product as matmul
+from workbench.engine.model import Model
+from workbench.units import resolve
+
 from ._common import as_matrices
 
 INT32_MAX = 2**31 - 1
@@ -36,12 +40,22 @@ INT32_MAX = 2**31 - 1
 
 @dataclass(frozen=True)
 class Int8Unit:
-    """Exact INT8 x INT8 -> INT32 matrix unit (IMMA / MFMA-i8): exact products, int32 sum."""
+    """Exact INT8 x INT8 -> INT32 matrix unit (IMMA / MFMA-i8): exact products, int32 sum.
 
-    name: str = "imma/int8->int32"
+    Backed by the catalogue's integer preset ``name`` (default: NVIDIA IMMA
+    ``ampere/mma.m16n8k32/s8->s32``, kind ``int-mma``, wrapping int32 accumulator;
+    :attr:`preset`): :meth:`gemm` runs it through :func:`workbench.gemm` after refusing
+    any product whose int32 sum could overflow, so the result is the exact one."""
+
+    name: str = "ampere/mma.m16n8k32/s8->s32"
     devices: tuple[str, ...] = ("T4", "A100", "L40S", "H100", "B200", "MI100", "MI250X", "MI300X")
     source: str = ("exact integer dot products with int32 accumulation (NVIDIA PTX ISA, mma .s8 -> .s32; "
                    "Ootomo-Ozaki-Yokota 2024 Section 2)")
+
+    @property
+    def preset(self) -> Model:
+        """The catalogue preset (a :class:`workbench.units.catalogue.Preset`) this unit runs on."""
+        return resolve(self.name)
 
     def gemm(self, A: np.typing.ArrayLike, B: np.typing.ArrayLike,
              C: np.typing.ArrayLike | None = None) -> np.ndarray:
@@ -61,10 +75,7 @@ class Int8Unit:
         if (np.abs(A64) @ np.abs(B64) + absC > INT32_MAX).any():
             raise ValueError("int32 overflow in the INT8 unit: sum |a_k b_k| + |c| exceeds 2^31 - 1; split K into "
                              "shorter chunks (ozaki(..., k_chunk=...)) or use fewer slice bits")
-        D = A64 @ B64
-        if C64 is not None:
-            D = D + C64
-        return D.astype(np.int64)
+        return matmul.gemm(A64, B64, C64, model=self.preset).astype(np.int64)
 
 
 #: The exact INT8 matrix-unit preset (every NVIDIA IMMA and AMD i8 MFMA generation).

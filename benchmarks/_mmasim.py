@@ -101,6 +101,8 @@ def paired_presets() -> list[Preset]:
 
 
 def _has_counterpart(p: Preset) -> bool:
+    if p.operation.integer:      # MMA-Sim 2.1.1 models no integer unit
+        return False
     if p.kind in ("st-fdpa", "gst-fdpa"):
         return p.architecture in ("blackwell", "rtx-blackwell")
     if p.architecture in NV_ARCH:

@@ -36,8 +36,8 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=100_000, help="inner dimension of the Figure 7 shape")
     args = ap.parse_args()
     rng = np.random.default_rng(0)
-    fig_a = workbench.numbers.inputs.log_uniform((10, args.k), rng)
-    fig_b = workbench.numbers.inputs.log_uniform((args.k, 10), rng)
+    fig_a = workbench.inputs.log_uniform((10, args.k), rng)
+    fig_b = workbench.inputs.log_uniform((args.k, 10), rng)
     sq_a = rng.standard_normal((256, 256)).astype(np.float32).astype(np.float64)
     sq_b = rng.standard_normal((256, 256)).astype(np.float32).astype(np.float64)
     p = workbench.preset

@@ -23,7 +23,7 @@
 # blocks of 32 products aligned and truncated to 13 fraction bits, chained; Xie Table 4), the same
 # promoted to an fp32 accumulator every 32/64/128/256 elements (`workbench.gemm(...,
 # accumulation="promote")`), and Blackwell's `tcgen05.mma` (25 fraction bits), against the exact
-# product of the same fp8 operands (`workbench.numbers.exact.gemm`). Maximum and median elementwise
+# product of the same fp8 operands (`workbench.exact.gemm`). Maximum and median elementwise
 # relative error over an m x n output, versus K.
 #
 # The computation is direct rather than a sweep file: the sweep's metrics have the maximum but not
@@ -75,7 +75,7 @@ rows = []
 for dist, draw in distributions.items():
     for k in ks:
         A, B = draw((m, k), [seed, 1, k]), draw((k, n), [seed, 2, k])
-        exact = workbench.numbers.exact.gemm(A, B)
+        exact = workbench.exact.gemm(A, B)
         for name, (unit, acc) in units.items():
             rel = np.abs(workbench.gemm(A, B, model=unit, **acc) - exact) / np.abs(exact)
             rows.append({"distribution": dist, "unit": name, "K": k, "max_rel": float(rel.max()),
@@ -99,7 +99,7 @@ scan = []
 for mu in mus:
     A = inputs.normal((m, 4096), [seed, 3], mean=mu, fmt="fp8_e4m3")
     B = inputs.normal((4096, n), [seed, 4], mean=mu, fmt="fp8_e4m3")
-    exact = workbench.numbers.exact.gemm(A, B)
+    exact = workbench.exact.gemm(A, B)
     for name in ("H100 chain", "H100 promote 128"):
         unit, acc = units[name]
         rel = np.abs(workbench.gemm(A, B, model=unit, **acc) - exact) / np.abs(exact)

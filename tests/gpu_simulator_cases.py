@@ -68,7 +68,7 @@ def operands(model: wb.Model, rng: np.random.Generator, m: int, k: int, n: int, 
              scale_kind: str = "near") -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
     """A, B, C and, for block-scaled models, their scale factors (``scale_a``/``scale_b``)."""
     A = values(rng, (m, k), model.in_format, specials)
-    B = values(rng, (k, n), model.in_format, specials)
+    B = values(rng, (k, n), model.formats[1].name, specials)     # B's own format (int-mma: s8 x u8)
     C = values(rng, (m, n), model.out_format, specials)
     if not model.operation.scaled:
         return A, B, C, {}

@@ -11,9 +11,20 @@ from workbench.numbers import formats as F
 
 def values(rng: np.random.Generator, shape: tuple[int, int], fmt: str, specials: bool) -> np.ndarray:
     """Values of ``fmt``: zeros of both signs, subnormals, the largest finite values,
-    ties, wide exponent spreads, and with ``specials`` NaN and +-Inf where ``fmt`` has them."""
-    f = F.format(fmt)
+    ties, wide exponent spreads, and with ``specials`` NaN and +-Inf where ``fmt`` has them.
+    An integer format (the integer units): zeros, its extremes and values near them, small
+    and uniform integers (integers have no specials)."""
     n = int(np.prod(shape))
+    if F.is_int_format(fmt):
+        fi = F.int_format(fmt)
+        kind = rng.integers(0, 4, n)
+        xi = rng.integers(fi.min, fi.max, n, endpoint=True)
+        xi[kind == 0] = 0
+        xi[kind == 1] = rng.choice([fi.min, fi.max], int((kind == 1).sum()))
+        xi[kind == 2] = np.clip(rng.choice([fi.min, fi.max], int((kind == 2).sum()))
+                                + rng.integers(-5, 6, int((kind == 2).sum())), fi.min, fi.max)
+        return xi.astype(np.float64).reshape(shape)
+    f = F.format(fmt)
     kind = rng.integers(0, 100, n)
     x = rng.standard_normal(n) * np.exp2(rng.integers(-20, 21, n).astype(float))
     x[kind < 10] = 0.0

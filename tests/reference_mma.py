@@ -714,6 +714,22 @@ def block_fma_km(a, b, c, *, n_fma, neab, rounding="rz", sticky=False, c_positio
 
 
 # --------------------------------------------------------------------- chains
+def int_mma(a, b, c, *, overflow: str) -> float:
+    """One instruction of an integer unit (kind ``int-mma``), from the PTX ISA's mma
+    "Integer operations" text: the exact sum ``c + sum a_k b_k`` in Python integers,
+    then the s32 accumulator's overflow rule - ``"wrap"`` (".satfinite not specified:
+    the accumulated value is wrapped", modulo 2^32) or ``"saturate"`` (".satfinite:
+    limited to the range MIN_INT32..MAX_INT32").  Returns the int32 value as a float."""
+    s = int(c) + sum(int(x) * int(y) for x, y in zip(a, b))
+    if overflow == "wrap":
+        s = (s + 2**31) % 2**32 - 2**31
+    elif overflow == "saturate":
+        s = min(max(s, -(2**31)), 2**31 - 1)
+    else:
+        raise ValueError(overflow)
+    return float(s)
+
+
 def dot_chain(a, b, c, *, L, op, scale_a=None, scale_b=None, k_block=None, **kw):
     """Phi_FDPA of Xie et al. Algorithm 5: d = c; for each block of L elements,
     d = op(block of a, block of b, d, **kw) -- the way a GEMM keeps its

@@ -5,6 +5,9 @@ of L (the definition, written here independently), bit for bit on every preset w
 scales, with and without C, for K that is not a multiple of L."""
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -13,6 +16,9 @@ from hypothesis import strategies as st
 import workbench as wb
 from algorithms._common import chain
 from workbench.units.catalogue import records
+
+sys.path.insert(0, str(Path(__file__).parent))
+from operand_values import values  # noqa: E402 - integer operands of the integer units
 
 PRESETS = [p for p in records() if p.kind not in ("st-fdpa", "gst-fdpa")]
 
@@ -35,8 +41,11 @@ def test_sequential_chain_is_one_gemm_over_the_concatenated_products(preset, see
     K = int(rng.integers(1, 4)) * L + (0 if preset.kind == "ftz-addmul" else int(rng.integers(0, L)))
     scale = 2.0 ** rng.integers(-6, 7, size=(products, 1, 1))   # words of different magnitudes
     pairs = [(wb.round(s * rng.standard_normal((3, K)), preset.in_format),
-              wb.round(rng.standard_normal((K, 5)), preset.in_format)) for s in scale]
-    C = wb.round(rng.standard_normal((3, 5)), preset.out_format) if with_c else None
+              wb.round(rng.standard_normal((K, 5)), preset.in_format)) for s in scale] \
+        if not preset.operation.integer else [(values(rng, (3, K), preset.in_format, False),
+                                               values(rng, (K, 5), preset.in_format, False)) for _ in scale]
+    C = (values(rng, (3, 5), preset.out_format, False) if preset.operation.integer
+         else wb.round(rng.standard_normal((3, 5)), preset.out_format)) if with_c else None
     got = chain(preset, pairs, C, order="sequential")
     want = _concatenated(preset, pairs, C)
     np.testing.assert_array_equal(got.view(np.uint64), want.view(np.uint64))

@@ -71,8 +71,8 @@ def test_markidis_order_decides_the_effect():
 
 
 def _type1(m: int, k: int, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    A = workbench.numbers.inputs.exponent_range((m, k), [seed, 1], type="type1").astype(np.float32).astype(np.float64)
-    B = workbench.numbers.inputs.exponent_range((k, n), [seed, 2], type="type1").astype(np.float32).astype(np.float64)
+    A = workbench.inputs.exponent_range((m, k), [seed, 1], type="type1").astype(np.float32).astype(np.float64)
+    B = workbench.inputs.exponent_range((k, n), [seed, 2], type="type1").astype(np.float32).astype(np.float64)
     return A, B
 
 
@@ -86,7 +86,7 @@ def test_ootomo_yokota_more_accurate_than_markidis_on_type1_inputs(device):
     accumulation is not.
     """
     A, B = _type1(16, 2048, 16, 7)
-    exact = workbench.numbers.exact.gemm(A, B)
+    exact = workbench.exact.gemm(A, B)
     model = workbench.preset(device, "fp16", "fp32")
     e_m = normwise_error_inf(markidis(A, B, model=model), exact, A, B)
     e_oy = normwise_error_inf(ootomo_yokota(A, B, model=model), exact, A, B)
@@ -98,7 +98,7 @@ def test_ootomo_yokota_more_accurate_than_markidis_on_type1_inputs(device):
 def test_tf32tf32_recovers_fp32_accuracy():
     """Ootomo & Yokota tf32tf32 on the A100 tf32 unit: >300x more accurate than one tf32 word (measured ~900x), ~fp32 level."""
     A, B = _type1(16, 1024, 16, 3)
-    exact = workbench.numbers.exact.gemm(A, B)
+    exact = workbench.exact.gemm(A, B)
     tf32 = workbench.preset("A100", "tf32", "fp32")
     e_oy = normwise_error_inf(ootomo_yokota(A, B, model=tf32, variant="tf32tf32"), exact, A, B)
     At, Bt = workbench.round(A, "tf32"), workbench.round(B, "tf32")

@@ -43,11 +43,11 @@ def error(device: str, fmt: str, words: int, n: int, *, variant: str | None = No
           instruction: str | None = None, split_rounding: str = "rne") -> float:
     """Our Figure 7 error: log-uniform 10 x n and n x 10 matrices, error against the exact product."""
     rng = np.random.default_rng([seed, n])
-    A = workbench.numbers.inputs.log_uniform((10, n), rng)
-    B = workbench.numbers.inputs.log_uniform((n, 10), rng)
+    A = workbench.inputs.log_uniform((10, n), rng)
+    B = workbench.inputs.log_uniform((n, 10), rng)
     model = workbench.preset(device, fmt, "fp32", instruction=instruction, variant=variant)
     D = multiword(A, B, model=model, words=words, split_rounding=split_rounding)
-    return normwise_error_inf(D, workbench.numbers.exact.gemm(A, B), A, B)
+    return normwise_error_inf(D, workbench.exact.gemm(A, B), A, B)
 
 
 def geomean_ratio(device: str, fmt: str, words: int, paper_model: str, split_rounding: str, *,
@@ -103,8 +103,8 @@ def test_figure7_experiment_uses_the_truncated_split():
 def test_split_rounding_rz_truncates_every_word():
     """split_rounding="rz": |A_j| words never exceed the residual they round, the default RNE ones sometimes do."""
     rng = np.random.default_rng(11)
-    A = workbench.numbers.inputs.log_uniform((6, 40), rng)
-    B = workbench.numbers.inputs.log_uniform((40, 5), rng)
+    A = workbench.inputs.log_uniform((6, 40), rng)
+    B = workbench.inputs.log_uniform((40, 5), rng)
     model = workbench.preset("B200", "fp16", "fp32")
     u = 2.0**-11
     over = {}
@@ -226,10 +226,10 @@ def test_alpha_after_and_all_products_options_change_bits_as_documented():
     """Options: alpha applied after the unit (fp64 sum) and all p^2 products; both stay near the default."""
     n = 700
     rng = np.random.default_rng(5)
-    A = workbench.numbers.inputs.log_uniform((10, n), rng)
-    B = workbench.numbers.inputs.log_uniform((n, 10), rng)
+    A = workbench.inputs.log_uniform((10, n), rng)
+    B = workbench.inputs.log_uniform((n, 10), rng)
     model = workbench.preset("B200", "fp16", "fp32")
-    exact = workbench.numbers.exact.gemm(A, B)
+    exact = workbench.exact.gemm(A, B)
     base = multiword(A, B, model=model, words=2)
     after = multiword(A, B, model=model, words=2, alpha_placement="after")
     full = multiword(A, B, model=model, words=2, products="all")
@@ -241,8 +241,8 @@ def test_alpha_after_and_all_products_options_change_bits_as_documented():
 def test_words_reconstruct_scaled_inputs():
     """Mary & Mikaitis Section 4: sum_j u^(j-1) A_j = diag(L) A up to u^p, every word a word-format value."""
     rng = np.random.default_rng(3)
-    A = workbench.numbers.inputs.log_uniform((4, 50), rng)
-    B = workbench.numbers.inputs.log_uniform((50, 3), rng)
+    A = workbench.inputs.log_uniform((4, 50), rng)
+    B = workbench.inputs.log_uniform((50, 3), rng)
     _, w = multiword(A, B, model=workbench.preset("B200", "bf16", "fp32"), words=3, return_words=True)
     u = 2.0**-8
     assert w["theta"] == pytest.approx(np.sqrt(float(np.finfo(np.float32).max) / 50))

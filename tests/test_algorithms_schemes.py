@@ -27,7 +27,7 @@ def _fp32_data(m: int, k: int, n: int, seed: int) -> tuple[np.ndarray, np.ndarra
 def _unit_floor(model, A, B) -> float:
     """Error of the unit on inputs it holds exactly: its accumulation error alone."""
     Ar, Br = workbench.round(A, model.in_format), workbench.round(B, model.in_format)
-    return normwise_error_inf(workbench.gemm(Ar, Br, model=model), workbench.numbers.exact.gemm(Ar, Br), Ar, Br)
+    return normwise_error_inf(workbench.gemm(Ar, Br, model=model), workbench.exact.gemm(Ar, Br), Ar, Br)
 
 
 @pytest.mark.parametrize("device", ["A100", "H100"])
@@ -39,7 +39,7 @@ def test_cutlass_3xtf32_reaches_the_accumulators_fp32_level(device):
     single tf32 product (measured 80x on A100 at K = 1024).
     """
     A, B = _fp32_data(16, 1024, 16, 1)
-    exact = workbench.numbers.exact.gemm(A, B)
+    exact = workbench.exact.gemm(A, B)
     model = workbench.preset(device, "tf32", "fp32")
     e3 = normwise_error_inf(cutlass_xtf32(A, B, model=model), exact, A, B)
     e4 = normwise_error_inf(cutlass_xtf32(A, B, model=model, products=4), exact, A, B)
@@ -63,7 +63,7 @@ def test_cutlass_words_big_truncated_small_rna():
 def test_bf16xn_accuracy_by_product_count():
     """Henry et al. Section IV: bf16x3 < bf16x6 ~ bf16x9 ~ fp32 accumulation level on the A100 bf16 unit."""
     A, B = _fp32_data(16, 1024, 16, 2)
-    exact = workbench.numbers.exact.gemm(A, B)
+    exact = workbench.exact.gemm(A, B)
     model = workbench.preset("A100", "bf16", "fp32")
     e = {p: normwise_error_inf(bf16xn(A, B, model=model, products=p), exact, A, B) for p in (3, 6, 9)}
     floor = _unit_floor(model, A, B)
@@ -89,7 +89,7 @@ def test_ozaki_reaches_fp64_accuracy(scale):
     rng = np.random.default_rng(4)
     A = rng.standard_normal((20, 300)) * scale
     B = rng.standard_normal((300, 20))
-    exact = workbench.numbers.exact.gemm(A, B)
+    exact = workbench.exact.gemm(A, B)
     e_blas = max(normwise_error_inf(A @ B, exact, A, B), 2.0**-53)
     e1 = normwise_error_inf(ozaki(A, B, model=INT8_UNIT, slices=8), exact, A, B)
     e2 = normwise_error_inf(ozaki(A, B, scheme="II", moduli=16), exact, A, B)
@@ -101,7 +101,7 @@ def test_ozaki_error_falls_with_slices_and_moduli():
     rng = np.random.default_rng(6)
     A = rng.standard_normal((10, 200))
     B = rng.standard_normal((200, 10))
-    exact = workbench.numbers.exact.gemm(A, B)
+    exact = workbench.exact.gemm(A, B)
     e = [normwise_error_inf(ozaki(A, B, slices=s), exact, A, B) for s in (2, 3, 4, 5)]
     assert all(e[i + 1] * 2**5 < e[i] for i in range(3)), e
     e2 = [normwise_error_inf(ozaki(A, B, scheme="II", moduli=m), exact, A, B) for m in (6, 8, 10)]

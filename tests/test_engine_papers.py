@@ -85,7 +85,10 @@ def test_khattak_mikaitis_table2_features(row):
             assert m.rounding == _TRUNC[row.final_rounding]
 
 
-SYMMETRIC = [r for r in catalogue.records() if r.rounding in ("rz", "rne") and r.kind not in ("tr-fdpa", "gtr-fdpa")]
+# (integer units round nothing and are not sign-symmetric: -(-128) is no s8, and int32 wraps
+# asymmetrically; tests/test_int_units.py holds them to their integer reference)
+SYMMETRIC = [r for r in catalogue.records() if r.rounding in ("rz", "rne") and r.kind not in ("tr-fdpa", "gtr-fdpa")
+             and not r.operation.integer]
 
 
 @pytest.mark.parametrize("m", SYMMETRIC, ids=[r.name for r in SYMMETRIC])

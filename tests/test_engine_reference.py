@@ -30,6 +30,7 @@ import numpy as np
 import pytest
 
 import workbench as wb
+from workbench.numbers import formats
 from workbench.units import catalogue
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -80,6 +81,8 @@ def reference_kwargs(m):
                     flush_output_subnormals=m.flush_output_subnormals), True
     if m.kind == "pair-dot":
         return dict(L=m.L, op=partial(ref.pair_dot, rule=m.pair_rule)), False
+    if m.kind == "int-mma":
+        return dict(L=m.L, op=partial(ref.int_mma, overflow=m.overflow)), False
     if m.kind == "gst-fdpa":
         return dict(L=m.L, op=ref.gst_fdpa, F=m.F, G=m.G, rounding=m.rounding, in_format=m.in_format,
                     out_format=rf, k_block=m.k_block, scale_format=m.scale_format,
@@ -107,7 +110,10 @@ def reference_dot(m, a, b, c, sa=None, sb=None):
 
 
 def bits(x: float, out: str) -> int:
-    """Output bit pattern; NaN as NVIDIA's canonical NaN (what workbench.gemm returns)."""
+    """Output bit pattern; NaN as NVIDIA's canonical NaN (what workbench.gemm returns); an
+    integer format's two's-complement bits."""
+    if formats.is_int_format(out):
+        return int(x) % 2**formats.int_format(out).bits
     if out == "fp64":
         if math.isnan(x):
             return 0x7FF8000000000000
@@ -119,7 +125,16 @@ def bits(x: float, out: str) -> int:
 def draw(rng, fmt: str, n: int, *, specials: bool, narrow: int = 4, top: int | None = None) -> np.ndarray:
     """n values of ``fmt``: a mix of values near 1 (carries, cancellation), powers of two
     and 1 + ulp patterns (ties), the whole exponent range (subnormals, overflow),
-    signed zeros and (optionally) Inf/NaN."""
+    signed zeros and (optionally) Inf/NaN.  An integer format: its extremes, zeros, small
+    values and uniform draws (no specials: integers have none)."""
+    if formats.is_int_format(fmt):
+        fi = formats.int_format(fmt)
+        kind = rng.integers(0, 5, n)
+        x = rng.integers(fi.min, fi.max, n, endpoint=True)
+        x = np.where(kind == 0, rng.choice([fi.min, fi.max], n), x)
+        x = np.where(kind == 1, rng.integers(max(fi.min, -3), min(fi.max, 3), n, endpoint=True), x)
+        x = np.where(kind == 2, np.clip(rng.integers(-3, 4, n) + rng.choice([fi.min, fi.max], n), fi.min, fi.max), x)
+        return x.astype(np.float64)
     f = wb.format(fmt)
     kind = rng.integers(0, 10, n)
     sign = np.where(rng.random(n) < 0.5, -1.0, 1.0) if f.signed else np.ones(n)
@@ -167,6 +182,9 @@ def no_overflow(m) -> bool:
 def draw_case(rng, m, K: int, *, specials: bool):
     """One dot product (a, b, c[, scale_a, scale_b]) for model m, shaped to stress it."""
     fin = m.in_format
+    if m.operation.integer:   # integer units: A and B of their own formats, c often near the int32 bounds
+        return (draw(rng, fin, K, specials=False), draw(rng, m.formats[1].name, K, specials=False),
+                float(draw(rng, m.out_format, 1, specials=False)[0]), None, None)
     # The reference cannot take overflowing intermediates in some operations
     # (see NO_OVERFLOW): their inputs stay well inside the range.
     ff, fo = wb.format(fin), wb.format(m.out_format)
@@ -334,11 +352,14 @@ def _random_model_plain(rng, kind: str):
     if kind == "fma":
         f = pick(["fp32", "fp64"])
         return wb.custom_model(f, f, kind="fma", L=1, rounding="rne")
+    if kind == "int-mma":
+        return wb.custom_model(pick(["s8", "u8"]), "s32", kind="int-mma", L=pick([1, 4, 16, 32, 64]),
+                               b_format=pick([None, "s8", "u8"]), overflow=pick(["wrap", "saturate"]))
     raise AssertionError(kind)
 
 
 CUSTOM_KINDS = [("t-fdpa", 10), ("e-fdpa", 6), ("tr-fdpa", 6), ("gtr-fdpa", 6), ("gst-fdpa", 6), ("st-fdpa", 2),
-                ("ftz-addmul", 2), ("fma", 2)]
+                ("ftz-addmul", 2), ("fma", 2), ("int-mma", 6)]
 
 
 @pytest.mark.parametrize("kind,count", CUSTOM_KINDS, ids=[k for k, _ in CUSTOM_KINDS])

@@ -5,7 +5,7 @@ for bit.  The H200 was measured on the same inputs (fixed seeds); its file holds
 and the CRC-32 of each input slice, checked here against the H100 file's inputs.
 
 The oracle is the hardware's output bits.  What the library adds around the unit is
-its schedule, named in :data:`workbench.units.schedules.SCHEDULES` (``cublas-h100-*``) and
+its schedule, named in :data:`workbench.schedules.SCHEDULES` (``cublas-h100-*``) and
 recovered from these data (README.md, "Findings"):
 
 * C of ``addmm`` is added after the product, in fp32 with round-to-nearest-even (the
@@ -97,7 +97,7 @@ def _chain(A: np.ndarray, B: np.ndarray, fmt: str, **kw) -> np.ndarray:
 
 
 def schedule_of(fmt: str, call: str) -> str:
-    """The name of the cuBLAS schedule of a stored call (:data:`workbench.units.schedules.SCHEDULES`)."""
+    """The name of the cuBLAS schedule of a stored call (:data:`workbench.schedules.SCHEDULES`)."""
     if fmt in ("fp16", "bf16"):
         return f"cublas-h100-{fmt}-{fmt if call == 'mm' else 'fp32'}"
     if fmt == "tf32":

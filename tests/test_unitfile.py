@@ -57,9 +57,14 @@ def _gemm_bits(m, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     L = m.P if m.kind == "ftz-addmul" else m.L
     M, K, N = 3, 2 * L + 1, 2
-    A = wb.round(rng.standard_normal((M, K)), m.in_format, saturate=True)
-    B = wb.round(rng.standard_normal((K, N)), m.in_format, saturate=True)
-    C = wb.round(rng.standard_normal((M, N)), m.out_format)
+    if m.operation.integer:          # integer units take integers of their formats (A, B, C/D)
+        fa, fb, fc = m.formats
+        A, B, C = (rng.integers(f.min, f.max, size=shape, endpoint=True).astype(np.float64)
+                   for f, shape in ((fa, (M, K)), (fb, (K, N)), (fc, (M, N))))
+    else:
+        A = wb.round(rng.standard_normal((M, K)), m.in_format, saturate=True)
+        B = wb.round(rng.standard_normal((K, N)), m.in_format, saturate=True)
+        C = wb.round(rng.standard_normal((M, N)), m.out_format)
     kw = {}
     if m.scale_format:
         nb = -(-K // m.k_block)

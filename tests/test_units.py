@@ -243,15 +243,19 @@ def test_explain_takes_every_spelling_and_traces_the_same_unit(rec, data, tmp_pa
     path = tmp_path_factory.mktemp("unit") / "unit.toml"
     wb.save_unit(rec, path)
     a, b = [1.0, 0.5, 2.0, -1.0], [1.0, 1.0, 1.5, 0.5]     # values of every input format, fp4 included
+    c = 0.5
+    if rec.operation.integer:                               # integer units: integers of s8 and u8, an s32 c
+        a, b = [1.0, 5.0, 2.0, 127.0], [1.0, 1.0, 3.0, 255.0 if rec.formats[1].name == "u8" else 100.0]
+        c = 5.0
     kw = {}
     if rec.scale_format is not None:
         nb = -(-len(a) // rec.k_block)
         kw = {"scale_a": [1.0] * nb, "scale_b": [1.0] * nb}
-    traces = [wb.explain(a, b, 0.5, spec, **kw) for spec in (rec, rec.name, _full_string(rec, device), str(path))]
+    traces = [wb.explain(a, b, c, spec, **kw) for spec in (rec, rec.name, _full_string(rec, device), str(path))]
     assert {t.model.params == rec.params for t in traces} == {True}
     assert len({t.value for t in traces}) == 1
     gkw = {k: np.array(v)[None, :] if k == "scale_a" else np.array(v)[:, None] for k, v in kw.items()}
-    D = wb.gemm(np.array([a]), np.array(b)[:, None], np.array([[0.5]]), model=rec, **gkw)
+    D = wb.gemm(np.array([a]), np.array(b)[:, None], np.array([[c]]), model=rec, **gkw)
     assert traces[0].value == float(D[0, 0])
 
 

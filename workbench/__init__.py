@@ -21,6 +21,7 @@ cpu_target.configure()     # before numba loads (formats imports it): 512-bit ve
 from .numbers.formats import (  # noqa: E402
     ROUNDING_MODES,
     FloatFormat,
+    IntFormat,
     check_representable,
     format,
     format_table,
@@ -52,6 +53,8 @@ if TYPE_CHECKING:
         FTZAddMulParams,
         GSTFDPAParams,
         GTRFDPAParams,
+        IntMMA,
+        IntMMAParams,
         Model,
         Operation,
         PairDot,
@@ -68,7 +71,8 @@ if TYPE_CHECKING:
 
 _ENGINE_NAMES = ("Model", "Operation", "register", "Trace", "TFDPA", "TFDPAParams", "FMAChain", "FMAParams",
                  "EFDPA", "EFDPAParams", "FTZAddMul", "FTZAddMulParams", "TRFDPA", "TRFDPAParams", "GTRFDPA",
-                 "GTRFDPAParams", "STFDPA", "STFDPAParams", "GSTFDPA", "GSTFDPAParams", "PairDot", "PairDotParams")
+                 "GTRFDPAParams", "STFDPA", "STFDPAParams", "GSTFDPA", "GSTFDPAParams", "PairDot", "PairDotParams",
+                 "IntMMA", "IntMMAParams")
 # Public names defined in submodules that load on first use: name -> module.  The
 # modules are not named after the functions (``workbench.gemm`` is a function, so
 # its module is ``workbench.matmul.product``): importing a submodule binds its name on the
@@ -97,12 +101,12 @@ _SUBMODULES: dict[str, str] = {
 
 __all__ = [
     # formats (loaded at import)
-    "ROUNDING_MODES", "FloatFormat", "check_representable", "format", "format_table", "list_formats",
+    "ROUNDING_MODES", "FloatFormat", "IntFormat", "check_representable", "format", "format_table", "list_formats",
     "from_bits", "is_representable", "round", "to_bits",
     # the engine: models, elementary operations and their parameters, traces
     "Model", "Operation", "register", "explain", "Trace", "TFDPA", "TFDPAParams", "FMAChain", "FMAParams",
     "EFDPA", "EFDPAParams", "FTZAddMul", "FTZAddMulParams", "TRFDPA", "TRFDPAParams", "GTRFDPA", "GTRFDPAParams",
-    "STFDPA", "STFDPAParams", "GSTFDPA", "GSTFDPAParams", "PairDot", "PairDotParams",
+    "STFDPA", "STFDPAParams", "GSTFDPA", "GSTFDPAParams", "PairDot", "PairDotParams", "IntMMA", "IntMMAParams",
     # presets, products, discrimination
     "Preset", "preset", "presets", "custom_model", "gemm", "Schedule", "discriminate", "find_worse",
     # units saved as files

@@ -25,6 +25,8 @@ from .operations import (
     FTZAddMulParams,
     GSTFDPAParams,
     GTRFDPAParams,
+    IntMMA,
+    IntMMAParams,
     PairDot,
     PairDotParams,
     STFDPAParams,
@@ -36,4 +38,5 @@ __all__ = ["Model", "KINDS", "PARAM_NAMES", "ROUNDINGS", "ALIGNMENT_ROUNDINGS", 
            "decompose", "explain", "Trace", "EXPLAINED_KINDS", "Operation", "BoundShape", "ErrorTerm", "OPERATIONS",
            "register", "unregister", "operation", "kinds", "TFDPA", "TFDPAParams", "FMAChain", "FMAParams", "EFDPA",
            "EFDPAParams", "FTZAddMul", "FTZAddMulParams", "TRFDPA", "GTRFDPA", "TRFDPAParams", "GTRFDPAParams",
-           "STFDPA", "STFDPAParams", "GSTFDPA", "GSTFDPAParams", "PairDot", "PairDotParams"]
+           "STFDPA", "STFDPAParams", "GSTFDPA", "GSTFDPAParams", "PairDot", "PairDotParams", "IntMMA",
+           "IntMMAParams"]

@@ -199,7 +199,7 @@ def explain(a, b, c: float = 0.0, model: Model | None = None, *, scale_a=None, s
     if a.shape != b.shape:
         raise ValueError(f"a and b must have the same length, got {a.size} and {b.size}")
     _formats.check_representable(a, model.in_fmt, "a")
-    _formats.check_representable(b, model.in_fmt, "b")
+    _formats.check_representable(b, model.formats[1], "b")    # B's own format where the kind reads one
     c = float(_formats.check_representable(np.array([c], float), model.out_fmt, "c")[0])
     scaled = op.scaled
     sa = sb = None

@@ -13,9 +13,12 @@ return inferred models as ``.params`` dictionaries with these keys:
     ``"ftz-addmul"`` pairwise flush-to-zero adds and multiplies (Algorithms 1-2),
     ``"tr-fdpa"`` / ``"gtr-fdpa"`` AMD CDNA3 truncated-rounded FDPA (Algorithms 10-11),
     ``"st-fdpa"`` block-scaled T-FDPA for MX formats (Algorithm 8), ``"gst-fdpa"``
-    group-scaled T-FDPA for NVFP4/MXFP4 (Algorithm 9).
+    group-scaled T-FDPA for NVFP4/MXFP4 (Algorithm 9).  Beyond the paper: ``"pair-dot"``
+    (the CPU bf16 pair units) and ``"int-mma"`` (integer units: exact products, int32
+    accumulator wrapping or saturating; :mod:`workbench.engine.operations.int_mma`).
 ``in_format``, ``out_format``
-    Formats of A/B and of C/D (names from :mod:`workbench.numbers.formats`).
+    Formats of A/B and of C/D (names from :mod:`workbench.numbers.formats`; the integer kinds
+    name integer formats, ``"s8"``, ``"u8"``, ``"s32"``).
 ``L``
     Block size: products consumed by one fused operation (Khattak-Mikaitis' NFMA,
     Xie's L_max).  K is consumed in blocks of L, each result feeding the next as c.
@@ -81,6 +84,14 @@ return inferred models as ``.params`` dictionaries with these keys:
     of bf16 products and c - ``"x86-fma"`` (VDPBF16PS), ``"x86-even-odd"``
     (TDPBF16PS), ``"arm-odd"`` (BFDOT/BFMMLA, FPCR.EBF = 0), ``"arm-fused"``
     (FEAT_EBF16, FPCR.EBF = 1); :mod:`workbench.engine.operations.pair_dot` states each.
+``b_format``
+    Format of B where it differs from A's ``in_format`` (None: the same), for the kinds
+    whose instructions take two operand types: ``"int-mma"`` (PTX ``mma ... .s32.atype.btype.s32``
+    with ``.atype``, ``.btype`` each ``.s8`` or ``.u8``).
+``overflow``
+    ``"int-mma"``: what an int32 accumulator does with a result outside its range,
+    ``"wrap"`` (two's complement, modulo 2^32) or ``"saturate"`` (clamped to
+    [-2^31, 2^31 - 1], PTX ``.satfinite``); :mod:`workbench.engine.operations.int_mma`.
 
 Every integer parameter is held to a range that no real or plausible unit leaves
 (:data:`PARAM_BOUNDS`, each with its reason), checked when a Model is made and so by
@@ -111,7 +122,7 @@ if TYPE_CHECKING:
 
 #: The built-in elementary operations (Xie et al. Table 1, then the CPU bf16 pair units);
 #: :func:`kinds` lists every registered one (:mod:`workbench.engine.model`).
-KINDS = ("t-fdpa", "fma", "e-fdpa", "ftz-addmul", "tr-fdpa", "gtr-fdpa", "st-fdpa", "gst-fdpa", "pair-dot")
+KINDS = ("t-fdpa", "fma", "e-fdpa", "ftz-addmul", "tr-fdpa", "gtr-fdpa", "st-fdpa", "gst-fdpa", "pair-dot", "int-mma")
 ROUNDINGS = _checks.ROUNDINGS
 #: Directions of TR-/GTR-FDPA's re-alignment (Xie Algorithms 10-11; "rz": the Figure 3 twin).
 ALIGNMENT_ROUNDINGS = ("rd", "rz")
@@ -120,7 +131,7 @@ PARAM_NAMES = (
     "kind", "in_format", "out_format", "L", "F", "rounding", "result_format", "sticky",
     "c_position", "late_rounding", "zero_exponent", "interleave", "group_F", "P", "F2",
     "alignment_rounding", "k_block", "G", "scale_format", "flush_subnormals", "flush_output_subnormals",
-    "pair_rule",
+    "pair_rule", "b_format", "overflow",
 )
 
 
@@ -227,16 +238,24 @@ class Model:
     flush_subnormals: bool = False
     flush_output_subnormals: bool = False
     pair_rule: str | None = None
+    b_format: str | None = None
+    overflow: str | None = None
 
     def __post_init__(self) -> None:
         self._check_types()
         check_bounds(self.__dict__)
         op = operation(self.kind)
-        for name in ("in_format", "out_format"):
-            _formats.format(getattr(self, name))  # raises on unknown names
-        out = _formats.format(self.out_format)
-        if out.name not in ("fp64", "fp32", "fp16", "bf16"):
-            raise ValueError(f"out_format={self.out_format!r}: expected fp64, fp32, fp16 or bf16")
+        if op.integer:       # integer units: integer operands and accumulator (formats.IntFormat)
+            for name in ("in_format", "b_format", "out_format"):
+                if getattr(self, name) is not None and not _formats.is_int_format(getattr(self, name)):
+                    raise ValueError(f"{name}={getattr(self, name)!r}: kind={self.kind!r} is an integer unit; expected "
+                                     f"an integer format ({', '.join(f.name for f in _formats.list_int_formats())})")
+        else:
+            for name in ("in_format", "out_format"):
+                _formats.format(getattr(self, name))  # raises on unknown names
+            out = _formats.format(self.out_format)
+            if out.name not in ("fp64", "fp32", "fp16", "bf16"):
+                raise ValueError(f"out_format={self.out_format!r}: expected fp64, fp32, fp16 or bf16")
         # the domains of the flat fields, whichever operation reads them
         _checks.check_format("result_format", self.result_format)
         _checks.check_format("scale_format", self.scale_format)
@@ -253,6 +272,10 @@ class Model:
         if self.pair_rule is not None and "pair_rule" not in names:
             raise ValueError(f"pair_rule={self.pair_rule!r}: only the CPU pair units (kind='pair-dot') have a pair "
                              f"rule, not kind={self.kind!r}")
+        for name in ("b_format", "overflow"):
+            if getattr(self, name) is not None and name not in names:
+                raise ValueError(f"{name}={getattr(self, name)!r}: only the integer units (kind='int-mma') read "
+                                 f"{name}, not kind={self.kind!r}")
         # a memo of what operations derive from the parameters (:meth:`derived`)
         object.__setattr__(self, "_derived", {})
         self._look_up_formats()
@@ -280,8 +303,10 @@ class Model:
 
     def _look_up_formats(self) -> None:
         """The formats, looked up once (a registered format never changes encoding)."""
-        object.__setattr__(self, "_formats", (_formats.format(self.in_format), _formats.format(self.out_format),
-                                              _formats.format(self.result_format or self.out_format)))
+        object.__setattr__(self, "_formats", (_formats.number_format(self.in_format),
+                                              _formats.number_format(self.out_format),
+                                              _formats.number_format(self.result_format or self.out_format),
+                                              _formats.number_format(self.b_format or self.in_format)))
 
     def _check_types(self) -> None:
         """Integer fields take ints (numpy ints are converted; bool is refused: ``L=True``
@@ -337,6 +362,16 @@ class Model:
     @property
     def res_fmt(self) -> _formats.FloatFormat:
         return cast("_formats.FloatFormat", self.__dict__["_formats"][2])
+
+    @property
+    def formats(self) -> tuple[_formats.NumberFormat, _formats.NumberFormat, _formats.NumberFormat]:
+        """The formats of A, B and C/D as :mod:`workbench.numbers.formats` records: floating-point
+        formats, or :class:`~workbench.numbers.formats.IntFormat` for the integer kinds
+        (:attr:`Operation.integer`), whose ``in_fmt``/``out_fmt`` are those records too
+        (code that reads a floating-point field of them is never reached for an integer
+        unit: it asks the operation).  B's is ``b_format``'s where the kind reads one."""
+        f = self.__dict__["_formats"]
+        return f[0], f[3], f[1]
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled without the :meth:`derived` memo (each process derives its own)."""
@@ -455,6 +490,10 @@ class Operation:
     smt_encodable: ClassVar[bool] = False
     #: Has a CUDA kernel (:meth:`run_cuda`; ``gemm(..., device="cuda")``).
     has_cuda_kernel: ClassVar[bool] = False
+    #: An integer unit: its formats are :class:`~workbench.numbers.formats.IntFormat` (``s8``,
+    #: ``u8``, ``s32``), its results exact integers; the floating-point machinery (input
+    #: rounding, error bounds, the probes' floating-point features) does not apply.
+    integer: ClassVar[bool] = False
 
     # ------------------------------------------------------------ parameters
     @property

@@ -122,9 +122,14 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
         alpha, beta ask for it); the result converted to ``output``.  Instead of
         ``accumulation``/``promote_every`` (a ValueError if both are given).
 
+    Integer units (``kind="int-mma"``: s8/u8 operands, s32 accumulator) take integer
+    values of their formats (a ValueError names any other value; B has ``b_format``
+    where the unit mixes s8 and u8), ``accumulation="chain"`` and no schedule, ``alpha``
+    1 and ``beta`` 0 or 1, no ``input_rounding``; they return an int32 array.
+
     Returns
     -------
-    numpy array of the output format's dtype (the schedule's ``output`` if it has one) (float16, float32 or float64) holding
+    numpy array of the output format's dtype (the schedule's ``output`` if it has one) (float16, float32 or float64; int32 for the integer units) holding
     exactly the hardware's bits; NaN results carry NVIDIA's canonical encodings
     (0x7FFFFFFF for fp32, 0x7FFF for fp16) as Xie et al. Section 4.2 report, except
     for the kinds that propagate NaN payloads (``model.propagates_nan``: FMA chain,
@@ -149,7 +154,10 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
         raise ValueError(f"A is {A.shape[0]}x{A.shape[1]} and B is {B.shape[0]}x{B.shape[1]}: inner dimensions differ")
     M, K = A.shape
     N = B.shape[1]
-    sched = _unit_accumulation(_resolve_schedule(schedule, accumulation, promote_every), model)
+    sched = _resolve_schedule(schedule, accumulation, promote_every)
+    if model.operation.integer:
+        _check_integer_call(model, sched, alpha, beta, input_rounding)
+    sched = _unit_accumulation(sched, model)
     sched.split(K, M, N)                           # a K the schedule holds no rule for: ValueError now
     if (0 < M * N * K <= _core.SMALL_WORK and device == "cpu" and alpha == 1 and beta == 1
             and input_rounding is None and _one_part(sched, model)):
@@ -170,6 +178,26 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
                     None if scale_b is None else np.asarray(scale_b, dtype=np.float64)[:, cols],
                     input_rounding, device)
         return D
+
+
+def _check_integer_call(model: Model, sched: _schedules.Schedule, alpha: float, beta: float,
+                        input_rounding: str | None) -> None:
+    """What an integer unit (:attr:`~workbench.engine.model.Operation.integer`) computes
+    through :func:`gemm`: the unit's own chain of instructions from C (or 0), exact and
+    in its int32 accumulator.  A floating-point epilogue (alpha, beta other than 1 and
+    0/1), input rounding, or a schedule whose parts are summed in a floating-point
+    format would leave the integer unit, so each is refused with a ValueError."""
+    what = f"{getattr(model, 'name', '') or model.kind} is an integer unit ({model.in_format} -> {model.out_format})"
+    if alpha != 1 or beta not in (0, 1):
+        raise ValueError(f"alpha={alpha!r}, beta={beta!r}: {what}; its D = A @ B + C (beta=1) or A @ B (beta=0) "
+                         "stays in the int32 accumulator (scale the int32 result yourself)")
+    if input_rounding is not None:
+        raise ValueError(f"input_rounding={input_rounding!r}: {what}, whose inputs are integers of their formats; "
+                         "convert the data yourself (nothing is rounded silently)")
+    if (sched.inner != "chain" or sched.promote_every is not None or sched.rules or sched.regions
+            or sched.c_position != "unit" or sched.output is not None):
+        raise ValueError(f"schedule {sched.name!r} (accumulation {sched.inner!r}): {what}; only its own chain of "
+                         "instructions (accumulation='chain', no schedule) keeps the sum in its int32 accumulator")
 
 
 def _one_part(sched: _schedules.Schedule, model: Model) -> bool:
@@ -352,7 +380,7 @@ def _checked_gemm(A: np.ndarray, B: np.ndarray, C: np.typing.ArrayLike | None, m
     try:
         ops = [_core.prepare(model, A, B)] if whole else [_core.prepare(model, A[:, q], B[q]) for q in positions]
     except ValueError as exc:
-        if input_rounding is None and "not representable" in str(exc):
+        if input_rounding is None and "not representable" in str(exc) and not model.operation.integer:
             raise ValueError(f"{exc}; or let gemm convert as the hardware does: input_rounding='rz', 'rne' or "
                              f"'rna' (this preset: {getattr(model, 'wider_inputs', '') or 'see INPUT_ROUNDINGS'})"
                              ) from None

@@ -53,6 +53,12 @@ __all__ = [
     "from_bits",
     "is_representable",
     "check_representable",
+    "IntFormat",
+    "NumberFormat",
+    "int_format",
+    "is_int_format",
+    "number_format",
+    "list_int_formats",
 ]
 
 Special = Literal["ieee", "fn", "fnuz", "none"]
@@ -356,6 +362,9 @@ def format(name: str | FloatFormat) -> FloatFormat:  # noqa: A001 - public API n
     try:
         return _REGISTRY[key]
     except KeyError:
+        if is_int_format(name):
+            raise ValueError(f"{name!r} is an integer format ({int_format(name).range_text()}), not a floating-point "
+                             "one: workbench.numbers.formats.int_format / number_format look it up") from None
         raise unknown_name("format", name, [*_REGISTRY, *sorted(_ALIASES)]) from None
 
 
@@ -410,6 +419,141 @@ def format_table() -> list[dict[str, object]]:
             }
         )
     return rows
+
+
+# ------------------------------------------------------------ integer formats
+@dataclass(frozen=True)
+class IntFormat:
+    """A two's-complement (``signed``) or unsigned binary integer format of ``bits`` bits:
+    the operands and accumulators of integer matrix units (NVIDIA IMMA ``.s8``/``.u8``
+    -> ``.s32``, AMD ``V_MFMA_I32_*_I8``).
+
+    Every value of these formats (at most 32 bits) is exactly a float64, so integer
+    operands travel as float64 arrays as every other format's do; the input gate
+    (:func:`check_representable`) refuses anything that is not an integer in
+    ``[min, max]`` (a fraction, 128 for ``s8``, -1 or 256 for ``u8``, NaN, Inf) with the
+    value and the range in the message - never rounding or wrapping it silently.
+    Integer formats are not floating-point formats: :func:`format` does not return them
+    (its callers read ``p``, ``emin``, ...), :func:`int_format` and :func:`number_format`
+    do.
+    """
+
+    name: str
+    bits: int
+    signed: bool = True
+    description: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.bits, int) or isinstance(self.bits, bool) or not 2 <= self.bits <= 32:
+            raise ValueError(f"bits={self.bits!r}: expected an integer format of 2 to 32 bits (every value exact "
+                             "in float64 and in the engine's int64 sums)")
+
+    @property
+    def min(self) -> int:
+        """Smallest value: -2^(bits-1) signed, 0 unsigned."""
+        return -(1 << (self.bits - 1)) if self.signed else 0
+
+    @property
+    def max(self) -> int:
+        """Largest value: 2^(bits-1) - 1 signed, 2^bits - 1 unsigned."""
+        return (1 << (self.bits - 1)) - 1 if self.signed else (1 << self.bits) - 1
+
+    @property
+    def width(self) -> int:
+        """Storage width in bits."""
+        return self.bits
+
+    @property
+    def numpy_dtype(self) -> np.dtype | None:
+        """The numpy integer dtype holding exactly this format's values, if any."""
+        return _INT_DTYPES.get((self.bits, self.signed))
+
+    @property
+    def has_nan(self) -> bool:
+        return False
+
+    @property
+    def has_inf(self) -> bool:
+        return False
+
+    def range_text(self) -> str:
+        """``"integers -128..127"``: what the input gate says it expected."""
+        return f"integers {self.min}..{self.max}"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+#: a number format of :mod:`workbench.numbers.formats`: floating-point or integer
+NumberFormat = FloatFormat | IntFormat
+
+_INT_DTYPES: dict[tuple[int, bool], np.dtype] = {
+    (8, True): np.dtype(np.int8), (8, False): np.dtype(np.uint8),
+    (16, True): np.dtype(np.int16), (16, False): np.dtype(np.uint16),
+    (32, True): np.dtype(np.int32), (32, False): np.dtype(np.uint32),
+}
+
+_INT_REGISTRY: dict[str, IntFormat] = {f.name: f for f in (
+    IntFormat("s8", 8, True, "signed 8-bit integer (PTX .s8, AMD I8): -128..127"),
+    IntFormat("u8", 8, False, "unsigned 8-bit integer (PTX .u8): 0..255"),
+    IntFormat("s32", 32, True, "signed 32-bit integer accumulator (PTX .s32, AMD I32): -2^31..2^31-1"),
+)}
+
+_INT_ALIASES = {"int8": "s8", "i8": "s8", "sint8": "s8", "uint8": "u8", "int32": "s32", "i32": "s32",
+                "sint32": "s32"}
+
+
+def _int_key(name: str) -> str | None:
+    """The registered integer format's name that ``name`` spells, None when none."""
+    key = _normalise(name)
+    key = _INT_ALIASES.get(key, key)
+    return key if key in _INT_REGISTRY else None
+
+
+def is_int_format(name: object) -> bool:
+    """Whether ``name`` (a name, alias or format object) is an integer format."""
+    if isinstance(name, IntFormat):
+        return True
+    return isinstance(name, str) and _int_key(name) is not None
+
+
+def int_format(name: str | IntFormat) -> IntFormat:
+    """The integer format a name spells (``"s8"``, ``"u8"``, ``"s32"`` and aliases such as
+    ``"int8"``, ``"uint8"``, ``"int32"``, ``"i8"``); an :class:`IntFormat` is returned
+    unchanged, an unknown name raises a ValueError listing the known ones."""
+    if isinstance(name, IntFormat):
+        return name
+    if not isinstance(name, str):
+        raise TypeError(f"integer format name must be a str or IntFormat, got {type(name).__name__}: {name!r}")
+    key = _int_key(name)
+    if key is None:
+        raise unknown_name("integer format", name, [*_INT_REGISTRY, *sorted(_INT_ALIASES)])
+    return _INT_REGISTRY[key]
+
+
+def number_format(name: str | FloatFormat | IntFormat) -> FloatFormat | IntFormat:
+    """:func:`int_format` for integer names, :func:`format` for every other."""
+    if isinstance(name, IntFormat) or is_int_format(name):
+        return int_format(name)   # type: ignore[arg-type]
+    return format(name)           # type: ignore[arg-type]
+
+
+def list_int_formats() -> list[IntFormat]:
+    """The integer formats."""
+    return list(_INT_REGISTRY.values())
+
+
+def _int_not_representable(x: np.ndarray, ok: np.ndarray, fmt: IntFormat, name: str) -> ValueError:
+    i = _first(~ok)
+    v = float(x.reshape(-1)[i])
+    return ValueError(f"{name}[{_index_str(i, x.shape)}] = {v!r} is not representable in {fmt.name}: expected "
+                      f"{fmt.range_text()} (no rounding or wrapping is applied; convert the data yourself, e.g. "
+                      f"numpy.clip(numpy.rint({name}), {fmt.min}, {fmt.max}))")
+
+
+def _int_representable(arr: np.ndarray, fmt: IntFormat) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(arr) & (arr == np.trunc(arr)) & (arr >= fmt.min) & (arr <= fmt.max)
 
 
 # --------------------------------------------------------------------- rounding
@@ -776,14 +920,18 @@ def _check_domain(flat: np.ndarray, fmt: FloatFormat, saturate: bool) -> None:
 
 
 # ------------------------------------------------------------ representability
-def is_representable(x: np.typing.ArrayLike, fmt: str | FloatFormat) -> np.ndarray:
+def is_representable(x: np.typing.ArrayLike, fmt: str | FloatFormat | IntFormat) -> np.ndarray:
     """Elementwise: is the value exactly a value of ``fmt``?
 
     NaN counts when the format has a NaN, +-Inf when it has infinities.  -0.0 counts
-    as zero in every format that has a zero (formats without -0 store it as +0).
+    as zero in every format that has a zero (formats without -0 store it as +0).  For an
+    integer format (:class:`IntFormat`): an integer in ``[fmt.min, fmt.max]``.
     """
-    fmt = format(fmt)
+    nf = number_format(fmt)
     arr = real_array(x, "x")
+    if isinstance(nf, IntFormat):
+        return _int_representable(arr, nf)
+    fmt = nf
     if fmt.numpy_dtype is not None and fmt.subnormals:   # fp16/32/64: the dtype holds exactly its values
         with np.errstate(over="ignore"):
             return (arr.astype(fmt.numpy_dtype).astype(np.float64) == arr) | np.isnan(arr)
@@ -809,14 +957,21 @@ def is_representable(x: np.typing.ArrayLike, fmt: str | FloatFormat) -> np.ndarr
     return ok.reshape(arr.shape)
 
 
-def check_representable(x: np.typing.ArrayLike, fmt: str | FloatFormat, name: str = "x") -> np.ndarray:
+def check_representable(x: np.typing.ArrayLike, fmt: str | FloatFormat | IntFormat, name: str = "x") -> np.ndarray:
     """Return ``x`` as float64 if every value is representable in ``fmt``.
 
     Otherwise raise a ValueError naming the array, the first offending index and
-    value, the format, and the nearest representable values around it.
+    value, the format, and the nearest representable values around it (for an integer
+    format, :class:`IntFormat`, the range of integers it expected).
     """
-    fmt = format(fmt)
+    nf = number_format(fmt)
     arr = real_array(x, name)
+    if isinstance(nf, IntFormat):
+        ok = _int_representable(arr, nf)
+        if not ok.all():
+            raise _int_not_representable(arr, ok, nf, name)
+        return arr
+    fmt = nf
     ok = is_representable(arr, fmt)
     if not ok.all():
         raise not_representable_error(arr, _first(~ok), fmt, name)

@@ -125,8 +125,17 @@ def from_model(model: Any, name: str | None = None, shape: tuple[int, int, int] 
 
     This is the closed loop of the papers run on our own models (Khattak & Mikaitis
     2025, Section V-A: probing a model when no GPU is at hand).  Scaled models
-    (``st-fdpa``/``gst-fdpa``) get every block scale factor equal to 1."""
+    (``st-fdpa``/``gst-fdpa``) get every block scale factor equal to 1.  Integer units
+    (``int-mma``) are refused with a ValueError: the probes infer floating-point
+    arithmetic (alignment windows, roundings) from floating-point inputs."""
     from ..matmul.product import gemm
+
+    if model.operation.integer:
+        raise ValueError(f"{getattr(model, 'name', '') or model.describe()} is an integer unit ({model.in_format} -> "
+                         f"{model.out_format}): the probes infer floating-point units; an integer unit's products "
+                         "are exact, and what is left - overflow (wrap or saturate) and, when saturating, the "
+                         "instruction's K - is told apart by workbench.gemm on inputs near 2^31 "
+                         "(tests/test_int_units.py)")
 
     kb = getattr(model, "k_block", None)
     if getattr(model, "scale_format", None) is not None and kb:

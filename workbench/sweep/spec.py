@@ -247,7 +247,7 @@ def _check_format(where: str, key: str, value: Any) -> None:
     if not isinstance(value, str):
         raise ValueError(f"{where}: {key}={value!r} must be a format name")
     try:
-        _formats.format(value)
+        _formats.number_format(value)      # integer formats too (s8, u8, s32: the integer units)
     except (ValueError, KeyError) as exc:
         raise ValueError(f"{where}: {key}={value!r} is not a known format ({exc})") from None
 
@@ -326,7 +326,7 @@ def _preset_formats(out: dict[str, Any], where: str) -> None:
 
 def _name_or_none(fmt: str) -> str | None:
     try:
-        return _formats.format(fmt).name
+        return _formats.number_format(fmt).name
     except ValueError:
         return None
 

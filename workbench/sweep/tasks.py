@@ -189,7 +189,16 @@ def build_model(spec: Mapping[str, Any]) -> Any:
 
 # ----------------------------------------------------------------- inputs
 def _round(x: np.ndarray, target: str | None) -> np.ndarray:
-    return x if target is None or target == "none" else _formats.round(x, target)
+    """The generated values in the task's format (``round_to``): rounded to nearest even
+    in a floating-point format; in an integer format (the integer units' s8, u8, s32)
+    rounded to the nearest integer, ties to even, and clamped to the format's range - the
+    conversion the experiment asked for, as a quantiser does."""
+    if target is None or target == "none":
+        return x
+    if _formats.is_int_format(target):
+        f = _formats.int_format(target)
+        return np.clip(np.rint(x), f.min, f.max)
+    return _formats.round(x, target)
 
 
 @functools.lru_cache(maxsize=4)

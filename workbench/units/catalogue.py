@@ -84,6 +84,9 @@ record that workbench.preset(DEVICE, IN, OUT) returns without instruction/varian
   RNE/op      FTZ-AddMul: every add and multiply rounds to nearest even (binary32)
   rule=r      pair-dot (CPU dot-product units): x86-fma (VDPBF16PS), x86-even-odd (TDPBF16PS),
               arm-odd (BFDOT/BFMMLA, FPCR.EBF=0), arm-fused (FEAT_EBF16, FPCR.EBF=1)
+  exact       int-mma (integer units): exact integer products and sums in an int32 accumulator
+  overflow=o  int-mma: wrap (modulo 2^32) or saturate (clamped per instruction, PTX .satfinite)
+  b=fmt       int-mma: B's format where it differs from A's (s8 x u8)
 --wide prints one line per preset with devices and sources; --format csv|json gives every
 read parameter as its own field."""
 
@@ -246,8 +249,8 @@ def architecture_of(device_or_arch: str) -> str:
     raise unknown_name("device or architecture", device_or_arch, [*ARCHITECTURES, *devices])
 
 
-def _fmt_name(name: str | _formats.FloatFormat) -> str:
-    return _formats.format(name).name
+def _fmt_name(name: str | _formats.FloatFormat | _formats.IntFormat) -> str:
+    return _formats.number_format(name).name
 
 
 def unit_format(device_or_arch: str, name: str | _formats.FloatFormat) -> str:
@@ -390,6 +393,10 @@ def arithmetic(model: Model) -> list[str]:
         tok.append(f"scale={p['scale_format']}")
     if p.get("pair_rule") is not None:
         tok.append(f"rule={p['pair_rule']}")
+    if p.get("b_format") is not None:
+        tok.append(f"b={p['b_format']}")
+    if p.get("overflow") is not None:
+        tok.append(f"overflow={p['overflow']}")
     return tok
 
 
@@ -480,7 +487,7 @@ def records() -> tuple[Preset, ...]:
     return tuple(_RECORDS)
 
 
-def _known_format(fmt: str | _formats.FloatFormat, what: str) -> str:
+def _known_format(fmt: str | _formats.FloatFormat | _formats.IntFormat, what: str) -> str:
     """The registered name of ``fmt``: a FloatFormat object is registered under its name
     (:func:`workbench.numbers.formats.register_format`; a name taken by another encoding is a
     ValueError), a name must be known."""
@@ -523,7 +530,7 @@ def custom_model(in_format: str | _formats.FloatFormat, out_format: str | _forma
     name so that the model (and :func:`workbench.gemm`, the algorithms, sweeps and
     ``explain``) can name it.
     """
-    out = _formats.format(_known_format(out_format, "out_format"))
+    out = _formats.number_format(_known_format(out_format, "out_format"))
     if fma is not None:
         if L is not None:
             raise ValueError("give L or fma (its Khattak-Mikaitis name), not both")
@@ -532,6 +539,9 @@ def custom_model(in_format: str | _formats.FloatFormat, out_format: str | _forma
     if neab is not None:
         if F is not None:
             raise ValueError("give F or neab (F = out precision - 1 + neab), not both")
+        if not isinstance(out, _formats.FloatFormat):
+            raise ValueError(f"neab={neab!r}: {out.name} is an integer format; neab sets the alignment window of "
+                             "floating-point units")
         F = out.p - 1 + neab
         _check_alias("F", F, f"neab={neab}")
     if frmode is not None:
@@ -541,7 +551,7 @@ def custom_model(in_format: str | _formats.FloatFormat, out_format: str | _forma
     for name in params:
         if name not in PARAM_NAMES:
             raise unknown_name("model parameter", name, (*PARAM_NAMES, "fma", "neab", "frmode"))
-    for name in ("result_format", "scale_format"):
+    for name in ("result_format", "scale_format", "b_format"):
         if params.get(name) is not None:
             params[name] = _known_format(params[name], name)
     kw: dict[str, Any] = {"kind": kind, "in_format": _known_format(in_format, "in_format"), "out_format": out.name}

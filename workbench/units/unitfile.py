@@ -36,6 +36,10 @@ can be reloaded by a sweep (``unit = "path.toml"``), ``workbench explain --unit`
     [provenance.verification]   # counts: name -> non-negative integer
     ...
 
+An integer unit (``kind = "int-mma"``) describes its integer formats by width and
+signedness only, ``[formats.s8]`` with ``bits = 8`` and ``signed = true``; only the
+integer formats :mod:`workbench.numbers.formats` knows (``s8``, ``u8``, ``s32``) are read.
+
 A library model - a unit and how the library composes it into a GEMM - carries its
 :class:`~workbench.units.schedules.Schedule` as an optional ``[schedule]`` table (its fields;
 ``[[schedule.rules]]`` and ``[[schedule.regions]]`` one table each, a rule's ``split``
@@ -111,7 +115,8 @@ LIBRARY_KEYS: dict[str, type] = {"target": str, "verdict": str, "library": str, 
 VERDICTS = ("verified", "not verified")
 _PROVENANCE_KEYS = ("origin", "preset", "devices", "target", "date", "workbench", "verification", "notes")
 _FORMAT_KEYS = ("exp_bits", "man_bits", "bias", "special", "subnormals", "signed")
-_FORMAT_PARAMS = ("in_format", "out_format", "result_format", "scale_format")
+_INT_FORMAT_KEYS = ("bits", "signed")
+_FORMAT_PARAMS = ("in_format", "out_format", "result_format", "scale_format", "b_format")
 _MODEL_FIELDS = {f.name: f for f in fields(Model)}
 _INT_LIMIT = 1 << 31
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
@@ -203,9 +208,9 @@ def _toml_key(k: str) -> str:
     return k if re.fullmatch(r"[A-Za-z0-9_-]+", k) else _toml_str(k)
 
 
-def _formats_of(model: Model) -> dict[str, _formats.FloatFormat]:
+def _formats_of(model: Model) -> dict[str, _formats.NumberFormat]:
     names = [getattr(model, p) for p in _FORMAT_PARAMS if getattr(model, p) is not None]
-    return {_formats.format(n).name: _formats.format(n) for n in names}
+    return {_formats.number_format(n).name: _formats.number_format(n) for n in names}
 
 
 def _default_provenance(model: Model) -> Provenance:
@@ -279,7 +284,8 @@ def save_unit(model: Model, path: str | Path, provenance: Provenance | dict[str,
             lines.append(f"{name} = {_toml_value(value)}")
     for name, fmt in _formats_of(model).items():
         lines += ["", f"[formats.{_toml_key(name)}]"]
-        lines += [f"{k} = {_toml_value(getattr(fmt, k))}" for k in _FORMAT_KEYS]
+        keys = _INT_FORMAT_KEYS if isinstance(fmt, _formats.IntFormat) else _FORMAT_KEYS
+        lines += [f"{k} = {_toml_value(getattr(fmt, k))}" for k in keys]
     lines += ["", "[provenance]"]
     for f in fields(Provenance):
         v = getattr(prov, f.name)
@@ -342,10 +348,33 @@ def _bool(path: Path, key: str, v: Any) -> bool:
     return v
 
 
-def _read_format(path: Path, name: str, table: Any) -> _formats.FloatFormat:
+def _read_int_format(path: Path, name: str, table: dict[str, Any]) -> _formats.IntFormat:
+    """An integer format's table (``bits``, ``signed``): only the integer formats
+    :mod:`workbench.numbers.formats` knows (s8, u8, s32), each with its own encoding."""
+    key = f"formats.{name}"
+    t = _table(path, key, table, _INT_FORMAT_KEYS)
+    missing = [k for k in _INT_FORMAT_KEYS if k not in t]
+    if missing:
+        raise _fail(path, key, f"missing {', '.join(missing)} (an integer format's table holds bits and signed)")
+    bits, signed = _int(path, f"{key}.bits", t["bits"], 2, 32), _bool(path, f"{key}.signed", t["signed"])
+    if not _formats.is_int_format(name):
+        raise _fail(path, key, f"{name!r} is not a known integer format; expected one of "
+                               f"{', '.join(f.name for f in _formats.list_int_formats())}")
+    known = _formats.int_format(name)
+    if known.name != name:
+        raise _fail(path, key, f"{name!r} is another name of {known.name!r}; describe it as [formats.{known.name}]")
+    if (known.bits, known.signed) != (bits, signed):
+        raise _fail(path, key, f"{name!r} is the integer format bits={known.bits}, signed={known.signed}; the file "
+                               f"gives bits={bits}, signed={signed}")
+    return known
+
+
+def _read_format(path: Path, name: str, table: Any) -> _formats.NumberFormat:
     key = f"formats.{name}"
     if not _NAME.match(name):
         raise _fail(path, key, "a format name is a lower-case letter then up to 31 letters, digits or '_'")
+    if isinstance(table, dict) and table and set(table) <= set(_INT_FORMAT_KEYS):
+        return _read_int_format(path, name, table)
     t = _table(path, key, table, _FORMAT_KEYS)
     missing = [k for k in _FORMAT_KEYS if k not in t]
     if missing:
@@ -480,7 +509,8 @@ def read_unit(path: str | Path) -> UnitFile:
     for name in sorted(set(fmts) - used):
         raise _fail(p, f"formats.{name}", "not used by the unit (only the formats it names are described)")
     for name, fmt in fmts.items():
-        _formats.register_format(fmt)
+        if isinstance(fmt, _formats.FloatFormat):
+            _formats.register_format(fmt)
     prov = _read_provenance(p, data.get("provenance", {"origin": "custom"}))
     try:
         model = Model(**params)

@@ -13,7 +13,8 @@ from .gstfdpa import GSTFDPA, GSTFDPAParams
 from .tfdpa import TFDPA, TFDPAParams
 from .trfdpa import GTRFDPA, TRFDPA, GTRFDPAParams, TRFDPAParams
 from .pair_dot import PairDot, PairDotParams
+from .int_mma import IntMMA, IntMMAParams
 
 __all__ = ["TFDPA", "TFDPAParams", "FMAChain", "FMAParams", "EFDPA", "EFDPAParams", "FTZAddMul",
            "FTZAddMulParams", "TRFDPA", "GTRFDPA", "TRFDPAParams", "GTRFDPAParams", "STFDPA", "STFDPAParams", "GSTFDPA",
-           "GSTFDPAParams", "PairDot", "PairDotParams"]
+           "GSTFDPAParams", "PairDot", "PairDotParams", "IntMMA", "IntMMAParams"]

@@ -318,7 +318,6 @@ def ozaki2_fp8(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.Arra
     if not (isinstance(k_chunk, int) and 1 <= k_chunk <= limit):
         raise ValueError(f"k_chunk={k_chunk!r}: expected 1..{limit} (the unit's output format "
                          f"{model.out_format} holds sums of at most {limit} products 16 x 16 exactly)")
-    K = A64.shape[1]
     dec: dict[str, Any] = {"algorithm": "ozaki2_fp8", "scaling": scaling, "k_chunk": k_chunk, "fallback": False}
     if moduli == "auto":
         span = adp.exponent_span(A64, B64)
@@ -339,6 +338,7 @@ def ozaki2_fp8(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.Arra
             D = _native(A64, B64, C64)
             return (D, dec) if return_words else D
         moduli = chosen
+    assert isinstance(moduli, int)
     ms = list(FP8_MODULI[:moduli])
     P = _modulus_product(ms)
     s, t = _shifts(A64, B64, P, scaling)

@@ -124,6 +124,7 @@ def test_fp8_ozaki2_runs_on_the_fp8_presets(unit):
     assert _max_rel(D, wb.exact.gemm(A, B)) <= 2.0**-52
 
 
+@pytest.mark.slow
 def test_hopper_wgmma_breaks_long_sums_and_says_so_and_k_chunk_repairs_it():
     """Finding: H100 wgmma fp8 (13 fraction bits, truncation, e8m13 result) does not sum K = 4096 digit
     products exactly; the algorithm warns and reports it.  B200 and mma.sync (25 bits) stay exact;

@@ -12,6 +12,10 @@ Each algorithm is ``f(A, B, C=None, *, model, **params)`` returning a float64 ar
 ``bf16xn``          Henry et al. (2019) bf16x3 / bf16x6 / bf16x9.
 ``ozaki``           Ozaki scheme (slices) and Ozaki scheme II (CRT) on the exact
                     INT8 unit :data:`INT8_UNIT`.
+``ozaki2_fp8``      Ozaki scheme II with FP8 words (Uchino, Ozaki & Imamura 2026;
+                    GEMMul8's FP8 moduli) on an FP8 preset, accurate / fast /
+                    fast-improved scaling, ``moduli="auto"`` (:mod:`algorithms.adp`).
+``ozaki1_fp8``      Ozaki scheme (slices) with FP8 digits on an FP8 preset.
 
 The words of the first five are, by default, in the unit's own input format: the
 papers' fp16, tf32 or bf16 on the papers' units, the same splits in fp8 or a custom
@@ -36,8 +40,9 @@ from .markidis import markidis
 from .multiword import multiword
 from .ootomo_yokota import ootomo_yokota
 from .ozaki import INT8_UNIT, Int8Unit, ozaki
+from .ozaki_fp8 import FP8_MODULI, fp8_exact_unit, ozaki1_fp8, ozaki2_fp8
 from .refinement import RefinementResult, gmres_ir, lu_ir
 
-__all__ = ["ALGORITHMS", "INT8_UNIT", "Int8Unit", "available", "bf16xn", "cutlass_xtf32", "get", "markidis",
-           "multiword", "ootomo_yokota", "ozaki",
+__all__ = ["ALGORITHMS", "FP8_MODULI", "INT8_UNIT", "Int8Unit", "available", "bf16xn", "cutlass_xtf32",
+           "fp8_exact_unit", "get", "markidis", "multiword", "ootomo_yokota", "ozaki", "ozaki1_fp8", "ozaki2_fp8",
            "SOLVERS", "Factorization", "FactorizationError", "RefinementResult", "cholesky", "gmres_ir", "lu", "lu_ir"]

@@ -15,10 +15,12 @@ from .markidis import markidis
 from .multiword import multiword
 from .ootomo_yokota import ootomo_yokota
 from .ozaki import ozaki
+from .ozaki_fp8 import ozaki1_fp8, ozaki2_fp8
 from .refinement import RefinementResult, gmres_ir, lu_ir
 
 #: name -> f(A, B, C=None, *, model, **params) -> float64 ndarray
-#: (with ``return_words=True`` they return (D, words) instead)
+#: (with ``return_words=True`` they return (D, words) instead; the Ozaki FP8 schemes' words
+#: include what they decided: moduli/slices, scalings, fallback, unit exactness)
 ALGORITHMS: Mapping[str, Callable[..., Any]] = MappingProxyType({
     "markidis": markidis,
     "ootomo_yokota": ootomo_yokota,
@@ -26,6 +28,8 @@ ALGORITHMS: Mapping[str, Callable[..., Any]] = MappingProxyType({
     "cutlass_xtf32": cutlass_xtf32,
     "bf16xn": bf16xn,
     "ozaki": ozaki,
+    "ozaki1_fp8": ozaki1_fp8,
+    "ozaki2_fp8": ozaki2_fp8,
 })
 
 #: Linear solvers by name: f(A, b, *, model, **params) -> RefinementResult.

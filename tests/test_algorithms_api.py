@@ -13,11 +13,12 @@ import workbench
 from algorithms._common import chain
 
 FP16 = workbench.preset("V100", "fp16", "fp32")
-NAMES = ["bf16xn", "cutlass_xtf32", "markidis", "multiword", "ootomo_yokota", "ozaki"]
+NAMES = ["bf16xn", "cutlass_xtf32", "markidis", "multiword", "ootomo_yokota", "ozaki", "ozaki1_fp8", "ozaki2_fp8"]
 MODEL_FOR = {
     "markidis": FP16, "ootomo_yokota": FP16, "multiword": FP16,
     "cutlass_xtf32": workbench.preset("A100", "tf32", "fp32"),
     "bf16xn": workbench.preset("A100", "bf16", "fp32"), "ozaki": algorithms.INT8_UNIT,
+    "ozaki1_fp8": workbench.preset("H100", "fp8_e4m3", "fp32"), "ozaki2_fp8": workbench.preset("B200", "fp8_e4m3", "fp32"),
 }
 
 
@@ -41,7 +42,7 @@ def test_every_algorithm_returns_float64_and_words(name):
     D2, words = f(A, B, model=MODEL_FOR[name], return_words=True)
     np.testing.assert_array_equal(D, D2)
     assert isinstance(words, dict) and words
-    exact = workbench.exact.gemm(A, B)
+    exact = workbench.numbers.exact.gemm(A, B)
     np.testing.assert_allclose(D, exact, rtol=0, atol=1e-5 * np.abs(exact).max())
 
 
@@ -70,6 +71,8 @@ def test_shape_mismatch_and_bad_inputs_raise_valueerror(name):
     ("markidis", workbench.preset("V100", "fp16", "fp16"), {}, "out_format='fp32'"),
     ("ootomo_yokota", FP16, {"variant": "fp16"}, "variant='fp16': expected one of \\('halfhalf', 'tf32tf32'\\)"),
     ("ozaki", FP16, {}, "INT8_UNIT"),
+    ("ozaki2_fp8", workbench.preset("H100", "fp8_e5m2", "fp32"), {}, "input format fp8_e5m2 .* -16..16"),
+    ("ozaki1_fp8", workbench.preset("H100", "fp8_e5m2", "fp32"), {}, "input format fp8_e5m2 .* -15..15"),
 ])
 def test_preset_that_cannot_hold_the_words_is_refused(name, model, kw, needle):
     with pytest.raises(ValueError, match=needle):

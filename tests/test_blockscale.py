@@ -123,7 +123,7 @@ def _fp32_log2_rounds_onto(descale: float) -> bool:
 def test_mx_equals_torchao(tao, x, element, rule):
     ours = bs.quantize_mx(x, element, rule, (1, 32))
     te, tel = tao.mx(x, element, rule)
-    amax = bs._block_reduce_amax(x, 1, 32)
+    amax = bs.block_amax(x, 1, 32)
     e = np.log2(ours.scales)
     compare = np.ones_like(amax, dtype=bool)
     if rule != "rceil":
@@ -165,7 +165,7 @@ def test_nvfp4_16x16_weight_blocks_equal_torchao_rows_holding_the_block_amax(tao
     every 16x16 block holds that amax, torchao's 1x16 rows must give the same result."""
     m = 32
     w = np.resize(x, (m, x.shape[1] + 16))
-    blk = bs._block_reduce_amax(w, 16, 16)
+    blk = bs.block_amax(w, 16, 16)
     for i in range(m):
         for j in range(blk.shape[1]):
             col = j * 16 + (i % 16)

@@ -64,7 +64,8 @@ import numpy as np
 
 from . import formats as _formats
 
-__all__ = ["MX_SCALE_RULES", "SCHEMES", "Quantised", "Recipe", "mx_scale_exponents", "quantize_mx", "quantize_nvfp4",
+__all__ = ["MX_SCALE_RULES", "SCHEMES", "Quantised", "Recipe", "mx_scale_exponents", "scale_exponents", "block_amax",
+           "expand_blocks", "fl32", "quantize_mx", "quantize_nvfp4",
            "random_hadamard", "nvfp4", "mxfp8", "mxfp6", "mxfp4", "NVFP4_TENSOR_DIVISOR"]
 
 #: MX scale rules by name (see the module docstring).
@@ -98,12 +99,12 @@ class Quantised(NamedTuple):
     scaled: np.ndarray
 
 
-def _fl32(x: np.ndarray | float) -> np.ndarray:
-    """Round float64 values to float32 (RNE), NaN and Inf kept."""
+def fl32(x: np.typing.ArrayLike) -> np.ndarray:
+    """Round float64 values to float32 (RNE), NaN and Inf kept: the recipes' fp32 steps."""
     return _formats.round(np.asarray(x, dtype=np.float64), "fp32")
 
 
-def _block_reduce_amax(x: np.ndarray, rows: int, cols: int) -> np.ndarray:
+def block_amax(x: np.ndarray, rows: int, cols: int) -> np.ndarray:
     """``max |x|`` over blocks of rows x cols (edge blocks smaller, NaN propagated)."""
     m, n = x.shape
     pm, pn = -(-m // rows) * rows, -(-n // cols) * cols
@@ -112,8 +113,31 @@ def _block_reduce_amax(x: np.ndarray, rows: int, cols: int) -> np.ndarray:
     return padded.reshape(pm // rows, rows, pn // cols, cols).max(axis=(1, 3))
 
 
-def _expand(s: np.ndarray, rows: int, cols: int, shape: tuple[int, ...]) -> np.ndarray:
+def expand_blocks(s: np.ndarray, rows: int, cols: int, shape: tuple[int, ...]) -> np.ndarray:
+    """One value per block of rows x cols spread over the elements of an array of ``shape``."""
     return np.repeat(np.repeat(s, rows, axis=0), cols, axis=1)[:shape[0], :shape[1]]
+
+
+def scale_exponents(amax: np.ndarray, fmt: _formats.FloatFormat, recipe: str) -> np.ndarray:
+    """Power-of-two exponents e of the scales 2**e for block maxima ``amax``, as the
+    PyTorch wrapper's scalings choose them (:data:`workbench.torch.SCALINGS`).
+
+    ``recipe="mx"``: OCP MX v1.0 Section 6.3, ``floor(log2(amax)) - emax`` (0 for an
+    all-zero block; :func:`mx_scale_exponents` with ``rule="floor"`` is the same rule with
+    the E8M0 range and NaN handling); otherwise (``"tensor"``, ``"deepseek"``) the smallest
+    e with ``amax / 2**e <= fmt.max``.
+    """
+    amax = np.asarray(amax, dtype=np.float64)
+    pos = amax > 0
+    safe = np.where(pos, amax, 1.0)
+    if recipe == "mx":
+        e = np.floor(np.log2(safe)) - fmt.emax
+    else:
+        e = np.ceil(np.log2(safe / fmt.max))
+        # log2 of a quotient can land one off at exact powers of two: fix by testing
+        e = np.where(np.ldexp(safe, -e.astype(np.int64)) > fmt.max, e + 1, e)
+        e = np.where(np.ldexp(safe, -(e - 1).astype(np.int64)) <= fmt.max, e - 1, e)
+    return np.where(pos, e, 0).astype(np.int64)
 
 
 def _check_block(block: tuple[int, int]) -> tuple[int, int]:
@@ -150,7 +174,7 @@ def mx_scale_exponents(amax: np.typing.ArrayLike, element: str | _formats.FloatF
     elif rule == "even":   # amax rounded to man_bits fraction bits, ties away: carries into the next binade?
         e = floor_log2 + (mant >= 1.0 - 2.0 ** -(fmt.man_bits + 2)) - fmt.emax
     else:
-        d = _fl32(safe / fmt.max)
+        d = fl32(safe / fmt.max)
         dpos = d > 0
         dm, dex = np.frexp(np.where(dpos, d, 1.0))
         e = np.where(dpos, dex - (dm == 0.5), _E8M0_MIN)
@@ -184,9 +208,9 @@ def quantize_mx(x: np.typing.ArrayLike, element: str = "fp8_e4m3", rule: str = "
     fmt = _formats.format(element)
     rows, cols = _check_block(block)
     _check_mode(mode, rng)
-    e = mx_scale_exponents(_block_reduce_amax(arr, rows, cols), fmt, rule)
+    e = mx_scale_exponents(block_amax(arr, rows, cols), fmt, rule)
     scales = np.where(np.isnan(e), np.nan, np.ldexp(1.0, np.nan_to_num(e).astype(np.int64)))
-    e_full = _expand(e, rows, cols, arr.shape)
+    e_full = expand_blocks(e, rows, cols, arr.shape)
     # exact: a power of two within float64's range; a NaN scale's block is x / Inf (NaN where x is NaN
     # or Inf, signed zeros elsewhere: torchao's elements there)
     with np.errstate(invalid="ignore"):
@@ -205,14 +229,14 @@ def quantize_nvfp4(x: np.typing.ArrayLike, block: tuple[int, int] = (1, 16), *, 
     if tensor_amax is None:
         finite = arr[np.isfinite(arr)]
         tensor_amax = float(np.max(np.abs(finite), initial=0.0))
-    ts = float(_fl32(tensor_amax / NVFP4_TENSOR_DIVISOR)) if tensor_amax > 0 else 1.0
-    bamax = _block_reduce_amax(arr, rows, cols)
+    ts = float(fl32(tensor_amax / NVFP4_TENSOR_DIVISOR)) if tensor_amax > 0 else 1.0
+    bamax = block_amax(arr, rows, cols)
     special = ~np.isfinite(bamax)
-    block_scale = _fl32(np.where(special, 0.0, bamax) / 6.0)
-    s = _formats.round(np.clip(_fl32(block_scale / ts), _E4M3_TINY, 448.0), "fp8_e4m3")
-    rcp = _fl32(_fl32(1.0 / ts) / s)
+    block_scale = fl32(np.where(special, 0.0, bamax) / 6.0)
+    s = _formats.round(np.clip(fl32(block_scale / ts), _E4M3_TINY, 448.0), "fp8_e4m3")
+    rcp = fl32(fl32(1.0 / ts) / s)
     with np.errstate(invalid="ignore"):   # 0 * Inf where 1 / s_t overflows float32: zeros stay zeros
-        scaled = np.where(arr == 0, arr, _fl32(arr * _expand(rcp, rows, cols, arr.shape)))
+        scaled = np.where(arr == 0, arr, fl32(arr * expand_blocks(rcp, rows, cols, arr.shape)))
     elements = _round_elements(np.clip(scaled, -6.0, 6.0), _formats.format("fp4_e2m1"), mode, rng)
     return Quantised(elements, np.where(special, np.nan, s), ts, scaled)
 

@@ -93,7 +93,19 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
                       "or pip install -e '.[torch]' after it") from exc
 
 from ..numbers import formats as _formats
-from ..numbers.blockscale import MX_SCALE_RULES, Recipe, mxfp4, mxfp6, mxfp8, nvfp4, random_hadamard
+from ..numbers.blockscale import (
+    MX_SCALE_RULES,
+    Recipe,
+    block_amax,
+    expand_blocks,
+    fl32,
+    mxfp4,
+    mxfp6,
+    mxfp8,
+    nvfp4,
+    random_hadamard,
+    scale_exponents,
+)
 from ..units.catalogue import preset as _preset
 from ..units import schedules as _schedules
 from .. import units as _units
@@ -436,10 +448,6 @@ def _recipe_mismatch(unit: Model, recipe: Recipe) -> str:
     return ""
 
 
-def _fl32(x: np.typing.ArrayLike) -> np.ndarray:
-    return _formats.round(x, "fp32")
-
-
 @dataclass
 class _Tally:
     """What quantisation did to one product's operands (see :class:`GemmRecord`)."""
@@ -473,39 +481,6 @@ class _Layer:
 
     name: str
     kept: bool
-
-
-# ----------------------------------------------------------------- scaling
-def scale_exponents(amax: np.ndarray, fmt: _formats.FloatFormat, recipe: str) -> np.ndarray:
-    """Power-of-two exponents e of the scales 2**e for block maxima ``amax``.
-
-    ``recipe="mx"``: OCP MX v1.0 Section 6.3, ``floor(log2(amax)) - emax`` (0 for an
-    all-zero block); otherwise the smallest e with ``amax / 2**e <= fmt.max``.
-    """
-    amax = np.asarray(amax, dtype=np.float64)
-    pos = amax > 0
-    safe = np.where(pos, amax, 1.0)
-    if recipe == "mx":
-        e = np.floor(np.log2(safe)) - fmt.emax
-    else:
-        e = np.ceil(np.log2(safe / fmt.max))
-        # log2 of a quotient can land one off at exact powers of two: fix by testing
-        e = np.where(np.ldexp(safe, -e.astype(np.int64)) > fmt.max, e + 1, e)
-        e = np.where(np.ldexp(safe, -(e - 1).astype(np.int64)) <= fmt.max, e - 1, e)
-    return np.where(pos, e, 0).astype(np.int64)
-
-
-def _block_amax(x: np.ndarray, rows: int, cols: int) -> np.ndarray:
-    """Max |x| over blocks of rows x cols (edge blocks smaller)."""
-    m, n = x.shape
-    pm, pn = -(-m // rows) * rows, -(-n // cols) * cols
-    padded = np.zeros((pm, pn))
-    padded[:m, :n] = np.abs(x)
-    return padded.reshape(pm // rows, rows, pn // cols, cols).max(axis=(1, 3))
-
-
-def _expand(e: np.ndarray, rows: int, cols: int, shape: tuple[int, int]) -> np.ndarray:
-    return np.repeat(np.repeat(e, rows, axis=0), cols, axis=1)[:shape[0], :shape[1]]
 
 
 # -------------------------------------------------------------- the GEMM
@@ -553,8 +528,8 @@ class _Session:
                                  f"batch) is not a multiple of the Hadamard size {n} of recipe {recipe.name}: the "
                                  f"transform mixes whole groups of {n} along K; use a multiple of {n} tokens")
             H = random_hadamard(n, recipe.hadamard_seed)
-            A = _fl32((A.reshape(M, K // n, n) @ H).reshape(M, K))
-            B = _fl32(np.einsum("ij,gic->gjc", H, B.reshape(K // n, n, N)).reshape(K, N))
+            A = fl32((A.reshape(M, K // n, n) @ H).reshape(M, K))
+            B = fl32(np.einsum("ij,gic->gjc", H, B.reshape(K // n, n, N)).reshape(K, N))
         sr = recipe.stochastic_rounding
         mode_a = "sr" if sr and role == "dgrad" else "rne"
         mode_b = "sr" if sr and role == "wgrad" else "rne"
@@ -570,7 +545,7 @@ class _Session:
         counts.scales(qb.scales * qb.tensor_scale)
         nk = -(-K // kb)
         scale_b = np.repeat(np.repeat(qb.scales, b_block[0] // kb, axis=0)[:nk], b_block[1], axis=1)[:, :N]
-        alpha = float(_fl32(np.float64(qa.tensor_scale * qb.tensor_scale)))
+        alpha = float(fl32(np.float64(qa.tensor_scale * qb.tensor_scale)))
         return _gemm(qa.elements, qb.elements, model=unit, alpha=alpha, beta=0.0, scale_a=qa.scales,
                      scale_b=scale_b, **pol.accumulation_kwargs(),
                      device=pol.device)
@@ -617,20 +592,20 @@ class _Session:
             return _formats.round(np.ldexp(D.astype(np.float64), int(ea + eb)), "fp32")
         if pol.scaling == "mx":
             kb = cast(int, unit.k_block)  # an MX unit has a scale block (STFDPAParams)
-            ea = scale_exponents(_block_amax(A, 1, kb), fmt, "mx")
-            eb = scale_exponents(_block_amax(B, kb, 1), fmt, "mx")
-            Aq = self._to_unit(A, _expand(ea, 1, kb, A.shape), fmt, what_a, counts)
-            Bq = self._to_unit(B, _expand(eb, kb, 1, B.shape), fmt, what_b, counts)
+            ea = scale_exponents(block_amax(A, 1, kb), fmt, "mx")
+            eb = scale_exponents(block_amax(B, kb, 1), fmt, "mx")
+            Aq = self._to_unit(A, expand_blocks(ea, 1, kb, A.shape), fmt, what_a, counts)
+            Bq = self._to_unit(B, expand_blocks(eb, kb, 1, B.shape), fmt, what_b, counts)
             return _gemm(Aq, Bq, model=unit, **pol.accumulation_kwargs(),
                          scale_a=np.ldexp(1.0, ea), scale_b=np.ldexp(1.0, eb), device=pol.device)
         # DeepSeek-V3: 1x128 tiles of A; 128x128 blocks (weights) or 128x1 tiles of B
         nb = DEEPSEEK_BLOCK
         b_cols = 1 if role == "wgrad" else nb
-        ea = scale_exponents(_block_amax(A, 1, nb), fmt, "deepseek")            # (M, nK)
-        eb = scale_exponents(_block_amax(B, nb, b_cols), fmt, "deepseek")       # (nK, ceil(N / b_cols))
-        Aq = self._to_unit(A, _expand(ea, 1, nb, A.shape), fmt, what_a, counts)
-        Bq = self._to_unit(B, _expand(eb, nb, b_cols, B.shape), fmt, what_b, counts)
-        eb_cols = _expand(eb, 1, b_cols, (eb.shape[0], N))                      # (nK, N)
+        ea = scale_exponents(block_amax(A, 1, nb), fmt, "deepseek")            # (M, nK)
+        eb = scale_exponents(block_amax(B, nb, b_cols), fmt, "deepseek")       # (nK, ceil(N / b_cols))
+        Aq = self._to_unit(A, expand_blocks(ea, 1, nb, A.shape), fmt, what_a, counts)
+        Bq = self._to_unit(B, expand_blocks(eb, nb, b_cols, B.shape), fmt, what_b, counts)
+        eb_cols = expand_blocks(eb, 1, b_cols, (eb.shape[0], N))                      # (nK, N)
         acc = np.zeros((M, N))
         for c in range(-(-K // nb)):
             ks = slice(c * nb, min(K, (c + 1) * nb))

@@ -562,6 +562,31 @@ _OVF_INF, _OVF_NAN, _OVF_SAT = 0, 1, 2
 
 
 @numba.njit(cache=True, inline="always")
+def _rounds_up(mode, above_half, at_half, odd, neg, stochastic_up):
+    """Whether a magnitude with a nonzero discarded part rounds up (away from zero) in
+    ``mode`` (:data:`ROUNDING_CODES`): the one rounding-mode rule both rounding paths
+    ask, given whether the discarded part is above or at half a quantum, whether the kept
+    last bit is odd, the sign, and the stochastic draw's verdict (``sr``)."""
+    if mode == RNE:
+        return above_half or (at_half and odd)
+    if mode == RNA:
+        return above_half or at_half
+    if mode == RNZ:
+        return above_half
+    if mode == RZ:
+        return False
+    if mode == RD:
+        return neg
+    if mode == RU:
+        return not neg
+    if mode == RA:
+        return True
+    if mode == RO:
+        return not odd
+    return stochastic_up
+
+
+@numba.njit(cache=True, inline="always")
 def _round_one(x, p, emin, emax_q, max_sig, mode, sub, ovf, sat, ufl_min, u):
     """Round one finite nonzero-or-zero float64 to the format; see round()."""
     a = abs(x)
@@ -580,26 +605,7 @@ def _round_one(x, p, emin, emax_q, max_sig, mode, sub, ovf, sat, ufl_min, u):
         s = math.ldexp(a, -qe)  # exact: at most 53 significant bits
         fl = math.floor(s)
         f = s - fl
-        up = False
-        if f != 0.0:
-            if mode == RNE:
-                up = f > 0.5 or (f == 0.5 and (fl % 2.0) == 1.0)
-            elif mode == RNA:
-                up = f >= 0.5
-            elif mode == RNZ:
-                up = f > 0.5
-            elif mode == RZ:
-                up = False
-            elif mode == RD:
-                up = neg
-            elif mode == RU:
-                up = not neg
-            elif mode == RA:
-                up = True
-            elif mode == RO:
-                up = (fl % 2.0) == 0.0
-            else:  # sr
-                up = u < f
+        up = f != 0.0 and _rounds_up(mode, f > 0.5, f == 0.5, (fl % 2.0) == 1.0, neg, u < f)
         sig = fl + 1.0 if up else fl
         if sig == 0.0 and ufl_min:
             sig = 1.0  # format without zero (E8M0): smallest value instead
@@ -645,24 +651,7 @@ def _round_bits_fast(ab, p, emin, mode, sub, neg, u):
         return ab
     half = np.int64(1) << (d - 1)
     odd = True if d == 52 else ((ab >> d) & 1) == 1
-    if mode == RNE:
-        up = low > half or (low == half and odd)
-    elif mode == RNA:
-        up = low >= half
-    elif mode == RNZ:
-        up = low > half
-    elif mode == RZ:
-        up = False
-    elif mode == RD:
-        up = neg
-    elif mode == RU:
-        up = not neg
-    elif mode == RA:
-        up = True
-    elif mode == RO:
-        up = not odd
-    else:
-        up = u * (np.int64(1) << d) < low
+    up = _rounds_up(mode, low > half, low == half, odd, neg, u * (np.int64(1) << d) < low)
     t = ab - low
     return t + (np.int64(1) << d) if up else t
 

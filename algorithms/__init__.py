@@ -24,6 +24,16 @@ format; a format the unit cannot hold is refused, naming both).
 
 ``get(name)`` / ``available()`` / ``ALGORITHMS`` name them by string.
 
+Unit calls: every algorithm that calls :func:`workbench.gemm` on its unit takes
+
+``input_rounding``  how the unit converts operands wider than its input format: ``None``
+                    (the default: they must be representable), ``"rz"``, ``"rne"`` or
+                    ``"rna"`` (see the preset's ``wider_inputs``).  The words an
+                    algorithm forms are already in the unit's format, so they pass
+                    unchanged.
+``device``          where those calls run: ``"cpu"`` (default) or ``"cuda"`` (the same
+                    bits on an NVIDIA GPU; :mod:`workbench.engine.gpu`).
+
 Linear solvers whose factorisation runs on a unit (:data:`SOLVERS` by name):
 ``lu`` / ``cholesky`` (Haidar et al. 2018's blocked factorisations, trailing
 updates on the unit), ``lu_ir`` and ``gmres_ir`` (Carson & Higham 2017/2018

@@ -57,15 +57,10 @@ def bf16xn(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLik
     order:
         ``"sequential"`` (default: one product over all of K after another, smallest
         words' products first: (j, k) sorted by decreasing j + k) or ``"interleaved"``.
-    input_rounding:
-        Passed to the unit's :func:`workbench.gemm` calls: how it converts operands
-        wider than its input format (``None``, the default: they must be
-        representable; ``"rz"``, ``"rne"``, ``"rna"``: see the preset's
-        ``wider_inputs``).  The words this algorithm forms are already in the
-        unit's format, so they pass unchanged.
-    device:
-        Where the unit's :func:`workbench.gemm` calls run: ``"cpu"`` (default) or
-        ``"cuda"`` (the same bits on an NVIDIA GPU; :mod:`workbench.engine.gpu`).
+    input_rounding, device:
+        Passed to the unit's :func:`workbench.gemm` calls (:mod:`algorithms`, "Unit
+        calls"): ``None`` (default), ``"rz"``, ``"rne"``, ``"rna"``; ``"cpu"`` (default)
+        or ``"cuda"``.
     return_words:
         Also return ``{"A": [b_1, b_2, b_3], "B": [...], "pairs": [...]}``.
 

@@ -56,15 +56,10 @@ def cutlass_xtf32(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.A
     order:
         ``"interleaved"`` (default: all products of a k-tile, then the next tile, as
         the CUTLASS warp MMA does) or ``"sequential"``.
-    input_rounding:
-        Passed to the unit's :func:`workbench.gemm` calls: how it converts operands
-        wider than its input format (``None``, the default: they must be
-        representable; ``"rz"``, ``"rne"``, ``"rna"``: see the preset's
-        ``wider_inputs``).  The words this algorithm forms are already in the
-        unit's format, so they pass unchanged.
-    device:
-        Where the unit's :func:`workbench.gemm` calls run: ``"cpu"`` (default) or
-        ``"cuda"`` (the same bits on an NVIDIA GPU; :mod:`workbench.engine.gpu`).
+    input_rounding, device:
+        Passed to the unit's :func:`workbench.gemm` calls (:mod:`algorithms`, "Unit
+        calls"): ``None`` (default), ``"rz"``, ``"rne"``, ``"rna"``; ``"cpu"`` (default)
+        or ``"cuda"``.
     return_words:
         Also return ``{"A_big", "A_small", "B_big", "B_small"}``.
 

@@ -62,15 +62,10 @@ def markidis(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayL
         ``"sequential"`` (default: each product over all of K, one GEMM call after
         another sharing the accumulator) or ``"interleaved"`` (per K-block of
         ``model.L``, all products in turn), see :func:`algorithms._common.chain`.
-    input_rounding:
-        Passed to the unit's :func:`workbench.gemm` calls: how it converts operands
-        wider than its input format (``None``, the default: they must be
-        representable; ``"rz"``, ``"rne"``, ``"rna"``: see the preset's
-        ``wider_inputs``).  The words this algorithm forms are already in the
-        unit's format, so they pass unchanged.
-    device:
-        Where the unit's :func:`workbench.gemm` calls run: ``"cpu"`` (default) or
-        ``"cuda"`` (the same bits on an NVIDIA GPU; :mod:`workbench.engine.gpu`).
+    input_rounding, device:
+        Passed to the unit's :func:`workbench.gemm` calls (:mod:`algorithms`, "Unit
+        calls"): ``None`` (default), ``"rz"``, ``"rne"``, ``"rna"``; ``"cpu"`` (default)
+        or ``"cuda"``.
     return_words:
         Also return ``{"A16", "R_A", "B16", "R_B"}`` (``A16`` the high word, in
         the word format: fp16 in the paper).

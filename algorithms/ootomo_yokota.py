@@ -83,15 +83,10 @@ def ootomo_yokota(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.A
         Order of the two correction products A_hi R_B, R_A B_hi in their in-unit
         chain: ``"interleaved"`` (default, both per k-tile as the paper's fused
         kernel does) or ``"sequential"``.
-    input_rounding:
-        Passed to the unit's :func:`workbench.gemm` calls: how it converts operands
-        wider than its input format (``None``, the default: they must be
-        representable; ``"rz"``, ``"rne"``, ``"rna"``: see the preset's
-        ``wider_inputs``).  The words this algorithm forms are already in the
-        unit's format, so they pass unchanged.
-    device:
-        Where the unit's :func:`workbench.gemm` calls run: ``"cpu"`` (default) or
-        ``"cuda"`` (the same bits on an NVIDIA GPU; :mod:`workbench.engine.gpu`).
+    input_rounding, device:
+        Passed to the unit's :func:`workbench.gemm` calls (:mod:`algorithms`, "Unit
+        calls"): ``None`` (default), ``"rz"``, ``"rne"``, ``"rna"``; ``"cpu"`` (default)
+        or ``"cuda"``.
     return_words:
         Also return ``{"A_hi", "R_A", "B_hi", "R_B", "D_hi", "D_lo"}``.
 

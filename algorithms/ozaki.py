@@ -288,7 +288,7 @@ def ozaki(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike
                            if adp.capacity(*_crt_bits(K, _moduli(n)), span) >= 0), 0)
             reason = (f"the exponent span {decided['exponent_span']} exceeds the capacity of {max_moduli} moduli: "
                       "native FP64 (float64) product returned")
-        if (scheme == "I" and slices > MAX_SLICES) or (scheme == "II" and not moduli):
+        if (scheme == "I" and isinstance(slices, int) and slices > MAX_SLICES) or (scheme == "II" and not moduli):
             decided.update({"fallback": True, "reason": reason})
             D = A64 @ B64 if C64 is None else A64 @ B64 + C64
             return (D, decided) if return_words else D

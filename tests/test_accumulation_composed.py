@@ -2,7 +2,7 @@
 
 The T-FDPA and ST-FDPA kernels keep the fp32 accumulator of these modes in their
 own registers; every other operation (the AMD kinds, the FMA chain, GST-FDPA) gets
-them from :func:`workbench.matmul.product._unit_accumulation`: K cut into parts of one block
+them from :func:`workbench.matmul.schedule_run.unit_accumulation`: K cut into parts of one block
 (outside) or of ``promote_every`` elements (promote), each a chain from c = 0, the
 parts' results added in order to an fp32 accumulator starting at C with
 round-to-nearest-even.

@@ -26,6 +26,7 @@ import functools
 import importlib
 import warnings
 from types import ModuleType
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -53,6 +54,18 @@ def check_device(device: Any) -> str:
         raise ValueError(f"device={device!r}: expected one of {DEVICES} (where the arithmetic runs; the simulated "
                          f"unit is chosen by model=, e.g. workbench.preset('H100', 'fp16', 'fp32'))")
     return device
+
+
+def runner(device: Any, model: "Model") -> Callable[..., np.ndarray]:
+    """The one place that picks where a unit's prepared operands run: ``device``
+    checked (:func:`check_device`), then :func:`workbench.engine.core.run_prepared` for
+    ``"cpu"``, or this module's :func:`run_prepared` for ``"cuda"`` once ``model``'s kind
+    is known to have GPU kernels and a GPU (or numba's simulator) is there."""
+    if check_device(device) == "cuda":
+        check_supported(model)
+        cuda_module()
+        return run_prepared
+    return _core.run_prepared
 
 
 @functools.cache
@@ -152,4 +165,4 @@ def run_prepared(model: "Model", ops: Operands, C: np.ndarray, *, accumulation: 
 
 
 __all__ = ["DEVICES", "gpu_kinds", "GPUUnavailableError", "check_device", "check_supported", "cuda_module",
-           "gpu_available", "run_prepared"]
+           "gpu_available", "run_prepared", "runner"]

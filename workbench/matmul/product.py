@@ -1,11 +1,15 @@
-"""``workbench.gemm``: a whole matrix product on a simulated matrix unit.
+"""``workbench.gemm``: a whole matrix product on a simulated matrix unit, as a sequence of
+steps (:func:`_checked_gemm`): inputs converted or checked, the schedule's parts
+prepared, C, alpha, beta and the scale factors checked, the parts run and combined
+(:mod:`workbench.matmul.schedule_run`), the epilogue, the final conversion, the output.
 
-(The module is called ``matmul`` so that importing it does not shadow the function
+(The module is not called ``gemm`` so that importing it does not shadow the function
 ``workbench.gemm``.)
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Mapping, cast
 
@@ -19,6 +23,7 @@ from ..engine.explain import Trace
 from ..engine.explain import explain as _explain
 from ..engine.model import Model
 from ..numbers.validation import real_matrix
+from . import schedule_run as _schedule_run
 from ..units import UnitSpec, resolve as _resolve_unit
 
 __all__ = ["gemm", "explain", "INPUT_ROUNDINGS"]
@@ -145,9 +150,7 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
         estimate and what to make smaller.
     """
     model = _resolve_unit(model)
-    if _gpu.check_device(device) == "cuda":
-        _gpu.check_supported(model)
-        _gpu.cuda_module()
+    run_prepared = _gpu.runner(device, model)
     A = real_matrix(A, "A")
     B = real_matrix(B, "B")
     if A.shape[1] != B.shape[0]:
@@ -157,15 +160,15 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
     sched = _resolve_schedule(schedule, accumulation, promote_every)
     if model.operation.integer:
         _check_integer_call(model, sched, alpha, beta, input_rounding)
-    sched = _unit_accumulation(sched, model)
+    sched = _schedule_run.unit_accumulation(sched, model)
     sched.split(K, M, N)                           # a K the schedule holds no rule for: ValueError now
-    if (0 < M * N * K <= _core.SMALL_WORK and device == "cpu" and alpha == 1 and beta == 1
+    if (0 < M * N * K <= _core.SMALL_WORK and run_prepared is _core.run_prepared and alpha == 1 and beta == 1
             and input_rounding is None and _one_part(sched, model)):
         D = _small_gemm(A, B, C, model, sched, scale_a, scale_b)
         if D is not None:
             return D
     with _core.threads_for(M * N * max(K, 1)):     # one thread count for every stage of the product
-        D = _checked_gemm(A, B, C, model, alpha, beta, sched, scale_a, scale_b, input_rounding, device)
+        D = _checked_gemm(A, B, C, model, alpha, beta, sched, scale_a, scale_b, input_rounding, run_prepared)
         if sched.regions:                          # the whole product's split (KRule.m_min/n_min see M and N)
             sched = replace(sched, rules=(_schedules.KRule(0, None, sched.split(K, M, N)),))
         for region in sched.regions:               # outputs of another micro-kernel (checked above with the rest)
@@ -176,7 +179,7 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
                     model, alpha, beta, sched.in_region(region, K, M, N),
                     None if scale_a is None else np.asarray(scale_a, dtype=np.float64)[rows],
                     None if scale_b is None else np.asarray(scale_b, dtype=np.float64)[:, cols],
-                    input_rounding, device)
+                    input_rounding, run_prepared)
         return D
 
 
@@ -271,181 +274,120 @@ def explain(a: np.typing.ArrayLike, b: np.typing.ArrayLike, c: float = 0.0, mode
     return _explain(a, b, c, _resolve_unit(model), scale_a=scale_a, scale_b=scale_b)
 
 
-def _unit_accumulation(sched: _schedules.Schedule, model: Model) -> _schedules.Schedule:
-    """``sched``, or - where the unit's operation has no kernel of its own for the
-    schedule's ``inner`` accumulation (``"outside"``/``"promote"`` on the AMD kinds,
-    GST-FDPA, the FMA chain, operations users register) - the same arithmetic as a
-    schedule of chains: K cut into parts of one block (``"outside"``) or of
-    ``promote_every`` elements (``"promote"``), each consumed as a chain from c = 0,
-    the parts' results added in order to an fp32 accumulator that starts at C, with
-    round-to-nearest (the fp32 accumulator of ordinary cores, as the T-FDPA kernels
-    keep it in registers).  Bit for bit what those kernels compute
-    (``tests/test_accumulation_composed.py`` compares both, and every kind with a
-    per-block Fraction reference)."""
-    op = model.operation
-    if sched.inner == "chain" or sched.inner in op.accumulations:
-        return sched
-    if "chain" not in op.accumulations:
-        raise ValueError(f"accumulation={sched.inner!r} is not implemented for {model.kind!r} models, and neither "
-                         f"is the chained accumulation it is built from (they implement {op.accumulations})")
-    if sched.rules or sched.regions or sched.c_position != "unit":
-        raise ValueError(f"schedule {sched.name!r} consumes each part with accumulation={sched.inner!r}, which "
-                         f"{model.kind!r} units compose from chains of one-part products only: give a schedule "
-                         f"without rules and regions (or inner='chain') for this unit")
-    L = op.block_size(model)
-    size = L if sched.inner == "outside" else cast(int, sched.promote_every)
-    if size % L:
-        raise ValueError(f"promote_every={size!r}: expected a positive multiple of the block size L={L}")
-    return replace(sched, rules=(_schedules.KRule(0, None, _schedules.Split(part_size=size)),), inner="chain",
-                   promote_every=None, c_position="combine", combine="in-order", combine_format="fp32",
-                   combine_rounding="rne")
-
-
-def _part_scales(sa: np.ndarray, sb: np.ndarray, q: np.ndarray, K: int, k_block: int,
-                 name: str) -> tuple[np.ndarray, np.ndarray]:
-    """The block scale factors of the part of K at positions ``q``: a run of whole scale
-    blocks (the last may end at K), so that each element keeps its own factor."""
-    start, stop = (int(q[0]), int(q[-1]) + 1) if q.size else (0, 0)
-    if q.size and (stop - start != q.size or start % k_block or (stop % k_block and stop != K)):
-        raise ValueError(f"schedule {name!r} cuts K into parts that split the scale blocks of k_block={k_block} "
-                         f"(a part holds elements {start}..{stop - 1}{'' if stop - start == q.size else ', not contiguous'}): "
-                         f"a scaled model needs parts of whole scale blocks")
-    blocks = slice(start // k_block, -(-stop // k_block))
-    return sa[:, blocks], sb[blocks]
-
-
-def _unfused_chain(A: np.ndarray, B: np.ndarray, positions: np.ndarray, start: np.ndarray,
-                   fmt: _formats.FloatFormat) -> np.ndarray:
-    """One accumulator without FMA (``Split.fused=False``): from ``start``, each product
-    A[:, k] B[k] of ``positions`` rounded to ``fmt`` (RNE; exact in float64 before that for
-    formats of at most 26 bits, IEEE-rounded float64 for fp64), then added and rounded."""
-    if fmt.p > 26 and fmt.name != "fp64":
-        raise ValueError(f"Split.fused=False: products in {fmt.name} are not exact in float64 before rounding; "
-                         f"expected an output format of at most 26 bits or fp64")
-    acc = start
-    with np.errstate(all="ignore"):               # Inf - Inf gives NaN, as mulps/addps do
-        for k in positions.tolist():
-            acc = _formats.round(acc + _formats.round(np.multiply.outer(A[:, k], B[k]), fmt, "rne"), fmt, "rne")
-    return acc
-
-
-def _combine(terms: list[np.ndarray], sched: _schedules.Schedule) -> np.ndarray:
-    """The parts' results summed as ``sched.combine`` says, each addition rounded to
-    ``sched.combine_format`` with ``sched.combine_rounding``."""
-    fmt = _formats.format(sched.combine_format)
-    with np.errstate(invalid="ignore"):            # Inf - Inf gives NaN, as the hardware's add does
-        return _combine_terms(terms, sched, fmt)
-
-
-def _combine_terms(terms: list[np.ndarray], sched: _schedules.Schedule, fmt: _formats.FloatFormat) -> np.ndarray:
-    terms = [_formats.round(t, fmt, sched.combine_rounding) for t in terms]
-    if sched.combine == "in-order":
-        acc = terms[0]
-        for t in terms[1:]:
-            acc = _formats.round(acc + t, fmt, sched.combine_rounding)
-        return acc
-    while len(terms) > 1:
-        if sched.combine == "halving":             # t_i + t_{i+h}: upper half onto lower half
-            h = (len(terms) + 1) // 2
-            terms = [_formats.round(terms[i] + terms[i + h], fmt, sched.combine_rounding) if i + h < len(terms)
-                     else terms[i] for i in range(h)]
-            continue
-        terms = [_formats.round(terms[i] + terms[i + 1], fmt, sched.combine_rounding) if i + 1 < len(terms)
-                 else terms[i] for i in range(0, len(terms), 2)]
-    return terms[0]
-
-
 def _checked_gemm(A: np.ndarray, B: np.ndarray, C: np.typing.ArrayLike | None, model: Model, alpha: float,
                   beta: float, sched: _schedules.Schedule, scale_a: np.typing.ArrayLike | None,
-                  scale_b: np.typing.ArrayLike | None, input_rounding: str | None, device: str) -> np.ndarray:
-    """:func:`gemm` once A and B are float64 matrices of matching inner dimension."""
+                  scale_b: np.typing.ArrayLike | None, input_rounding: str | None,
+                  run_prepared: Callable[..., np.ndarray]) -> np.ndarray:
+    """:func:`gemm` once A and B are float64 matrices of matching inner dimension: each
+    step below checks what it reads, once, in the order the errors are reported."""
     M, K = A.shape
     N = B.shape[1]
+    A, B = _converted_inputs(A, B, model, input_rounding)
+    parts = _schedule_run.Parts.of(sched.split(K, M, N), K)
+    _core.check_workspace(model, M, K, N, parts=parts.sizes())
+    ops = _prepared(model, A, B, parts, input_rounding)
+    C64 = _checked_c(C, M, N, model.out_fmt)
+    _check_factors(alpha, beta)
+    scales = _checked_scales(model, scale_a, scale_b, M, K, N, parts, sched.name)
+    in_unit = alpha == 1 and beta in (0, 1) and sched.c_position != "epilogue"
+    C_unit = C64 if (in_unit and beta == 1 and sched.c_position == "unit") else np.zeros((M, N))
+    results = _schedule_run.run_parts(model, A, B, ops, scales, parts, C_unit, sched, run_prepared)
     fout = model.out_fmt
-    if input_rounding is not None:
-        if input_rounding not in INPUT_ROUNDINGS:
-            raise ValueError(f"input_rounding={input_rounding!r}: expected None (inputs must be representable) "
-                             f"or one of {tuple(INPUT_ROUNDINGS)}")
-        with _core.threads_for(A.size + B.size):
-            A = _formats.round(A, model.in_fmt, input_rounding)
-            B = _formats.round(B, model.in_fmt, input_rounding)
-    split = sched.split(K, M, N)
-    if split.whole:                                # K uncut: no positions to gather
-        lanes, whole = [[np.arange(0)]], True
-    else:
-        lanes = [split.lanes_of(p) for p in split.indices(K)]    # each part's accumulators
-        whole = len(lanes) == 1 and len(lanes[0]) == 1
-    positions = [q for p in lanes for q in p]      # each chain's positions of K, in order
-    _core.check_workspace(model, M, K, N, parts=None if whole else [q.size for q in positions])
+    with _core.threads_for(M * N):
+        if sched.inner != "chain" and fout.name != "fp32":
+            results = [_formats.round(D, fout, "rne") for D in results]
+        if in_unit and beta == 1 and sched.c_position == "combine":
+            results.insert(0, C64)
+        D = results[0] if len(results) == 1 else _formats.round(_schedule_run.combine(results, sched), fout, "rne")
+        if not in_unit:
+            D = _epilogue(D, C64, alpha, beta, fout)
+        if sched.output is not None:
+            fout = _formats.format(sched.output)
+            D = _formats.round(D, fout, sched.output_rounding)
+    return _to_output(D, fout, model)
+
+
+def _converted_inputs(A: np.ndarray, B: np.ndarray, model: Model,
+                      input_rounding: str | None) -> tuple[np.ndarray, np.ndarray]:
+    """A and B rounded once to the unit's input format in ``input_rounding``'s mode (the
+    hardware's or library's conversion of wider data), or unchanged for ``None``."""
+    if input_rounding is None:
+        return A, B
+    if input_rounding not in INPUT_ROUNDINGS:
+        raise ValueError(f"input_rounding={input_rounding!r}: expected None (inputs must be representable) "
+                         f"or one of {tuple(INPUT_ROUNDINGS)}")
+    with _core.threads_for(A.size + B.size):
+        return _formats.round(A, model.in_fmt, input_rounding), _formats.round(B, model.in_fmt, input_rounding)
+
+
+def _prepared(model: Model, A: np.ndarray, B: np.ndarray, parts: _schedule_run.Parts,
+              input_rounding: str | None) -> list[_core.Operands]:
+    """Each accumulator's operands decomposed once (:func:`workbench.engine.core.prepare`,
+    which checks that A and B are representable); the error names the conversions a
+    floating-point unit could apply instead."""
     try:
-        ops = [_core.prepare(model, A, B)] if whole else [_core.prepare(model, A[:, q], B[q]) for q in positions]
+        if parts.whole:
+            return [_core.prepare(model, A, B)]
+        return [_core.prepare(model, A[:, q], B[q]) for q in parts.positions]
     except ValueError as exc:
         if input_rounding is None and "not representable" in str(exc) and not model.operation.integer:
             raise ValueError(f"{exc}; or let gemm convert as the hardware does: input_rounding='rz', 'rne' or "
                              f"'rna' (this preset: {getattr(model, 'wider_inputs', '') or 'see INPUT_ROUNDINGS'})"
                              ) from None
         raise
+
+
+def _checked_c(C: np.typing.ArrayLike | None, M: int, N: int, fout: _formats.FloatFormat) -> np.ndarray:
+    """C as float64, of shape (M, N) and representable in the output format (zeros for None)."""
     if C is None:
-        C64 = np.zeros((M, N))
-    else:
-        Cm = real_matrix(C, "C")
-        if Cm.shape != (M, N):
-            raise ValueError(f"C has shape {Cm.shape}; expected {(M, N)}")
-        with _core.threads_for(M * N):
-            C64 = _formats.check_representable(Cm, fout, "C")
+        return np.zeros((M, N))
+    Cm = real_matrix(C, "C")
+    if Cm.shape != (M, N):
+        raise ValueError(f"C has shape {Cm.shape}; expected {(M, N)}")
+    with _core.threads_for(M * N):
+        return _formats.check_representable(Cm, fout, "C")
+
+
+def _check_factors(alpha: float, beta: float) -> None:
     for name, v in (("alpha", alpha), ("beta", beta)):
         if not isinstance(v, (int, float, np.floating, np.integer)) or not np.isfinite(v):
             raise ValueError(f"{name}={v!r}: expected a finite real number")
-    in_unit = alpha == 1 and beta in (0, 1) and sched.c_position != "epilogue"
-    C_unit = C64 if (in_unit and beta == 1 and sched.c_position == "unit") else np.zeros((M, N))
-    scales: list[tuple[np.ndarray | None, np.ndarray | None]] = [(None, None)] * len(ops)
-    if scale_a is not None or scale_b is not None:
-        if not model.operation.scaled:
-            raise ValueError(f"scale_a/scale_b given but model kind {model.kind!r} takes no scale factors")
-        if scale_a is None or scale_b is None:
-            raise ValueError("scaled models need both scale_a and scale_b")
-        nb = -(-K // model.k_block)
-        sf = cast(str, model.scale_format)  # a scaled operation's parameter class requires it
-        with _core.threads_for(M * nb + nb * N):
-            sa = _formats.check_representable(real_matrix(scale_a, "scale_a"), sf, "scale_a")
-            sb = _formats.check_representable(real_matrix(scale_b, "scale_b"), sf, "scale_b")
-        if sa.shape != (M, nb) or sb.shape != (nb, N):
-            raise ValueError(f"scale_a must have shape {(M, nb)} and scale_b {(nb, N)} (k_block={model.k_block}); "
-                             f"got {sa.shape} and {sb.shape}")
-        kb = cast(int, model.k_block)
-        scales = [(sa, sb)] if whole else [_part_scales(sa, sb, q, K, kb, sched.name) for q in positions]
-    elif model.operation.scaled:
-        raise ValueError(f"model kind {model.kind!r} needs scale_a and scale_b (block scale factors)")
-    run_prepared = _gpu.run_prepared if device == "cuda" else _core.run_prepared
-    chains = []
-    for n, (part, (part_sa, part_sb)) in enumerate(zip(ops, scales)):
-        start = C_unit if n == 0 else np.zeros((M, N))
-        if split.fused:
-            chains.append(run_prepared(model, part, start, accumulation=sched.inner,
-                                       promote_every=sched.promote_every, scale_a=part_sa, scale_b=part_sb))
-        else:
-            chains.append(_unfused_chain(A, B, positions[n], start, fout))
-        _core.recycle(part)
-    with _core.threads_for(M * N):
-        by_lane = replace(sched, combine=split.lane_combine) if split.lanes > 1 else sched
-        results, n = [], 0
-        for p in lanes:                            # a part's accumulators summed as Split.lane_combine says
-            sums, n = chains[n:n + len(p)], n + len(p)
-            results.append(sums[0] if len(sums) == 1 else _combine(sums, by_lane))
-        if sched.inner != "chain" and fout.name != "fp32":
-            results = [_formats.round(D, fout, "rne") for D in results]
-        if in_unit and beta == 1 and sched.c_position == "combine":
-            results.insert(0, C64)
-        D = results[0] if len(results) == 1 else _formats.round(_combine(results, sched), fout, "rne")
-        if not in_unit:
-            ep = _formats.format("fp32") if fout.name in ("fp16", "bf16") else fout
-            P = _formats.round(float(alpha) * D, ep, "rne") if alpha != 1 else D
-            Q = _formats.round(float(beta) * C64, ep, "rne")
-            D = _formats.round(P + Q, fout, "rne")
-        if sched.output is not None:
-            fout = _formats.format(sched.output)
-            D = _formats.round(D, fout, sched.output_rounding)
-    return _to_output(D, fout, model)
+
+
+def _checked_scales(model: Model, scale_a: np.typing.ArrayLike | None, scale_b: np.typing.ArrayLike | None,
+                    M: int, K: int, N: int, parts: _schedule_run.Parts,
+                    schedule: str) -> list[tuple[np.ndarray | None, np.ndarray | None]]:
+    """Each accumulator's block scale factors (None for units that take none), checked
+    against the unit's scale format and the product's shape."""
+    if scale_a is None and scale_b is None:
+        if model.operation.scaled:
+            raise ValueError(f"model kind {model.kind!r} needs scale_a and scale_b (block scale factors)")
+        return [(None, None)] * len(parts.positions if not parts.whole else [0])
+    if not model.operation.scaled:
+        raise ValueError(f"scale_a/scale_b given but model kind {model.kind!r} takes no scale factors")
+    if scale_a is None or scale_b is None:
+        raise ValueError("scaled models need both scale_a and scale_b")
+    kb = cast(int, model.k_block)       # a scaled operation's parameter class requires it
+    nb = -(-K // kb)
+    sf = cast(str, model.scale_format)
+    with _core.threads_for(M * nb + nb * N):
+        sa = _formats.check_representable(real_matrix(scale_a, "scale_a"), sf, "scale_a")
+        sb = _formats.check_representable(real_matrix(scale_b, "scale_b"), sf, "scale_b")
+    if sa.shape != (M, nb) or sb.shape != (nb, N):
+        raise ValueError(f"scale_a must have shape {(M, nb)} and scale_b {(nb, N)} (k_block={kb}); "
+                         f"got {sa.shape} and {sb.shape}")
+    if parts.whole:
+        return [(sa, sb)]
+    return [_schedule_run.part_scales(sa, sb, q, K, kb, schedule) for q in parts.positions]
+
+
+def _epilogue(D: np.ndarray, C64: np.ndarray, alpha: float, beta: float, fout: _formats.FloatFormat) -> np.ndarray:
+    """D = fl(fl(alpha P) + fl(beta C)) on ordinary cores in the output's precision (fp32
+    for fp16/bf16 outputs), round to nearest even (cuBLAS-style)."""
+    ep = _formats.format("fp32") if fout.name in ("fp16", "bf16") else fout
+    P = _formats.round(float(alpha) * D, ep, "rne") if alpha != 1 else D
+    Q = _formats.round(float(beta) * C64, ep, "rne")
+    return _formats.round(P + Q, fout, "rne")
 
 
 def _to_output(D: np.ndarray, fout: _formats.FloatFormat, model: Model) -> np.ndarray:

@@ -1,0 +1,159 @@
+"""Running a :class:`~workbench.units.schedules.Schedule`: how :func:`workbench.gemm` executes
+the record a library's GEMM is described by (the record itself is unit data, in
+:mod:`workbench.units.schedules`, which unit files save).
+
+* :func:`unit_accumulation` turns the ``accumulation=`` shorthand into chains where the
+  unit's operation has no kernel of its own for it;
+* :class:`Parts` is a product's K cut into parts and each part into its accumulators
+  (``Split``), :func:`part_scales` the block scale factors of a part;
+* :func:`run_parts` runs every accumulator on the unit (or, for ``Split.fused=False``, as
+  products rounded then added: :func:`unfused_chain`) and sums each part's accumulators;
+* :func:`combine` sums the parts as the schedule says, each addition rounded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import cast
+
+import numpy as np
+
+from ..engine import core as _core
+from ..engine.model import Model
+from ..numbers import formats as _formats
+from ..units import schedules as _schedules
+
+
+@dataclass(frozen=True)
+class Parts:
+    """A product's K as the schedule's split cuts it: ``lanes[p]`` the positions of K each
+    accumulator of part p consumes, ``positions`` every accumulator's in order, ``whole``
+    when K is one uncut chain (no positions to gather)."""
+
+    split: _schedules.Split
+    lanes: list[list[np.ndarray]]
+    positions: list[np.ndarray]
+    whole: bool
+
+    @classmethod
+    def of(cls, split: _schedules.Split, K: int) -> Parts:
+        if split.whole:
+            lanes, whole = [[np.arange(0)]], True
+        else:
+            lanes = [split.lanes_of(p) for p in split.indices(K)]
+            whole = len(lanes) == 1 and len(lanes[0]) == 1
+        return cls(split, lanes, [q for p in lanes for q in p], whole)
+
+    def sizes(self) -> list[int] | None:
+        """Each accumulator's number of positions (None for an uncut K), for the workspace estimate."""
+        return None if self.whole else [q.size for q in self.positions]
+
+
+def unit_accumulation(sched: _schedules.Schedule, model: Model) -> _schedules.Schedule:
+    """``sched``, or - where the unit's operation has no kernel of its own for the
+    schedule's ``inner`` accumulation (``"outside"``/``"promote"`` on the AMD kinds,
+    GST-FDPA, the FMA chain, operations users register) - the same arithmetic as a
+    schedule of chains: K cut into parts of one block (``"outside"``) or of
+    ``promote_every`` elements (``"promote"``), each consumed as a chain from c = 0,
+    the parts' results added in order to an fp32 accumulator that starts at C, with
+    round-to-nearest (the fp32 accumulator of ordinary cores, as the T-FDPA kernels
+    keep it in registers).  Bit for bit what those kernels compute
+    (``tests/test_accumulation_composed.py`` compares both, and every kind with a
+    per-block Fraction reference)."""
+    op = model.operation
+    if sched.inner == "chain" or sched.inner in op.accumulations:
+        return sched
+    if "chain" not in op.accumulations:
+        raise ValueError(f"accumulation={sched.inner!r} is not implemented for {model.kind!r} models, and neither "
+                         f"is the chained accumulation it is built from (they implement {op.accumulations})")
+    if sched.rules or sched.regions or sched.c_position != "unit":
+        raise ValueError(f"schedule {sched.name!r} consumes each part with accumulation={sched.inner!r}, which "
+                         f"{model.kind!r} units compose from chains of one-part products only: give a schedule "
+                         f"without rules and regions (or inner='chain') for this unit")
+    L = op.block_size(model)
+    size = L if sched.inner == "outside" else cast(int, sched.promote_every)
+    if size % L:
+        raise ValueError(f"promote_every={size!r}: expected a positive multiple of the block size L={L}")
+    return replace(sched, rules=(_schedules.KRule(0, None, _schedules.Split(part_size=size)),), inner="chain",
+                   promote_every=None, c_position="combine", combine="in-order", combine_format="fp32",
+                   combine_rounding="rne")
+
+
+def part_scales(sa: np.ndarray, sb: np.ndarray, q: np.ndarray, K: int, k_block: int,
+                 name: str) -> tuple[np.ndarray, np.ndarray]:
+    """The block scale factors of the part of K at positions ``q``: a run of whole scale
+    blocks (the last may end at K), so that each element keeps its own factor."""
+    start, stop = (int(q[0]), int(q[-1]) + 1) if q.size else (0, 0)
+    if q.size and (stop - start != q.size or start % k_block or (stop % k_block and stop != K)):
+        raise ValueError(f"schedule {name!r} cuts K into parts that split the scale blocks of k_block={k_block} "
+                         f"(a part holds elements {start}..{stop - 1}{'' if stop - start == q.size else ', not contiguous'}): "
+                         f"a scaled model needs parts of whole scale blocks")
+    blocks = slice(start // k_block, -(-stop // k_block))
+    return sa[:, blocks], sb[blocks]
+
+
+def unfused_chain(A: np.ndarray, B: np.ndarray, positions: np.ndarray, start: np.ndarray,
+                   fmt: _formats.FloatFormat) -> np.ndarray:
+    """One accumulator without FMA (``Split.fused=False``): from ``start``, each product
+    A[:, k] B[k] of ``positions`` rounded to ``fmt`` (RNE; exact in float64 before that for
+    formats of at most 26 bits, IEEE-rounded float64 for fp64), then added and rounded."""
+    if fmt.p > 26 and fmt.name != "fp64":
+        raise ValueError(f"Split.fused=False: products in {fmt.name} are not exact in float64 before rounding; "
+                         f"expected an output format of at most 26 bits or fp64")
+    acc = start
+    with np.errstate(all="ignore"):               # Inf - Inf gives NaN, as mulps/addps do
+        for k in positions.tolist():
+            acc = _formats.round(acc + _formats.round(np.multiply.outer(A[:, k], B[k]), fmt, "rne"), fmt, "rne")
+    return acc
+
+
+def combine(terms: list[np.ndarray], sched: _schedules.Schedule) -> np.ndarray:
+    """The parts' results summed as ``sched.combine`` says, each addition rounded to
+    ``sched.combine_format`` with ``sched.combine_rounding``."""
+    fmt = _formats.format(sched.combine_format)
+    with np.errstate(invalid="ignore"):            # Inf - Inf gives NaN, as the hardware's add does
+        return _combine_terms(terms, sched, fmt)
+
+
+def _combine_terms(terms: list[np.ndarray], sched: _schedules.Schedule, fmt: _formats.FloatFormat) -> np.ndarray:
+    terms = [_formats.round(t, fmt, sched.combine_rounding) for t in terms]
+    if sched.combine == "in-order":
+        acc = terms[0]
+        for t in terms[1:]:
+            acc = _formats.round(acc + t, fmt, sched.combine_rounding)
+        return acc
+    while len(terms) > 1:
+        if sched.combine == "halving":             # t_i + t_{i+h}: upper half onto lower half
+            h = (len(terms) + 1) // 2
+            terms = [_formats.round(terms[i] + terms[i + h], fmt, sched.combine_rounding) if i + h < len(terms)
+                     else terms[i] for i in range(h)]
+            continue
+        terms = [_formats.round(terms[i] + terms[i + 1], fmt, sched.combine_rounding) if i + 1 < len(terms)
+                 else terms[i] for i in range(0, len(terms), 2)]
+    return terms[0]
+
+
+def run_parts(model: Model, A: np.ndarray, B: np.ndarray, ops: list[_core.Operands],
+              scales: list[tuple[np.ndarray | None, np.ndarray | None]], parts: Parts, C_unit: np.ndarray,
+              sched: _schedules.Schedule, run_prepared: Callable[..., np.ndarray]) -> list[np.ndarray]:
+    """Each part's result: its accumulators run on the unit (``run_prepared``: the device's
+    runner), the first from ``C_unit`` and the others from zero, then summed as
+    ``Split.lane_combine`` says; the operands are recycled as they are used."""
+    M, N = A.shape[0], B.shape[1]
+    chains = []
+    for n, (part, (part_sa, part_sb)) in enumerate(zip(ops, scales)):
+        start = C_unit if n == 0 else np.zeros((M, N))
+        if parts.split.fused:
+            chains.append(run_prepared(model, part, start, accumulation=sched.inner,
+                                       promote_every=sched.promote_every, scale_a=part_sa, scale_b=part_sb))
+        else:
+            chains.append(unfused_chain(A, B, parts.positions[n], start, model.out_fmt))
+        _core.recycle(part)
+    with _core.threads_for(M * N):
+        by_lane = replace(sched, combine=parts.split.lane_combine) if parts.split.lanes > 1 else sched
+        results, n = [], 0
+        for p in parts.lanes:                      # a part's accumulators summed as Split.lane_combine says
+            sums, n = chains[n:n + len(p)], n + len(p)
+            results.append(sums[0] if len(sums) == 1 else combine(sums, by_lane))
+    return results

@@ -214,32 +214,21 @@ def _one_part(sched: _schedules.Schedule, model: Model) -> bool:
 def _small_gemm(A: np.ndarray, B: np.ndarray, C: np.typing.ArrayLike | None, model: Model,
                 sched: _schedules.Schedule, scale_a: np.typing.ArrayLike | None,
                 scale_b: np.typing.ArrayLike | None) -> np.ndarray | None:
-    """D of a small product in one compiled call (:func:`workbench.engine.core.run_small`),
-    or None where the operation has no such path.  A value that is not representable,
-    or a C or scale factors of the wrong shape, also give None: the general path then
-    raises the error, worded as gemm words it (with the ``input_rounding`` hint for A
-    and B)."""
+    """D of a small product in one compiled call (:func:`workbench.engine.core.run_small`,
+    which checks A, B, C and the scale factors as it reads them, once), or None where
+    the operation has no such path (the general path then runs, and checks).  The shapes
+    of C and of the scale factors are checked here as the general path checks them, and
+    a value that is not representable raises gemm's error."""
     M, N = A.shape[0], B.shape[1]
+    C64 = _c_matrix(C, M, N)
+    scales = _scale_matrices(model, scale_a, scale_b, M, A.shape[1], N)
+    kw = {} if scales is None else {"scale_a": np.ascontiguousarray(scales[0]),
+                                    "scale_b": np.ascontiguousarray(scales[1])}
     try:
-        if C is None:
-            C64 = np.zeros((M, N))
-        else:
-            C64 = real_matrix(C, "C")
-            if C64.shape != (M, N):
-                return None
-        scales: dict[str, np.ndarray] = {}
-        if scale_a is not None and scale_b is not None and model.k_block is not None:
-            nb = -(-A.shape[1] // model.k_block)
-            scales = {"scale_a": np.ascontiguousarray(real_matrix(scale_a, "scale_a")),
-                      "scale_b": np.ascontiguousarray(real_matrix(scale_b, "scale_b"))}
-            if scales["scale_a"].shape != (M, nb) or scales["scale_b"].shape != (nb, N):
-                return None
-        elif scale_a is not None or scale_b is not None:
-            return None
         D = _core.run_small(model, np.ascontiguousarray(A), np.ascontiguousarray(B), np.ascontiguousarray(C64),
-                            accumulation=sched.inner, promote_every=sched.promote_every, **scales)
-    except ValueError:
-        return None
+                            accumulation=sched.inner, promote_every=sched.promote_every, **kw)
+    except ValueError as exc:
+        raise _with_conversion_hint(exc, model, None) from None
     return None if D is None else _to_output(D, model.out_fmt, model)
 
 
@@ -323,27 +312,41 @@ def _converted_inputs(A: np.ndarray, B: np.ndarray, model: Model,
 def _prepared(model: Model, A: np.ndarray, B: np.ndarray, parts: _schedule_run.Parts,
               input_rounding: str | None) -> list[_core.Operands]:
     """Each accumulator's operands decomposed once (:func:`workbench.engine.core.prepare`,
-    which checks that A and B are representable); the error names the conversions a
-    floating-point unit could apply instead."""
+    which checks that A and B are representable)."""
     try:
         if parts.whole:
             return [_core.prepare(model, A, B)]
         return [_core.prepare(model, A[:, q], B[q]) for q in parts.positions]
     except ValueError as exc:
-        if input_rounding is None and "not representable" in str(exc) and not model.operation.integer:
-            raise ValueError(f"{exc}; or let gemm convert as the hardware does: input_rounding='rz', 'rne' or "
-                             f"'rna' (this preset: {getattr(model, 'wider_inputs', '') or 'see INPUT_ROUNDINGS'})"
-                             ) from None
-        raise
+        raise _with_conversion_hint(exc, model, input_rounding) from None
 
 
-def _checked_c(C: np.typing.ArrayLike | None, M: int, N: int, fout: _formats.FloatFormat) -> np.ndarray:
-    """C as float64, of shape (M, N) and representable in the output format (zeros for None)."""
+def _with_conversion_hint(exc: ValueError, model: Model, input_rounding: str | None) -> ValueError:
+    """``exc``, and where it names a value of A or B that a floating-point unit's input
+    format cannot hold, the conversions gemm could apply instead (``input_rounding``)."""
+    text = str(exc)
+    if input_rounding is None and text.startswith(("A[", "B[")) and "not representable" in text \
+            and not model.operation.integer:
+        return ValueError(f"{text}; or let gemm convert as the hardware does: input_rounding='rz', 'rne' or "
+                          f"'rna' (this preset: {getattr(model, 'wider_inputs', '') or 'see INPUT_ROUNDINGS'})")
+    return exc
+
+
+def _c_matrix(C: np.typing.ArrayLike | None, M: int, N: int) -> np.ndarray:
+    """C as a float64 (M, N) matrix (zeros for None); its values are checked by whoever reads them."""
     if C is None:
         return np.zeros((M, N))
     Cm = real_matrix(C, "C")
     if Cm.shape != (M, N):
         raise ValueError(f"C has shape {Cm.shape}; expected {(M, N)}")
+    return Cm
+
+
+def _checked_c(C: np.typing.ArrayLike | None, M: int, N: int, fout: _formats.FloatFormat) -> np.ndarray:
+    """C as float64, of shape (M, N) and representable in the output format (zeros for None)."""
+    Cm = _c_matrix(C, M, N)
+    if C is None:
+        return Cm
     with _core.threads_for(M * N):
         return _formats.check_representable(Cm, fout, "C")
 
@@ -354,28 +357,41 @@ def _check_factors(alpha: float, beta: float) -> None:
             raise ValueError(f"{name}={v!r}: expected a finite real number")
 
 
-def _checked_scales(model: Model, scale_a: np.typing.ArrayLike | None, scale_b: np.typing.ArrayLike | None,
-                    M: int, K: int, N: int, parts: _schedule_run.Parts,
-                    schedule: str) -> list[tuple[np.ndarray | None, np.ndarray | None]]:
-    """Each accumulator's block scale factors (None for units that take none), checked
-    against the unit's scale format and the product's shape."""
+def _scale_matrices(model: Model, scale_a: np.typing.ArrayLike | None, scale_b: np.typing.ArrayLike | None,
+                    M: int, K: int, N: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The block scale factors as float64 matrices of the product's shapes, or None for a
+    unit that takes none; their values are checked by whoever reads them."""
     if scale_a is None and scale_b is None:
         if model.operation.scaled:
             raise ValueError(f"model kind {model.kind!r} needs scale_a and scale_b (block scale factors)")
-        return [(None, None)] * len(parts.positions if not parts.whole else [0])
+        return None
     if not model.operation.scaled:
         raise ValueError(f"scale_a/scale_b given but model kind {model.kind!r} takes no scale factors")
     if scale_a is None or scale_b is None:
         raise ValueError("scaled models need both scale_a and scale_b")
     kb = cast(int, model.k_block)       # a scaled operation's parameter class requires it
     nb = -(-K // kb)
-    sf = cast(str, model.scale_format)
-    with _core.threads_for(M * nb + nb * N):
-        sa = _formats.check_representable(real_matrix(scale_a, "scale_a"), sf, "scale_a")
-        sb = _formats.check_representable(real_matrix(scale_b, "scale_b"), sf, "scale_b")
+    sa, sb = real_matrix(scale_a, "scale_a"), real_matrix(scale_b, "scale_b")
     if sa.shape != (M, nb) or sb.shape != (nb, N):
         raise ValueError(f"scale_a must have shape {(M, nb)} and scale_b {(nb, N)} (k_block={kb}); "
                          f"got {sa.shape} and {sb.shape}")
+    return sa, sb
+
+
+def _checked_scales(model: Model, scale_a: np.typing.ArrayLike | None, scale_b: np.typing.ArrayLike | None,
+                    M: int, K: int, N: int, parts: _schedule_run.Parts,
+                    schedule: str) -> list[tuple[np.ndarray | None, np.ndarray | None]]:
+    """Each accumulator's block scale factors (None for units that take none), checked
+    against the product's shape and the unit's scale format."""
+    scales = _scale_matrices(model, scale_a, scale_b, M, K, N)
+    if scales is None:
+        return [(None, None)] * (1 if parts.whole else len(parts.positions))
+    sf = cast(str, model.scale_format)
+    kb = cast(int, model.k_block)
+    nb = scales[0].shape[1]
+    with _core.threads_for(M * nb + nb * N):
+        sa = _formats.check_representable(scales[0], sf, "scale_a")
+        sb = _formats.check_representable(scales[1], sf, "scale_b")
     if parts.whole:
         return [(sa, sb)]
     return [_schedule_run.part_scales(sa, sb, q, K, kb, schedule) for q in parts.positions]

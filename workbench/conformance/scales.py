@@ -232,7 +232,9 @@ def _mx_files(seed: int) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, di
         name = f"mx_{element}.npz"
         files[name] = arrays
         entries[name] = {"scheme": "mx", "element": element, "rules": list(RULES), "block": [1, 32],
-                         "rows": int(x.shape[0]), "formats": {"x": "fp32", "scale": "e8m0", "elements": element},
+                         "rows": int(x.shape[0]),
+                         "formats": {"x": "fp32", **{f"scale_{r}": "e8m0" for r in RULES},
+                                     **{f"elements_{r}": element for r in RULES}},
                          "groups": list(MX_GROUPS)}
     return files, entries
 

@@ -95,7 +95,7 @@ def write_set(folder: Path, manifest: dict[str, Any], files: dict[str, dict[str,
     for name, arrays in files.items():
         path = folder / name
         with open(path, "wb") as fh:
-            np.savez(fh, **arrays)
+            np.savez(fh, **arrays)  # type: ignore[arg-type]
         listed.append({"file": name, "sha256": sha256(path), **entries.get(name, {})})
     doc = {"layout": LAYOUT, "layout_version": LAYOUT_VERSION, **manifest, "files": listed}
     out = folder / MANIFEST

@@ -97,10 +97,9 @@ def _round(x: np.ndarray, f: Any) -> np.ndarray:
 
 def _random_bits(rng: np.random.Generator, shape: tuple[int, ...], f: _formats.FloatFormat) -> np.ndarray:
     if f.width == 64:
-        bits = rng.integers(0, np.iinfo(np.uint64).max, size=shape, dtype=np.uint64, endpoint=True)
-    else:
-        bits = rng.integers(0, 1 << f.width, size=shape, dtype=np.int64)
-    return _formats.from_bits(bits, f)
+        return _formats.from_bits(rng.integers(0, np.iinfo(np.uint64).max, size=shape, dtype=np.uint64,
+                                               endpoint=True), f)
+    return _formats.from_bits(rng.integers(0, 1 << f.width, size=shape, dtype=np.int64), f)
 
 
 def _wide(rng: np.random.Generator, shape: tuple[int, ...], f: _formats.FloatFormat, lo: int, hi: int,
@@ -124,9 +123,10 @@ def _float_rows(kind: str, rng: np.random.Generator, n: int, K: int, fa: Any, fb
         lo = max(fo.emin - fo.man_bits, fa.emin + fb.emin - fa.man_bits - fb.man_bits)
         c = _wide(rng, (n,), fo, lo, min(fo.emax - 1, fa.emax + fb.emax + 1))
     elif kind == "dnn":
-        a = _round(_inputs.dnn_like((n, K), rng), fa)
-        b = _round(_inputs.dnn_like((n, K), rng), fb)
-        c = _round(_inputs.dnn_like((n,), rng), fo)
+        s1, s2, s3 = (int(v) for v in rng.integers(0, 2 ** 62, size=3))
+        a = _round(_inputs.dnn_like((n, K), s1), fa)
+        b = _round(_inputs.dnn_like((n, K), s2), fb)
+        c = _round(_inputs.dnn_like((n,), s3), fo)
     elif kind == "bits":
         a, b, c = _random_bits(rng, (n, K), fa), _random_bits(rng, (n, K), fb), _random_bits(rng, (n,), fo)
     else:   # cancel: per row [P, P, S] . [Q, -Q, T], positions shuffled (inputs.adversarial, one row each)
@@ -233,7 +233,7 @@ def export_unit(unit: UnitSpec, folder: str | Path, count: int = DEFAULT_COUNT, 
         a, b, c = rows(kind, rng, n, K, fmts["a"], fmts["b"], fmts["c"])
         arrays = {"a": a, "b": b, "c": c}
         if op.scaled:
-            nb = -(-K // int(model.k_block))
+            nb = -(-K // int(model.k_block or K))
             arrays["scale_a"] = _scales(kind, rng, (n, nb), fmts["scale_a"])
             arrays["scale_b"] = _scales(kind, rng, (n, nb), fmts["scale_b"])
         arrays["d"] = evaluate(model, a, b, c, arrays.get("scale_a"), arrays.get("scale_b"))
@@ -241,14 +241,15 @@ def export_unit(unit: UnitSpec, folder: str | Path, count: int = DEFAULT_COUNT, 
         files[fname] = {k: _layout.to_bits(v, fmts[k]) for k, v in arrays.items()}
         entries[fname] = {"input_kind": kind, "description": what, "rows": n, "K": K,
                           "arrays": {k: list(v.shape) for k, v in files[fname].items()}}
-    manifest = {"type": "unit", "workbench": __version__, "seed": seed, "count": count,
+    manifest: dict[str, Any] = {"type": "unit", "workbench": __version__, "seed": seed, "count": count,
                 "unit": _unit_record(model), "formats": {k: _layout.format_record(f) for k, f in fmts.items()},
                 "semantics": "d[r] = the unit's 1 x K x 1 product a[r] . b[r] + c[r] (workbench.gemm with "
                              "A = a[r], B = b[r] as a column, C = c[r]): K consumed in blocks of L, chained, "
                              "zero-padded; scaled units multiply element k by scale_a[r, k // k_block] * "
                              "scale_b[r, k // k_block]. NaN results compare equal whatever their payload."}
     if op.scaled:
-        manifest["unit"]["k_block"] = int(model.k_block)
+        unit_rec: dict[str, Any] = manifest["unit"]
+        unit_rec["k_block"] = int(model.k_block or 0)
     return _layout.write_set(Path(folder), manifest, files, entries)
 
 

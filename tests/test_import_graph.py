@@ -130,6 +130,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("workbench.engine",),
     ("workbench.units",),
     ("workbench.matmul",),
+    ("workbench.conformance",),
     ("algorithms",),
     ("workbench.probes",),
     ("workbench.discrimination",),

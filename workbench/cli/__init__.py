@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "reproduce": "reproduce",
     "experiments": "experiments",
     "notebooks": "notebooks",
+    "vectors": "vectors",
 }
 
 

@@ -47,7 +47,8 @@ NVFP4 (NVIDIA, "Pretraining Large Language Models with NVFP4", 2025; torchao ``n
     The product of the two tensor scales is the GEMM's alpha (applied in fp32 after the
     unit).  Choices: the tensor amax is taken over finite elements and a block holding
     a NaN or Inf gets the NaN scale (torchao lets them into the tensor amax, which
-    makes every scale NaN); an all-zero tensor gets tensor scale 1 (torchao divides by 0);
+    makes every scale NaN); an all-zero tensor gets tensor scale 1 (torchao divides by 0), and so
+    does a tensor whose scale underflows float32 (amax below 2688 * 2**-150: its elements are 0);
     zeros stay zeros where ``1 / s_t`` overflows float32 (amax below 2688 * 2**-128; torchao
     multiplies them by Inf).
 
@@ -230,6 +231,8 @@ def quantize_nvfp4(x: np.typing.ArrayLike, block: tuple[int, int] = (1, 16), *, 
         finite = arr[np.isfinite(arr)]
         tensor_amax = float(np.max(np.abs(finite), initial=0.0))
     ts = float(fl32(tensor_amax / NVFP4_TENSOR_DIVISOR)) if tensor_amax > 0 else 1.0
+    if ts == 0.0:   # amax / 2688 underflows float32 (amax below 2688 * 2**-150): quantised as a zero tensor
+        ts = 1.0
     bamax = block_amax(arr, rows, cols)
     special = ~np.isfinite(bamax)
     block_scale = fl32(np.where(special, 0.0, bamax) / 6.0)

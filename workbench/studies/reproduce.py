@@ -33,6 +33,7 @@ __all__ = ["NOTEBOOKS", "NEEDS", "EXPERIMENTS", "reproduce", "notebooks_dir", "k
 NOTEBOOKS: dict[str, str] = {
     "feature_table": "Khattak & Mikaitis Table II / MMA-Sim Table 4 from the presets",
     "discrepancy_table": "MMA-Sim Table 8 on every preset, bitwise disagreement, discriminating inputs",
+    "quantiser_discrepancy": "MX/NVFP4 quantisers (torchao, pychop, ml_dtypes, MMA-Sim) vs OCP on the scale suite (issue 52)",
     "non_monotonicity": "non-monotonic unnormalised sums (Fasi et al. 2021)",
     "cdna3_rounding_bias": "MMA-Sim Figure 3: CDNA3 round-down bias vs an RZ twin",
     "fig7_multiword": "Khattak & Mikaitis Figure 7: multi-word GEMM, 3x3 panels with the published data",

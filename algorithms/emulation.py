@@ -1,0 +1,264 @@
+"""One front end to the emulated GEMMs: the scheme, its unit, its count, and what it decided.
+
+:func:`emulate` runs one emulation (FP8 Ozaki-II, FP8 Ozaki-I, integer Ozaki-II and
+Ozaki-I on the INT8 unit, bf16x9/x6/x3) with its count of moduli, slices or products
+given as a number, ``"auto"`` (the scheme's automatic count after ADP,
+:mod:`algorithms.adp`; native FP64 where the largest count cannot cover the data),
+``"min"``, ``"max"`` or ``"auto-N"`` (N fewer than the automatic count), and returns an
+:class:`Emulation`: the product (it is an array: ``np.asarray(result)``) with the
+decisions that made it - the count used and the automatic one, the fallback, how many
+unit GEMMs ran and how many of them the unit did *not* sum exactly.  The sweep of
+``experiments/emulation_safety.toml``, the notebook ``emulation_safety`` and
+``workbench emulate`` call it.
+
+The automatic counts of the integer schemes are derived here with the same rule as
+:func:`algorithms.adp.capacity` (not in the ozIMMU or Ozaki-II papers):
+
+* Ozaki-I on INT8 (``slice_bits`` = 7): :func:`algorithms.adp.slices_needed`; the slices
+  are cut from a 62-bit fixed-point word, so at most 8 slices: FP64 level is out of reach
+  by this conservative rule (``"auto"`` falls back) and the fixed counts 1..8 are the map.
+* Ozaki-II on INT8: A' and B' keep ``alpha = min(62, floor(log2(M / 2K)) // 2)`` bits per
+  row/column (:func:`algorithms.ozaki`), so the count is the smallest with
+  ``alpha - 56 - span >= 0`` (at most 40 moduli), else a fallback.
+
+bf16xN (Henry et al. 2019) emulates FP32, not FP64: its count is the number of products
+(3, 6, 9) and ``"auto"`` is 9; it has no fallback.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from workbench.units import UnitSpec
+
+from . import adp
+from ._common import as_matrices
+from .bf16xn import bf16xn
+from .ozaki import INT8_UNIT, Int8Unit, _moduli, ozaki
+from .ozaki_fp8 import MAX_MODULI, auto_moduli, ozaki1_fp8, ozaki2_fp8
+
+#: method -> (what it emulates, what the count counts, smallest count, largest count)
+METHODS: dict[str, tuple[str, str, int, int]] = {
+    "ozaki2_fp8": ("fp64", "moduli", 2, MAX_MODULI),
+    "ozaki1_fp8": ("fp64", "slices", 1, 62 // 4),
+    "ozaki2_int8": ("fp64", "moduli", 2, 40),
+    "ozaki1_int8": ("fp64", "slices", 1, 62 // 7),
+    "bf16x9": ("fp32", "products", 3, 9),
+    "native": ("fp64", "none", 0, 0),
+}
+#: the unit each method runs on by default (``workbench emulate`` without ``--unit``)
+DEFAULT_UNITS: dict[str, str] = {
+    "ozaki2_fp8": "B200:fp8_e4m3:fp32",
+    "ozaki1_fp8": "B200:fp8_e4m3:fp32",
+    "ozaki2_int8": INT8_UNIT.name,
+    "ozaki1_int8": INT8_UNIT.name,
+    "bf16x9": "H100:bf16:fp32",
+    "native": "",
+}
+_INT_SLICE_BITS = 7
+_FP8_SLICE_BITS = 4
+
+
+@dataclass
+class Emulation:
+    """An emulated product and its decisions (``np.asarray(e)`` is the product)."""
+
+    D: np.ndarray
+    method: str
+    unit: str
+    target: str
+    count: int | None                     #: the count that ran (None: fallback to native FP64)
+    count_auto: int | None                #: the automatic count (None: beyond the largest)
+    count_kind: str                       #: "moduli", "slices" or "products"
+    fallback: bool = False
+    unit_gemms: int = 0
+    unit_inexact_gemms: int = 0           #: unit GEMMs whose sum was not the exact integer sum
+    unit_max_deviation: float = 0.0
+    exponent_span: int = 0                #: the data's largest exponent span (algorithms.adp)
+    warnings: list[str] = field(default_factory=list)
+    decisions: dict[str, Any] = field(default_factory=dict)
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        return np.asarray(self.D, dtype=dtype)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.D.shape)
+
+    def summary(self) -> dict[str, Any]:
+        """The decisions as plain values (a sweep row, the CLI's report)."""
+        return {"method": self.method, "unit": self.unit, "target": self.target, "count_kind": self.count_kind,
+                "count": self.count, "count_auto": self.count_auto, "fallback": self.fallback,
+                "unit_gemms": self.unit_gemms, "unit_inexact_gemms": self.unit_inexact_gemms,
+                "unit_max_deviation": self.unit_max_deviation, "exponent_span": self.exponent_span,
+                "warned": bool(self.warnings)}
+
+
+def _method(method: str) -> str:
+    if method in ("bf16x3", "bf16x6"):
+        return "bf16x9"
+    if method not in METHODS:
+        raise ValueError(f"method={method!r}: expected one of {', '.join([*METHODS, 'bf16x3', 'bf16x6'])}")
+    return method
+
+
+def auto_count(method: str, A: np.ndarray, B: np.ndarray, *, scaling: str = "accurate") -> int | None:
+    """The automatic count of ``method`` for float64 A, B (None: no count up to the largest
+    covers the data's exponent span, so ``"auto"`` falls back to native FP64)."""
+    method = _method(method)
+    A64, B64, _ = as_matrices(A, B, None)
+    lo, hi = METHODS[method][2:]
+    span = adp.exponent_span(A64, B64)
+    if method == "ozaki2_fp8":
+        return auto_moduli(A64, B64, scaling=scaling, span=span)
+    if method in ("ozaki1_fp8", "ozaki1_int8"):
+        need = adp.slices_needed(span, _FP8_SLICE_BITS if method == "ozaki1_fp8" else _INT_SLICE_BITS)
+        return need if need <= hi else None
+    if method == "ozaki2_int8":
+        K = max(A64.shape[1], 1)
+        smax = int(span.max(initial=0))
+        for n in range(lo, hi + 1):
+            bits = (math.prod(_moduli(n)) // 2 // K).bit_length() - 1
+            if min(62, bits // 2) - adp.FP64_BITS - smax >= 0:
+                return n
+        return None
+    if method == "native":
+        return 0
+    return 9
+
+
+def resolve_count(method: str, count: int | str, A: np.ndarray, B: np.ndarray, *,
+                  scaling: str = "accurate") -> tuple[int | None, int | None]:
+    """(count to run or None for the fallback, automatic count) from a count spelling:
+    an integer, ``"auto"``, ``"min"``, ``"max"`` or ``"auto-N"`` (the automatic count minus N,
+    or the largest minus N where the automatic count does not exist), clipped to the
+    method's range."""
+    method = _method(method)
+    lo, hi = METHODS[method][2:]
+    auto = auto_count(method, A, B, scaling=scaling)
+    if method == "native":
+        return 0, 0
+    if isinstance(count, (int, np.integer)) and not isinstance(count, bool):
+        n = int(count)
+        if method == "bf16x9" and n not in (3, 6, 9):
+            raise ValueError(f"count={n}: bf16xN takes 3, 6 or 9 products")
+        if not lo <= n <= hi:
+            raise ValueError(f"count={n}: {method} takes {METHODS[method][1]} {lo}..{hi}")
+        return n, auto
+    if not isinstance(count, str):
+        raise ValueError(f"count={count!r}: expected an integer, 'auto', 'min', 'max' or 'auto-N'")
+    c = count.strip().lower()
+    if c == "auto":
+        return auto, auto
+    if c == "min":
+        return lo, auto
+    if c == "max":
+        return hi, auto
+    if c.startswith("auto-") and c[5:].isdigit():
+        base = auto if auto is not None else hi
+        return max(lo, base - int(c[5:])), auto
+    if c.isdigit():
+        return resolve_count(method, int(c), A, B, scaling=scaling)
+    raise ValueError(f"count={count!r}: expected an integer, 'auto', 'min', 'max' or 'auto-N'")
+
+
+def _int8_unit(model: UnitSpec | None) -> Int8Unit:
+    if model is None or isinstance(model, Int8Unit):
+        return model or INT8_UNIT
+    from workbench import units
+
+    return Int8Unit(name=model if isinstance(model, str) else units.unit_name(units.resolve(model)))
+
+
+def emulate(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike | None = None, *,
+            model: UnitSpec | Int8Unit | None = None, method: str = "ozaki2_fp8", count: int | str = "auto",
+            scaling: str = "accurate", k_chunk: int | None = None, warn: bool = True,
+            device: str = "cpu") -> Emulation:
+    """``A B + C`` emulated by ``method`` on the unit ``model`` (module doc).
+
+    Parameters
+    ----------
+    method:
+        ``"ozaki2_fp8"`` (default), ``"ozaki1_fp8"``, ``"ozaki2_int8"``, ``"ozaki1_int8"``,
+        ``"bf16x9"`` (``"bf16x6"``, ``"bf16x3"`` are bf16x9 with that count), or ``"native"``
+        (numpy's float64 product, the baseline).
+    model:
+        The unit (any spelling :func:`workbench.units.resolve` takes); default
+        :data:`DEFAULT_UNITS` of the method (B200 fp8, the INT8 IMMA preset, H100 bf16).
+    count:
+        Moduli, slices or products: an integer, ``"auto"`` (default), ``"min"``, ``"max"``,
+        ``"auto-N"`` (:func:`resolve_count`).
+    scaling:
+        FP8 Ozaki-II's scaling mode (:func:`algorithms.ozaki2_fp8`).
+    k_chunk:
+        Largest K per unit GEMM (the schemes' default: the most the output format holds).
+    warn:
+        Re-issue the schemes' ``RuntimeWarning`` (a unit GEMM that was not exact); they are
+        recorded in :attr:`Emulation.warnings` either way.
+    """
+    if method in ("bf16x3", "bf16x6") and count == "auto":
+        count = int(method[-1])
+    method = _method(method)
+    target, kind, lo, hi = METHODS[method]
+    A64, B64, C64 = as_matrices(A, B, C)
+    if model is None or method == "native":
+        model = DEFAULT_UNITS[method] or "float64 (numpy)"
+    n, auto = resolve_count(method, count, A64, B64, scaling=scaling)
+    span = int(adp.exponent_span(A64, B64).max(initial=0))
+    dec: dict[str, Any] = {}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if method == "native":
+            D = A64 @ B64 if C64 is None else A64 @ B64 + C64
+            model = "float64 (numpy)"
+        elif n is None:                                # the automatic count does not exist: native FP64
+            D = A64 @ B64 if C64 is None else A64 @ B64 + C64
+            dec = {"fallback": True, "reason": f"no {kind} count up to {hi} covers the exponent span {span} "
+                                               "(algorithms.adp): native FP64 (float64) product returned"}
+        elif method == "ozaki2_fp8":
+            D, dec = ozaki2_fp8(A64, B64, C64, model=model, moduli=n, scaling=scaling, k_chunk=k_chunk,
+                                device=device, return_words=True)
+        elif method == "ozaki1_fp8":
+            D, dec = ozaki1_fp8(A64, B64, C64, model=model, slices=n, slice_bits=_FP8_SLICE_BITS,
+                                k_chunk=k_chunk, device=device, return_words=True)
+        elif method in ("ozaki2_int8", "ozaki1_int8"):
+            unit = _int8_unit(model)
+            model = unit.name
+            D, words = ozaki(A64, B64, C64, model=unit, scheme="II" if method == "ozaki2_int8" else "I",
+                             slices=n, slice_bits=_INT_SLICE_BITS, moduli=n, k_chunk=k_chunk, return_words=True)
+            # the INT8 unit refuses any product whose int32 sum could overflow, so every GEMM that ran was exact
+            K = A64.shape[1]
+            limit = k_chunk or (2**31 - 1) // ((2**_INT_SLICE_BITS - 1) ** 2 if method == "ozaki1_int8" else 128**2)
+            per = -(-K // limit)
+            dec = {"unit_gemms": per * (len(words["pairs"]) if "pairs" in words else len(words["moduli"])),
+                   "unit_inexact_gemms": 0}
+        else:
+            D, dec = bf16xn(A64, B64, C64, model=model, products=n, device=device, return_words=True)
+            dec = {"unit_gemms": n}
+    msgs = [str(w.message) for w in caught]
+    if warn:
+        for w in caught:
+            warnings.warn(w.message, w.category, stacklevel=2)
+    from workbench import units
+
+    unit_label = model if isinstance(model, str) else units.unit_name(units.resolve(model))
+    return Emulation(D=np.asarray(D, dtype=np.float64), method=method if method != "bf16x9" else f"bf16x{n}",
+                     unit=str(unit_label), target=target, count=None if dec.get("fallback") else n,
+                     count_auto=auto, count_kind=kind, fallback=bool(dec.get("fallback", False)),
+                     unit_gemms=int(dec.get("unit_gemms", 0)), unit_inexact_gemms=int(dec.get("unit_inexact_gemms", 0)),
+                     unit_max_deviation=float(dec.get("unit_max_deviation", 0.0)), exponent_span=span,
+                     warnings=msgs, decisions=dec)
+
+
+def emulate_task(A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None, *, model: Any = None,
+                 method: str = "ozaki2_fp8", count: int | str = "auto", scaling: str = "accurate",
+                 k_chunk: int | None = None, device: str = "cpu") -> Emulation:
+    """:func:`emulate` for a sweep task (``algorithm = "algorithms.emulation:emulate_task"``):
+    warnings are recorded in the result, not issued (the metric ``emulation`` reads them)."""
+    return emulate(A, B, C, model=model, method=method, count=count, scaling=scaling, k_chunk=k_chunk,
+                   warn=False, device=device)

@@ -262,3 +262,38 @@ def emulate_task(A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None, *, m
     warnings are recorded in the result, not issued (the metric ``emulation`` reads them)."""
     return emulate(A, B, C, model=model, method=method, count=count, scaling=scaling, k_chunk=k_chunk,
                    warn=False, device=device)
+
+
+#: "degraded" ends here: componentwise error above it is "wrong" (:func:`classify`)
+DEGRADED = 1e-8
+
+
+def classify(D: np.ndarray, exact: np.ndarray, A: np.ndarray, B: np.ndarray, *, target: str = "fp64",
+             unit_inexact_gemms: int = 0) -> dict[str, Any]:
+    """Safe / degraded / wrong for a computed product D against the exact one.
+
+    ``eta = max_ij |D - exact|_ij / (|A||B|)_ij`` is the error in units of native GEMM's
+    worst-case componentwise bound ``gamma_K |A||B|``: **safe** where ``eta <= K u``
+    (u = 2^-53 for an FP64 target, 2^-24 for FP32: as accurate as native GEMM is
+    guaranteed to be) and every unit GEMM was exact; **degraded** where ``eta <= 1e-8``
+    (FP64 target; ``2^-11`` for FP32); **wrong** above.  Also returns the forward error
+    ``max_ij |D - exact|_ij / |exact_ij|`` (0/0 counts as 0) and the thresholds."""
+    D, exact = np.asarray(D, dtype=np.float64), np.asarray(exact, dtype=np.float64)
+    A, B = np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64)
+    K = A.shape[1]
+    u = 2.0**-53 if target == "fp64" else 2.0**-24
+    degraded = DEGRADED if target == "fp64" else 2.0**-11
+    diff = np.abs(D - exact)
+    scale = np.abs(A) @ np.abs(B)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        eta_m = np.where((diff == 0) & (scale == 0), 0.0, diff / scale)
+        fwd_m = np.where(diff == 0, 0.0, diff / np.abs(exact))
+    eta = float(eta_m.max(initial=0.0))
+    fwd = float(fwd_m.max(initial=0.0))
+    if eta <= K * u and not unit_inexact_gemms:
+        cls = "safe"
+    elif eta <= degraded:
+        cls = "degraded"
+    else:
+        cls = "wrong"
+    return {"class": cls, "eta": eta, "forward_error": fwd, "safe_threshold": K * u, "degraded_threshold": degraded}

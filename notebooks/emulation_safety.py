@@ -47,7 +47,8 @@ from workbench.studies.notebook_support import Report
 rep = Report(out_dir, sweep_dir, quick=quick, workers=workers)
 spec = rep.load_experiment("emulation_safety")
 if quick:
-    # the notebook's quick set: the experiment's [quick] inputs and K for the map, a short count axis
+    # the notebook's quick set: the experiment's [quick] inputs and K for the map at the automatic
+    # count only, and a short count axis (12..15 moduli, phi = 0.5)
     q = spec.pop("quick")
     spec["grid"] = [g for g in spec["grid"] if not isinstance(g["params"], list)]
     for g in spec["grid"]:
@@ -56,9 +57,12 @@ if quick:
             g["k"] = q["k"]
         if "input" not in g:
             g["input"] = q["input"]
-        if g["params"].get("count") and not isinstance(g["params"]["count"], str) and fixed_k:
-            g["params"]["count"] = [c for c in g["params"]["count"] if c in (12, 13, 14, 15)] or ["auto"]
+        counts = g["params"].get("count")
+        if isinstance(counts, list) and fixed_k:
+            g["params"]["count"] = [c for c in counts if c in (12, 13, 14, 15)] or ["auto"]
             g["input"] = {"generator": "gemmul8", "phi": 0.5, "round_to": "none"}
+        elif isinstance(counts, list):
+            g["params"]["count"] = ["auto"]
 df = rep.run_sweep("emulation_safety", spec)
 bad = df[df["error"].notna()]
 if len(bad):

@@ -30,10 +30,14 @@
 # `max_ij |D - C|_ij / |C_ij|`.
 
 # %% tags=["parameters"]
+from typing import Optional
+
 quick: bool = True  # small sizes, about a minute on 2 cores; False: the full experiment file
 out_dir: str = "figures"  # figures (PNG, PDF) and tables (CSV, Markdown), relative to the repository root
 sweep_dir: str = "results/sweeps"  # Parquet results of the sweeps (resumable), relative to the repository root
 workers: int = 2  # local worker processes of the sweeps
+k_values: Optional[list[int]] = None  # K of the map; None: the experiment file's (quick: 1024, 4096)
+map_counts: Optional[list[str]] = None  # counts of the map; None: the file's (auto, max; quick: auto)
 
 # %%
 import json
@@ -42,7 +46,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from workbench.studies.notebook_support import Report
+from workbench.studies.notebook_support import Report, parameter_list
 
 rep = Report(out_dir, sweep_dir, quick=quick, workers=workers)
 spec = rep.load_experiment("emulation_safety")
@@ -63,6 +67,18 @@ if quick:
             g["input"] = {"generator": "gemmul8", "phi": 0.5, "round_to": "none"}
         elif isinstance(counts, list):
             g["params"]["count"] = ["auto"]
+k_values = parameter_list("k_values", k_values)
+map_counts = parameter_list("map_counts", map_counts, str)
+for g in spec["grid"]:
+    if not isinstance(g["params"], dict) or g["params"].get("count") is None:
+        continue
+    if "k" not in g or isinstance(g["k"], list):            # a map grid (the count grids fix k = 1024)
+        if k_values is not None:
+            g["k"] = list(k_values)
+        if map_counts is not None:
+            g["params"]["count"] = list(map_counts)
+if k_values is not None:
+    spec["defaults"]["k"] = list(k_values)                  # the native baseline's K too
 df = rep.run_sweep("emulation_safety", spec)
 bad = df[df["error"].notna()]
 if len(bad):

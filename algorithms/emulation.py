@@ -208,6 +208,7 @@ def emulate(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLi
     A64, B64, C64 = as_matrices(A, B, C)
     if model is None or method == "native":
         model = DEFAULT_UNITS[method] or "float64 (numpy)"
+    mdl: Any = model
     n, auto = resolve_count(method, count, A64, B64, scaling=scaling)
     span = int(adp.exponent_span(A64, B64).max(initial=0))
     dec: dict[str, Any] = {}
@@ -215,30 +216,30 @@ def emulate(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLi
         warnings.simplefilter("always")
         if method == "native":
             D = A64 @ B64 if C64 is None else A64 @ B64 + C64
-            model = "float64 (numpy)"
+            mdl = "float64 (numpy)"
         elif n is None:                                # the automatic count does not exist: native FP64
             D = A64 @ B64 if C64 is None else A64 @ B64 + C64
             dec = {"fallback": True, "reason": f"no {kind} count up to {hi} covers the exponent span {span} "
                                                "(algorithms.adp): native FP64 (float64) product returned"}
         elif method == "ozaki2_fp8":
-            D, dec = ozaki2_fp8(A64, B64, C64, model=model, moduli=n, scaling=scaling, k_chunk=k_chunk,
+            D, dec = ozaki2_fp8(A64, B64, C64, model=mdl, moduli=n, scaling=scaling, k_chunk=k_chunk,
                                 device=device, return_words=True)
         elif method == "ozaki1_fp8":
-            D, dec = ozaki1_fp8(A64, B64, C64, model=model, slices=n, slice_bits=_FP8_SLICE_BITS,
+            D, dec = ozaki1_fp8(A64, B64, C64, model=mdl, slices=n, slice_bits=_FP8_SLICE_BITS,
                                 k_chunk=k_chunk, device=device, return_words=True)
         elif method in ("ozaki2_int8", "ozaki1_int8"):
-            unit = _int8_unit(model)
-            model = unit.name
+            unit = _int8_unit(mdl)
+            mdl = unit.name
             D, words = ozaki(A64, B64, C64, model=unit, scheme="II" if method == "ozaki2_int8" else "I",
                              slices=n, slice_bits=_INT_SLICE_BITS, moduli=n, k_chunk=k_chunk, return_words=True)
             # the INT8 unit refuses any product whose int32 sum could overflow, so every GEMM that ran was exact
             K = A64.shape[1]
             limit = k_chunk or (2**31 - 1) // ((2**_INT_SLICE_BITS - 1) ** 2 if method == "ozaki1_int8" else 128**2)
             per = -(-K // limit)
-            dec = {"unit_gemms": per * (len(words["pairs"]) if "pairs" in words else len(words["moduli"])),
-                   "unit_inexact_gemms": 0}
+            issued: Any = words["pairs"] if "pairs" in words else words["moduli"]
+            dec = {"unit_gemms": per * len(issued), "unit_inexact_gemms": 0}
         else:
-            D, dec = bf16xn(A64, B64, C64, model=model, products=n, device=device, return_words=True)
+            D, dec = bf16xn(A64, B64, C64, model=mdl, products=n, device=device, return_words=True)
             dec = {"unit_gemms": n}
     msgs = [str(w.message) for w in caught]
     if warn:
@@ -246,7 +247,7 @@ def emulate(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLi
             warnings.warn(w.message, w.category, stacklevel=2)
     from workbench import units
 
-    unit_label = model if isinstance(model, str) else units.unit_name(units.resolve(model))
+    unit_label = mdl if isinstance(mdl, str) else units.unit_name(units.resolve(mdl))
     return Emulation(D=np.asarray(D, dtype=np.float64), method=method if method != "bf16x9" else f"bf16x{n}",
                      unit=str(unit_label), target=target, count=None if dec.get("fallback") else n,
                      count_auto=auto, count_kind=kind, fallback=bool(dec.get("fallback", False)),

@@ -4,6 +4,7 @@ against the exact product, what it decided and whether it is safe for these data
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from ..numbers.validation import cli_name
 
@@ -61,7 +62,7 @@ def _data(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     if kind not in INPUTS:
         raise ValueError(f"--input {args.input!r}: expected one of {', '.join(k + ':VALUE' for k in INPUTS)}")
     gen, param = INPUTS[kind]
-    kw: dict[str, float] = {}
+    kw: dict[str, Any] = {}
     if param is not None:
         if not value:
             raise ValueError(f"--input {kind}: give a value, e.g. {kind}:{ {'phi': 0.5, 'condition': 1e8}.get(kind, 8)}")

@@ -44,7 +44,7 @@ class Int8Unit:
 
     Backed by the catalogue's integer preset ``name`` (default: NVIDIA IMMA
     ``ampere/mma.m16n8k32/s8->s32``, kind ``int-mma``, wrapping int32 accumulator;
-    :attr:`preset`): :meth:`gemm` runs it through :func:`workbench.gemm` after refusing
+    ``preset``): ``gemm`` runs it through :func:`workbench.gemm` after refusing
     any product whose int32 sum could overflow, so the result is the exact one."""
 
     name: str = "ampere/mma.m16n8k32/s8->s32"

@@ -33,5 +33,5 @@ def test_emulate_refuses_bad_arguments(capsys):
     assert main(["emulate", "--input", "weird:1"]) == 2
     assert "expected one of" in capsys.readouterr().err
     assert main(["emulate", "--a", "x.npy"]) == 2
-    assert main(["emulate", "--method", "ozaki2_fp8", "--unit", "H100:fp16:fp32", "--k", "32"]) == 0
+    assert main(["emulate", "--method", "ozaki2_fp8", "--unit", "H100:fp8_e5m2:fp32", "--k", "32"]) == 0
     assert "skipped" in capsys.readouterr().out

@@ -167,6 +167,25 @@ def _moduli(count: int) -> list[int]:
     return out
 
 
+def auto_slices(A: np.ndarray, B: np.ndarray, *, slice_bits: int = 7, span: np.ndarray | None = None) -> int | None:
+    """Scheme I's automatic count (``slices="auto"``) for float64 A, B: the fewest
+    ``slice_bits``-bit slices that keep FP64 accuracy for the exponent span of every dot
+    product (:func:`algorithms.adp.slices_needed`), or None where more than
+    :data:`MAX_SLICES` would be needed (:func:`ozaki` then falls back to native FP64)."""
+    need = adp.slices_needed(adp.exponent_span(A, B) if span is None else span, slice_bits)
+    return need if need <= MAX_SLICES else None
+
+
+def auto_moduli(A: np.ndarray, B: np.ndarray, *, max_moduli: int = MAX_MODULI,
+                span: np.ndarray | None = None) -> int | None:
+    """Scheme II's automatic count (``moduli="auto"``) for float64 A, B: the fewest moduli
+    (2..``max_moduli``) whose integer matrices keep FP64 accuracy for every dot product's
+    exponent span (:func:`algorithms.adp.capacity`), or None where none does."""
+    span = adp.exponent_span(A, B) if span is None else span
+    return next((n for n in range(2, max_moduli + 1)
+                 if adp.capacity(*_crt_bits(A.shape[1], _moduli(n)), span) >= 0), None)
+
+
 def _crt_bits(K: int, moduli: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """Scheme II: the bits alpha (rows of A) and beta (columns of B) the integer matrices
     keep so that exact CRT recovery holds, 2^(alpha + beta) K <= M/2 with M the product of
@@ -280,18 +299,17 @@ def ozaki(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike
         span = adp.exponent_span(A64, B64)
         decided["exponent_span"] = int(span.max(initial=0))
         if scheme == "I":
-            slices = adp.slices_needed(span, slice_bits)
-            reason = (f"the exponent span {decided['exponent_span']} needs {slices} slices of {slice_bits} bits, "
-                      f"more than {MAX_SLICES}: native FP64 (float64) product returned")
+            chosen = auto_slices(A64, B64, slice_bits=slice_bits, span=span)
+            reason = (f"the exponent span {decided['exponent_span']} needs "
+                      f"{adp.slices_needed(span, slice_bits)} slices of {slice_bits} bits, more than {MAX_SLICES}")
         else:
-            moduli = next((n for n in range(2, max_moduli + 1)
-                           if adp.capacity(*_crt_bits(K, _moduli(n)), span) >= 0), 0)
-            reason = (f"the exponent span {decided['exponent_span']} exceeds the capacity of {max_moduli} moduli: "
-                      "native FP64 (float64) product returned")
-        if (scheme == "I" and isinstance(slices, int) and slices > MAX_SLICES) or (scheme == "II" and not moduli):
-            decided.update({"fallback": True, "reason": reason})
+            chosen = auto_moduli(A64, B64, max_moduli=max_moduli, span=span)
+            reason = f"the exponent span {decided['exponent_span']} exceeds the capacity of {max_moduli} moduli"
+        if chosen is None:
+            decided.update({"fallback": True, "reason": reason + ": native FP64 (float64) product returned"})
             D = A64 @ B64 if C64 is None else A64 @ B64 + C64
             return (D, decided) if return_words else D
+        slices, moduli = (chosen, moduli) if scheme == "I" else (slices, chosen)
     if scheme == "I":
         decided["slices"] = slices
     else:

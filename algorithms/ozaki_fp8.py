@@ -256,6 +256,23 @@ def _crt_check(Ai: np.ndarray, Bi: np.ndarray, P: int) -> tuple[bool, float]:
     return worst <= (P - 1) // 2, worst
 
 
+def auto_moduli(A: np.ndarray, B: np.ndarray, *, scaling: str = "accurate", max_moduli: int = MAX_MODULI,
+                span: np.ndarray | None = None) -> int | None:
+    """The count ``moduli="auto"`` chooses for float64 A, B: the smallest number of moduli
+    (2..``max_moduli``) whose exponent span capacity (:mod:`algorithms.adp`) covers every
+    dot product's span, or None where none does (:func:`ozaki2_fp8` then falls back to
+    native FP64)."""
+    if span is None:
+        span = adp.exponent_span(A, B)
+    eA = _exponents(A, axis=1)
+    eB = _exponents(B, axis=0)
+    for n in range(2, max_moduli + 1):
+        s, t = _shifts(A, B, _modulus_product(FP8_MODULI[:n]), scaling)
+        if adp.capacity(s + eA, t + eB, span) >= 0:
+            return n
+    return None
+
+
 def ozaki2_fp8(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike | None = None, *,
                model: UnitSpec, moduli: int | str = DEFAULT_MODULI, scaling: str = "accurate",
                k_chunk: int | None = None, check_unit: bool = True, on_unguaranteed: str = "raise",
@@ -323,12 +340,7 @@ def ozaki2_fp8(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.Arra
         span = adp.exponent_span(A64, B64)
         eA = _exponents(A64, axis=1)
         eB = _exponents(B64, axis=0)
-        chosen = None
-        for n in range(2, max_moduli + 1):
-            s, t = _shifts(A64, B64, _modulus_product(FP8_MODULI[:n]), scaling)
-            if adp.capacity(s + eA, t + eB, span) >= 0:
-                chosen = n
-                break
+        chosen = auto_moduli(A64, B64, scaling=scaling, max_moduli=max_moduli, span=span)
         dec.update({"exponent_span": int(span.max(initial=0)), "auto": True})
         if chosen is None:
             s, t = _shifts(A64, B64, _modulus_product(FP8_MODULI[:max_moduli]), scaling)

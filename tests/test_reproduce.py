@@ -33,6 +33,9 @@ EXPECTED_FILES = {
     "markidis_vs_ootomo": ["markidis_vs_ootomo.png", "markidis_vs_ootomo.pdf", "markidis_vs_ootomo.csv"],
     "explore": ["explore.png", "explore.pdf", "explore.csv"],
     "solvers_ir": ["solvers_ir.png", "solvers_ir.pdf", "solvers_ir.csv", "solvers_ir.md"],
+    "emulation_safety": ["emulation_safety.png", "emulation_safety.pdf", "emulation_safety.csv",
+                         "emulation_safety_summary.csv", "emulation_safety_summary.md",
+                         "emulation_safety_gemmul8.csv"],
 }
 
 # MMA-Sim (Xie et al. 2025) Table 4 as published: (architecture, input, output) -> (L_max, F, rho)
@@ -194,3 +197,15 @@ def test_quick_runs_default_to_an_ignored_folder():
     if kept.returncode == 128:
         pytest.skip("not a git checkout")
     assert ignored.returncode == 0 and kept.returncode == 1
+
+
+@pytest.mark.slow
+def test_emulation_safety_quick_run_finds_the_hopper_break(tmp_path):
+    """The study's quick set (about 1.5 min): its files, and the finding - FP8 Ozaki-II is wrong
+    on H100 wgmma at K = 4096 and safe on B200, H100 mma.sync and MI300X."""
+    reproduce(quick=True, only="emulation_safety", figures_dir="figures", log=False, out=tmp_path)
+    _check_files(tmp_path / "figures", EXPECTED_FILES["emulation_safety"])
+    s = pd.read_csv(tmp_path / "figures" / "emulation_safety_summary.csv").set_index("pair")
+    assert s.loc["FP8 Ozaki-II / H100 wgmma", "wrong"] > 0
+    for unit in ("B200", "H100 mma.sync", "MI300X", "exact FP8"):
+        assert s.loc[f"FP8 Ozaki-II / {unit}", "wrong"] == 0 and s.loc[f"FP8 Ozaki-II / {unit}", "degraded"] == 0

@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "sweep": "sweep",
     "probe": "probe",
     "discriminate": "discriminate",
+    "emulate": "emulate",
     "reproduce": "reproduce",
     "experiments": "experiments",
     "notebooks": "notebooks",

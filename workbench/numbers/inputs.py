@@ -24,10 +24,16 @@ Distributions (name in :data:`GENERATORS` -> function):
 ``random_bits``     uniformly random bit patterns of a format, so normal numbers of
                     every binade, subnormals, zeros, infinities and NaNs all occur
                     (Xie et al. 2025, Section 3.1.4, input type (3)).
+``gemmul8``         GEMMul8's test matrices (RIKEN-RCCS/GEMMul8, ``testing/make_matrix.hpp``):
+                    N(0, 1) for ``phi < 0``, else ``(U(0, 1) - 0.5) exp(phi N(0, 1))``; the
+                    exponent span of the entries grows with ``phi``.
 
 Pairs of operands whose products must relate to each other come from
 :func:`adversarial` (dot products with a prescribed large condition number
 ``sum|a_l b_l| / |sum a_l b_l|``, Xie et al. 2025, Section 3.1.4, input type (2)) and
+:func:`inner_scaling` (A's columns scaled by 2^e_l and B's rows by 2^-e_l: entries spread
+over many decades while every product stays O(1), the inputs that row-wise scaled splittings
+such as the Ozaki schemes find hardest), and
 :func:`matrices` builds the A, B (and C) of a GEMM from any generator.
 
 Test matrices for linear solvers (square, float64): :func:`randsvd` (prescribed
@@ -181,6 +187,38 @@ def random_bits(shape: Shape, seed: Seed, *, fmt: str | _formats.FloatFormat = "
             x[bad] = _formats.from_bits(bits, f)
             bad = ~np.isfinite(x)
     return np.asarray(x, dtype=np.float64).reshape(shape)
+
+
+def gemmul8(shape: Shape, seed: Seed, *, phi: float = 0.5,
+            fmt: str | _formats.FloatFormat | None = None) -> np.ndarray:
+    """GEMMul8's test matrices (RIKEN-RCCS/GEMMul8, ``testing/make_matrix.hpp``, as read):
+    N(0, 1) entries for ``phi < 0``, else ``(U(0, 1) - 0.5) * exp(phi * N(0, 1))``, so the
+    entries' magnitudes spread over about ``phi * 4 / ln 10`` decades.  The authors'
+    accuracy tables (GEMMul8_numerical_results) use phi = -1, 0, 0.5, 1, 2, 4."""
+    rng = _rng(seed)
+    if phi < 0:
+        return _finish(rng.standard_normal(shape), fmt)
+    x = (rng.random(shape) - 0.5) * np.exp(phi * rng.standard_normal(shape))
+    return _finish(x, fmt)
+
+
+def inner_scaling(m: int, k: int, n: int, seed: Seed, *, decades: float = 8.0,
+                  fmt: str | _formats.FloatFormat | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """A = G diag(2^e), B = diag(2^-e) H with G, H ~ N(0, 1) and integer e_l spread
+    uniformly over ``decades`` decades: the entries of a row of A (column of B) span
+    about 10^decades while every product ``a_il b_lj`` stays O(1).  Row-wise scaled
+    splittings (Ozaki schemes I and II, ozIMMU, GEMMul8) scale a row by its largest entry,
+    so the small entries - whose products matter as much - lose their bits: the
+    exponent span of :mod:`algorithms.adp` is about ``decades * log2(10)``.  The scalings
+    are powers of two (exact)."""
+    if not decades >= 0:
+        raise ValueError(f"decades={decades!r}: expected a non-negative number")
+    rng = _rng(seed)
+    half = decades * np.log2(10.0) / 2
+    e = np.round(rng.uniform(-half, half, size=k)).astype(np.int64)
+    G = rng.standard_normal((m, k))
+    H = rng.standard_normal((k, n))
+    return _finish(np.ldexp(G, e[None, :]), fmt), _finish(np.ldexp(H, -e[:, None]), fmt)
 
 
 def adversarial(m: int, k: int, n: int, seed: Seed, *, condition: float = 1e8,
@@ -352,6 +390,7 @@ def linear_system(m: int, k: int, n: int, seed: Seed, *, kappa: float, mode: int
 PAIR_GENERATORS: dict[str, Callable[..., tuple[np.ndarray, np.ndarray]]] = {
     "adversarial": adversarial,
     "linear_system": linear_system,
+    "inner_scaling": inner_scaling,
 }
 
 
@@ -363,6 +402,7 @@ GENERATORS: dict[str, Callable[..., np.ndarray]] = {
     "exponent_range": exponent_range,
     "dnn_like": dnn_like,
     "random_bits": random_bits,
+    "gemmul8": gemmul8,
 }
 
 

@@ -42,6 +42,7 @@ NOTEBOOKS: dict[str, str] = {
     "solvers_ir": "LU-IR and GMRES-IR with the LU on matrix-unit models, kappa 1e0..1e12 (issue 18)",
     "deepseek_fp8_gemm": "DeepSeek-V3's fp8 GEMM error vs K on Hopper wgmma, chained and promoted, and Blackwell",
     "torch_training": "an MLP trained on digits with every GEMM on MI250X/A100/H100 units (workbench.torch)",
+    "emulation_safety": "where each FP64 emulation (FP8/INT8 Ozaki-I/-II) is safe, per unit; GEMMul8's B200 table",
     "charlm_recipes": "case study C: a char transformer in bf16, MXFP8, NVFP4 (+SR, +RHT) on a simulated B200",
 }
 
@@ -57,6 +58,7 @@ EXPERIMENTS: dict[str, tuple[str, ...]] = {
     "cdna3_rounding_bias": ("cdna3_rounding_bias",),
     "fig7_multiword": ("fig7_multiword",),
     "markidis_vs_ootomo": ("markidis_vs_ootomo",),
+    "emulation_safety": ("emulation_safety",),
 }
 
 KERNEL_NAME = "workbench-python"

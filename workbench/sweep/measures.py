@@ -139,6 +139,40 @@ def multiword_bound(ctx: Context) -> float:
     return 2 * u + n * U + 4 * n * n * fmin / theta + 4 * n * n * Fmin / theta ** 2
 
 
+def componentwise_error(ctx: Context) -> float:
+    """``max_ij |D - Dref|_ij / (|A| |B| + |C|)_ij`` (0/0 counts as 0): the error in the units of
+    native FP64 GEMM's worst-case componentwise bound ``gamma_K (|A||B| + |C|)``, so that
+    ``<= K 2^-53`` is "as accurate as DGEMM is guaranteed to be" whatever the conditioning."""
+    ref = ctx.ref()
+    scale = np.abs(ctx.A) @ np.abs(ctx.B)
+    if ctx.C is not None:
+        scale = scale + np.abs(ctx.C)
+    diff = np.abs(ctx.D - ref)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = diff / scale
+    r[(diff == 0) & (scale == 0)] = 0.0
+    return float(np.max(r)) if r.size else 0.0
+
+
+def emulation(ctx: Context) -> dict[str, Any]:
+    """What an emulated GEMM decided (``algorithm = "algorithms.emulation:emulate_task"``):
+    columns ``.count .count_auto .fallback .unit_gemms .unit_inexact_gemms
+    .unit_max_deviation .exponent_span .warned`` (count and count_auto -1 where None)."""
+    res = ctx.result
+    if not hasattr(res, "summary") or not hasattr(res, "unit_inexact_gemms"):
+        raise ValueError("this metric needs an emulation result (algorithm = 'algorithms.emulation:emulate_task')")
+    s = dict(res.summary())
+    out: dict[str, Any] = {}
+    for k in ("count", "count_auto"):
+        out[k] = -1 if s[k] is None else int(s[k])
+    for k in ("fallback", "warned"):
+        out[k] = float(bool(s[k]))
+    for k in ("unit_gemms", "unit_inexact_gemms", "exponent_span"):
+        out[k] = int(s[k])
+    out["unit_max_deviation"] = float(s["unit_max_deviation"])
+    return out
+
+
 def _solver_result(ctx: Context) -> Any:
     res = ctx.result
     if not all(hasattr(res, a) for a in ("iterations", "status", "forward_errors", "backward_errors")):
@@ -181,6 +215,8 @@ METRICS: dict[str, Callable[[Context], Any]] = {
     "nonfinite": nonfinite,
     "output_digest": output_digest,
     "multiword_bound": multiword_bound,
+    "componentwise_error": componentwise_error,
+    "emulation": emulation,
     "solver": solver,
     "solver_forward_errors": solver_forward_errors,
     "solver_backward_errors": solver_backward_errors,

@@ -166,6 +166,9 @@ def test_bad_toml_file(tmp_path):
     # 13 kappa x 2 solvers x (7 fp16 + 6 bf16 presets + 2 idealised) + 3 kappa x 10 custom units;
     # the custom units' kappa 5e3 is the 14th input
     ("solvers_ir", 420, 14, 420),
+    # every emulation x unit pair (12 pairs and native FP64) at its automatic and largest count on
+    # 21 inputs x K = 1024, 4096, 16384, plus the count axis on GEMMul8's matrices at K = 1024
+    ("emulation_safety", 2252, 84, 584),
 ])
 def test_shipped_experiments_expand(name, tasks, inputs_, quick):
     exp = sweep.parse(EXPERIMENTS / f"{name}.toml")
@@ -178,7 +181,7 @@ def test_shipped_experiments_expand(name, tasks, inputs_, quick):
 def test_every_shipped_experiment_is_tested():
     shipped = {Path(f).stem for f in glob.glob(str(EXPERIMENTS / "*.toml"))}
     assert shipped == {"smoke", "fig7_multiword", "markidis_vs_ootomo", "cdna3_rounding_bias", "preset_discrepancy",
-                       "solvers_ir"}
+                       "solvers_ir", "emulation_safety"}
 
 
 def test_fig7_grid_matches_the_published_files():

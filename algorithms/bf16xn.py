@@ -58,7 +58,7 @@ def bf16xn(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLik
         ``"sequential"`` (default: one product over all of K after another, smallest
         words' products first: (j, k) sorted by decreasing j + k) or ``"interleaved"``.
     input_rounding, device:
-        Passed to the unit's :func:`workbench.gemm` calls (:mod:`algorithms`, "Unit
+        Passed to the unit's :func:`workbench.gemm` calls (``algorithms``, "Unit
         calls"): ``None`` (default), ``"rz"``, ``"rne"``, ``"rna"``; ``"cpu"`` (default)
         or ``"cuda"``.
     return_words:

@@ -57,7 +57,7 @@ def cutlass_xtf32(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.A
         ``"interleaved"`` (default: all products of a k-tile, then the next tile, as
         the CUTLASS warp MMA does) or ``"sequential"``.
     input_rounding, device:
-        Passed to the unit's :func:`workbench.gemm` calls (:mod:`algorithms`, "Unit
+        Passed to the unit's :func:`workbench.gemm` calls (``algorithms``, "Unit
         calls"): ``None`` (default), ``"rz"``, ``"rne"``, ``"rna"``; ``"cpu"`` (default)
         or ``"cuda"``.
     return_words:

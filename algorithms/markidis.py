@@ -63,7 +63,7 @@ def markidis(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayL
         another sharing the accumulator) or ``"interleaved"`` (per K-block of
         ``model.L``, all products in turn), see :func:`algorithms._common.chain`.
     input_rounding, device:
-        Passed to the unit's :func:`workbench.gemm` calls (:mod:`algorithms`, "Unit
+        Passed to the unit's :func:`workbench.gemm` calls (``algorithms``, "Unit
         calls"): ``None`` (default), ``"rz"``, ``"rne"``, ``"rna"``; ``"cpu"`` (default)
         or ``"cuda"``.
     return_words:

@@ -84,7 +84,7 @@ def ootomo_yokota(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.A
         chain: ``"interleaved"`` (default, both per k-tile as the paper's fused
         kernel does) or ``"sequential"``.
     input_rounding, device:
-        Passed to the unit's :func:`workbench.gemm` calls (:mod:`algorithms`, "Unit
+        Passed to the unit's :func:`workbench.gemm` calls (``algorithms``, "Unit
         calls"): ``None`` (default), ``"rz"``, ``"rne"``, ``"rna"``; ``"cpu"`` (default)
         or ``"cuda"``.
     return_words:

@@ -170,7 +170,7 @@ def _moduli(count: int) -> list[int]:
 def auto_slices(A: np.ndarray, B: np.ndarray, *, slice_bits: int = 7, span: np.ndarray | None = None) -> int | None:
     """Scheme I's automatic count (``slices="auto"``) for float64 A, B: the fewest
     ``slice_bits``-bit slices that keep FP64 accuracy for the exponent span of every dot
-    product (:func:`algorithms.adp.slices_needed`), or None where more than
+    product (``algorithms.adp.slices_needed``), or None where more than
     :data:`MAX_SLICES` would be needed (:func:`ozaki` then falls back to native FP64)."""
     need = adp.slices_needed(adp.exponent_span(A, B) if span is None else span, slice_bits)
     return need if need <= MAX_SLICES else None
@@ -180,7 +180,7 @@ def auto_moduli(A: np.ndarray, B: np.ndarray, *, max_moduli: int = MAX_MODULI,
                 span: np.ndarray | None = None) -> int | None:
     """Scheme II's automatic count (``moduli="auto"``) for float64 A, B: the fewest moduli
     (2..``max_moduli``) whose integer matrices keep FP64 accuracy for every dot product's
-    exponent span (:func:`algorithms.adp.capacity`), or None where none does."""
+    exponent span (``algorithms.adp.capacity``), or None where none does."""
     span = adp.exponent_span(A, B) if span is None else span
     return next((n for n in range(2, max_moduli + 1)
                  if adp.capacity(*_crt_bits(A.shape[1], _moduli(n)), span) >= 0), None)
@@ -189,7 +189,7 @@ def auto_moduli(A: np.ndarray, B: np.ndarray, *, max_moduli: int = MAX_MODULI,
 def _crt_bits(K: int, moduli: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """Scheme II: the bits alpha (rows of A) and beta (columns of B) the integer matrices
     keep so that exact CRT recovery holds, 2^(alpha + beta) K <= M/2 with M the product of
-    the moduli (as 1-element arrays, :func:`algorithms.adp.capacity`'s form)."""
+    the moduli (as 1-element arrays, ``algorithms.adp.capacity``'s form)."""
     bits = (math.prod(moduli) // 2 // max(K, 1)).bit_length() - 1
     return np.array([bits // 2]), np.array([bits - bits // 2])
 
@@ -245,7 +245,7 @@ def ozaki(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike
         Scheme I: number of slices per operand (default 8) and magnitude bits per
         slice (default 7: int8 without -128, as ozIMMU); at most :data:`MAX_SLICES`
         slices.  ``slices="auto"``: the fewest slices that keep FP64 accuracy for the
-        inputs' exponent span (:func:`algorithms.adp.slices_needed`, after ADP, Schwarz
+        inputs' exponent span (``algorithms.adp.slices_needed``, after ADP, Schwarz
         et al., arXiv:2511.13778); where :data:`MAX_SLICES` cannot, the product falls
         back to native FP64 (float64), and the words say so.
     products:
@@ -256,7 +256,7 @@ def ozaki(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike
         Scheme II: number of moduli (default 14, pairwise coprime, <= 256; at most
         :data:`MAX_MODULI`).  The integer matrices get as many bits as exact CRT recovery
         allows: 2^(alpha + beta) K < M / 2 with M the product of the moduli.  ``moduli="auto"``: the fewest moduli whose bits cover the inputs'
-        exponent span at FP64 accuracy (:func:`algorithms.adp.capacity`), up to
+        exponent span at FP64 accuracy (``algorithms.adp.capacity``), up to
         ``max_moduli``, else a reported fallback to native FP64.
     k_chunk:
         Largest K per call of the unit; default the largest that cannot overflow

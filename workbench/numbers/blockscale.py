@@ -121,7 +121,7 @@ def expand_blocks(s: np.ndarray, rows: int, cols: int, shape: tuple[int, ...]) -
 
 def scale_exponents(amax: np.ndarray, fmt: _formats.FloatFormat, recipe: str) -> np.ndarray:
     """Power-of-two exponents e of the scales 2**e for block maxima ``amax``, as the
-    PyTorch wrapper's scalings choose them (:data:`workbench.torch.SCALINGS`).
+    PyTorch wrapper's scalings choose them (``workbench.torch.SCALINGS``).
 
     ``recipe="mx"``: OCP MX v1.0 Section 6.3, ``floor(log2(amax)) - emax`` (0 for an
     all-zero block; :func:`mx_scale_exponents` with ``rule="floor"`` is the same rule with

@@ -128,6 +128,17 @@ def to_device(x: np.ndarray) -> Any:
     return cuda_module().to_device(np.ascontiguousarray(x))
 
 
+def launch_per_output(kernel: Any, ops: Operands, acc: np.ndarray, *args: Any) -> np.ndarray:
+    """``kernel(A, BT, acc, *args)`` with one GPU thread per output (the launch shape of
+    :mod:`workbench.engine.cuda_kernels`) on the operands' A and B^T, and ``acc`` back from
+    the device: the launch of the operations whose kernel runs one chain per output."""
+    ck = kernels_module()
+    assert ops.A is not None and ops.BT is not None
+    d_acc = cuda_module().to_device(acc)
+    kernel[ck.blocks(acc.size), ck.THREADS](to_device(ops.A), to_device(ops.BT), d_acc, *args)
+    return np.asarray(d_acc.copy_to_host())
+
+
 def gpu_kinds() -> tuple[str, ...]:
     """The registered kinds the CUDA kernels compute (operations with
     :attr:`~workbench.engine.model.Operation.has_cuda_kernel`)."""
@@ -165,4 +176,4 @@ def run_prepared(model: "Model", ops: Operands, C: np.ndarray, *, accumulation: 
 
 
 __all__ = ["DEVICES", "gpu_kinds", "GPUUnavailableError", "check_device", "check_supported", "cuda_module",
-           "gpu_available", "run_prepared", "runner"]
+           "gpu_available", "launch_per_output", "run_prepared", "runner"]

@@ -167,15 +167,10 @@ class IntMMA(Operation):
         from ... import gpu as _gpu
 
         self.check_run(accumulation, promote_every, scale_a, scale_b)
-        ck = _gpu.kernels_module()
-        cuda = _gpu.cuda_module()
+        _gpu.cuda_module()          # a GPU or the simulator, before the kernel module imports numba.cuda
         from .cuda import int_kernel
 
-        assert ops.A is not None and ops.BT is not None
-        d_acc = cuda.to_device(acc)
-        int_kernel[ck.blocks(acc.size), ck.THREADS](_gpu.to_device(ops.A), _gpu.to_device(ops.BT), d_acc, model.L,
-                                                    self._code(model))
-        return np.asarray(d_acc.copy_to_host())
+        return _gpu.launch_per_output(int_kernel, ops, acc, model.L, self._code(model))
 
     def dots(self, model: "Model", a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
         """Batched dot products on the row kernel (:func:`workbench.engine.core.dots`;

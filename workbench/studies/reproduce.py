@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..sweep import pool as _pool
 from ..sweep import resources as _resources
 
 __all__ = ["NOTEBOOKS", "NEEDS", "EXPERIMENTS", "reproduce", "notebooks_dir", "kernel_environment",
@@ -213,47 +214,38 @@ def reproduce(quick: bool = True, only: str | Sequence[str] | None = None, resul
             print(f"compiled {compiled} kernels in {seconds:.0f} s (cached for the next runs)", file=sys.stderr,
                   flush=True)
     written: list[Path] = []
-    with tempfile.TemporaryDirectory(prefix="workbench-kernel-") as tmp:
-        env = kernel_environment(Path(tmp))
-        saved = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)
-        try:
-            for number, name in enumerate(names, 1):
-                absent = [m for m in NEEDS.get(name, ()) if importlib.util.find_spec(m) is None]
-                if absent:
-                    print(f"[{number}/{len(names)}] {name}: skipped: needs {', '.join(absent)} (pip install "
-                          "torch==2.13.0, then pip install -e '.[torch]')", flush=True)
-                    continue
-                src = nb_dir / f"{name}.ipynb"
-                if not src.exists():
-                    raise FileNotFoundError(f"{src} not found (make it from its paired script: "
-                                            f"jupytext --sync notebooks/{name}.py)")
-                dst = results / "notebooks" / f"{name}.ipynb"
-                params = {"quick": bool(quick), "out_dir": str(figures), "sweep_dir": str(results / "sweeps"),
-                          "workers": int(workers), **(parameters or {})}
-                before = {p: p.stat().st_mtime_ns for p in figures.iterdir() if p.is_file()}
-                label = f"[{number}/{len(names)}] {name}"
+    with tempfile.TemporaryDirectory(prefix="workbench-kernel-") as tmp, \
+            _pool.environment(kernel_environment(Path(tmp))):
+        for number, name in enumerate(names, 1):
+            absent = [m for m in NEEDS.get(name, ()) if importlib.util.find_spec(m) is None]
+            if absent:
+                print(f"[{number}/{len(names)}] {name}: skipped: needs {', '.join(absent)} (pip install "
+                      "torch==2.13.0, then pip install -e '.[torch]')", flush=True)
+                continue
+            src = nb_dir / f"{name}.ipynb"
+            if not src.exists():
+                raise FileNotFoundError(f"{src} not found (make it from its paired script: "
+                                        f"jupytext --sync notebooks/{name}.py)")
+            dst = results / "notebooks" / f"{name}.ipynb"
+            params = {"quick": bool(quick), "out_dir": str(figures), "sweep_dir": str(results / "sweeps"),
+                      "workers": int(workers), **(parameters or {})}
+            before = {p: p.stat().st_mtime_ns for p in figures.iterdir() if p.is_file()}
+            label = f"[{number}/{len(names)}] {name}"
+            if log:
+                print(f"{label}: {NOTEBOOKS[name]}", file=sys.stderr, flush=True)
+            watch = _SweepProgress(results / "sweeps", label)
+            if log:
+                watch.start()
+            t0 = time.time()
+            try:
+                pm.execute_notebook(str(src), str(dst), parameters=params, kernel_name=KERNEL_NAME,
+                                    cwd=str(base), progress_bar=False, report_mode=False)
+            finally:
                 if log:
-                    print(f"{label}: {NOTEBOOKS[name]}", file=sys.stderr, flush=True)
-                watch = _SweepProgress(results / "sweeps", label)
-                if log:
-                    watch.start()
-                t0 = time.time()
-                try:
-                    pm.execute_notebook(str(src), str(dst), parameters=params, kernel_name=KERNEL_NAME,
-                                        cwd=str(base), progress_bar=False, report_mode=False)
-                finally:
-                    if log:
-                        watch.stop()
-                if log:
-                    print(f"{label}: done in {time.time() - t0:.1f} s", file=sys.stderr, flush=True)
-                written.append(dst)
-                written += sorted(p for p in figures.iterdir()
-                                  if p.is_file() and before.get(p) != p.stat().st_mtime_ns)
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+                    watch.stop()
+            if log:
+                print(f"{label}: done in {time.time() - t0:.1f} s", file=sys.stderr, flush=True)
+            written.append(dst)
+            written += sorted(p for p in figures.iterdir()
+                              if p.is_file() and before.get(p) != p.stat().st_mtime_ns)
     return written

@@ -220,3 +220,12 @@ def test_smt_proves_equivalence_and_rejects_unsupported():
     with pytest.raises(ValueError, match="kind='fma'"):
         discriminate(wb.preset("A100", "fp64", "fp64"), wb.preset("H100", "fp64", "fp64").with_params(L=2),
                      backend="smt")
+
+
+def test_integer_units_are_refused_with_the_reason():
+    """The search draws floating-point inputs: an integer unit (kind int-mma) is refused by
+    name, and the table lists such pairs as unsupported instead of failing."""
+    with pytest.raises(ValueError, match="integer unit"):
+        discriminate("A100:s8:s32", "A100:s8:s32:satfinite")
+    rows = discrimination_table(["A100:s8:s32", "A100:s8:s32:satfinite"], budget=100, progress=False)
+    assert len(rows) == 1 and rows[0]["status"].startswith("unsupported: ") and "integer unit" in rows[0]["status"]

@@ -360,6 +360,10 @@ def _check_models(ma: Model, mb: Model) -> None:
         if m.operation.scaled:
             raise ValueError(f"{name}: kind={m.kind!r} needs block scale factors; discriminate supports "
                              f"unscaled models (pass the scaled arithmetic as a custom t-fdpa model)")
+        if m.operation.integer:
+            raise ValueError(f"{name}: kind={m.kind!r} is an integer unit; the search draws floating-point "
+                             "inputs. Integer units differ only in overflow (wrap or saturate, and where a "
+                             "saturating unit clamps): products near 2^31 through workbench.gemm tell them apart")
 
 
 def discriminate_outcome(model_a: UnitSpec, model_b: UnitSpec, *, K: int | None = None,

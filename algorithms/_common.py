@@ -40,16 +40,22 @@ def as_matrices(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.Arr
     return A64, B64, C64
 
 
-def check_model(model: object, algorithm: str) -> Model:
+def resolve_unit(model: object, algorithm: str) -> Model:
     """The unit ``model`` names (:func:`workbench.units.resolve`: a Model, a catalogue
-    name, ``DEVICE:IN:OUT[:INSTRUCTION[:VARIANT]]`` or a unit file), which must write
-    binary32 (the algorithms accumulate in binary32)."""
+    name, ``DEVICE:IN:OUT[:INSTRUCTION[:VARIANT]]`` or a unit file); a ValueError naming
+    ``algorithm`` otherwise."""
     try:
-        model = units.resolve(model)  # type: ignore[arg-type]
+        return units.resolve(model)  # type: ignore[arg-type]
     except TypeError:
         raise ValueError(f"{algorithm}: model={model!r}: expected {units.FORMS}; got {type(model).__name__}") from None
     except ValueError as exc:
         raise ValueError(f"{algorithm}: {exc}") from None
+
+
+def check_model(model: object, algorithm: str) -> Model:
+    """The unit ``model`` names (:func:`resolve_unit`), which must write binary32 (the
+    algorithms accumulate in binary32)."""
+    model = resolve_unit(model, algorithm)
     if formats.format(model.out_format).name != "fp32":
         raise ValueError(f"{algorithm}: the algorithm accumulates in binary32 but the preset's output format is "
                          f"{model.out_format}; choose the preset with out_format='fp32'")

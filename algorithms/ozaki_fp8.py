@@ -74,7 +74,7 @@ from workbench.engine.model import Model
 from workbench.units import UnitSpec
 
 from . import adp
-from ._common import as_matrices, unit_gemm
+from ._common import as_matrices, resolve_unit, unit_gemm
 from .ozaki import _exponents, _slices
 
 #: GEMMul8's FP8 moduli (table.hpp), in order; the first six are squares.
@@ -101,12 +101,7 @@ def _check_unit(model: UnitSpec, algorithm: str, digit_max: int) -> tuple[Model,
     """The resolved unit and the largest K per call for which its output format holds the
     exact sums (``K digit_max^2 <= 2^p``); ValueError where the unit's formats do not fit."""
     from workbench import units
-    try:
-        m = units.resolve(model)  # type: ignore[arg-type]
-    except TypeError:
-        raise ValueError(f"{algorithm}: model={model!r}: expected {units.FORMS}; got {type(model).__name__}") from None
-    except ValueError as exc:
-        raise ValueError(f"{algorithm}: {exc}") from None
+    m = resolve_unit(model, algorithm)
     fin = formats.format(m.in_format)
     fout = formats.format(m.out_format)
     if not fin.signed or fin.p < 4 or fin.max < digit_max:

@@ -294,7 +294,7 @@ def ozaki(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike
     if not (isinstance(k_chunk, int) and 1 <= k_chunk <= limit):
         raise ValueError(f"k_chunk={k_chunk!r}: expected 1..{limit} (int32 accumulator without overflow)")
     decided: dict[str, object] = {"unit": unit.name or unit.preset.describe(), "scheme": scheme, "k_chunk": k_chunk,
-                                  "auto": "auto" in (slices if scheme == "I" else moduli,), "fallback": False}
+                                  "auto": (slices if scheme == "I" else moduli) == "auto", "fallback": False}
     if decided["auto"]:
         span = adp.exponent_span(A64, B64)
         decided["exponent_span"] = int(span.max(initial=0))

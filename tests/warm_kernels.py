@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 
 # the checkout's own package, as the tests import it (pytest's pythonpath = ["."]), not whichever
-# one an editable install points to: numba keys its cache by the source file's path
+# one an editable install points to (the compiled code is shared by content either way:
+# workbench/_runtime/compile_cache.py)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402

@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from ._version import __version__ as __version__  # set in workbench/_version.py only
 
-from ._runtime import cpu_target
+from ._runtime import compile_cache, cpu_target
 
 cpu_target.configure()     # before numba loads (formats imports it): 512-bit vectors where the CPU has them
+compile_cache.install()    # before any kernel is defined: compiled code keyed by content, not path
 
 from .numbers.formats import (  # noqa: E402
     ROUNDING_MODES,

@@ -1,7 +1,7 @@
 """Compile once, in one process, before the workers start.
 
 The engine's kernels are compiled by numba on first use and cached on disk
-(``__pycache__`` or ``NUMBA_CACHE_DIR``).  On a fresh installation every worker of a
+(keyed by the sources' content: :mod:`workbench._runtime.compile_cache`).  On a fresh installation every worker of a
 sweep would compile the same kernels at the same time, each slower for sharing the
 CPUs with the others, while the progress bar stood still.  So a sweep first runs, in
 the submitting process, the cheapest task of each *kernel group* (tasks that call the

@@ -1,5 +1,5 @@
 """A real Dask cluster (issue 41, item 4): ``dask scheduler`` and two ``dask worker``
-processes on loopback, ``workbench sweep EXPERIMENT --scheduler tcp://127.0.0.1:PORT``
+processes on loopback, ``workbench sweep EXPERIMENT --scheduler cluster.json`` (the scheduler file, on a free port)
 as a user runs it (the README's cluster how-to is the same commands), one worker
 killed with SIGKILL in the middle of a task.
 
@@ -59,20 +59,27 @@ TASKS = 12
 def _readme_commands() -> list[list[str]]:
     """The README's cluster how-to: the ``sh`` block that starts ``dask scheduler``."""
     block = next(b for b in re.findall(r"```sh\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
-                 if b.startswith("dask scheduler"))
+                 if "\ndask scheduler" in b)
     lines = [shlex.split(line, comments=True) for line in block.splitlines() if line.strip()]
     return [words[:-1] if words[-1] == "&" else words for words in lines]    # "&": run in the background
 
 
-README_ADDRESS = "tcp://127.0.0.1:8786"
+README_FILE = "cluster.json"
 
 
 def test_readme_cluster_how_to_is_what_the_test_runs():
-    scheduler, worker, worker2, sweep_line, stop = _readme_commands()
-    assert scheduler[:2] == ["dask", "scheduler"] and worker[:3] == ["dask", "worker", README_ADDRESS]
-    assert worker2 == worker and sweep_line[:2] == ["workbench", "sweep"] and stop[0] == "kill"
-    assert sweep_line[sweep_line.index("--scheduler") + 1] == README_ADDRESS
-    assert scheduler[scheduler.index("--port") + 1] == "8786"
+    clean, scheduler, worker, worker2, sweep_line, stop, wait = _readme_commands()
+    assert clean == ["rm", "-f", README_FILE]
+    assert scheduler[:2] == ["dask", "scheduler"] and worker[:2] == ["dask", "worker"] and worker2 == worker
+    for command in (scheduler, worker):
+        assert command[command.index("--scheduler-file") + 1] == README_FILE
+    assert scheduler[scheduler.index("--port") + 1] == "0"        # a free port, written into the file
+    assert sweep_line[:2] == ["workbench", "sweep"]
+    assert sweep_line[sweep_line.index("--scheduler") + 1] == README_FILE
+    # the cluster stopped through its scheduler (a SIGTERM to a worker without a nanny may leave it
+    # running, holding the shell's output open), then the shell waits for its processes
+    assert stop[:2] == ["python", "-c"] and f"scheduler_file={README_FILE!r}" in stop[2] and "shutdown()" in stop[2]
+    assert wait == ["wait"]
 
 
 def _env(log: Path) -> dict[str, str]:
@@ -126,18 +133,17 @@ def test_sweep_on_a_real_cluster_survives_a_killed_worker(tmp_path):
                 pass
 
     try:
-        info = tmp_path / "scheduler.json"
-        scheduler, worker, _, sweep_line, _ = _readme_commands()     # the README's how-to, with a free port
-        port = scheduler.index("--port") + 1
-        start(*scheduler[1:port], "0", *scheduler[port + 1:], "--scheduler-file", str(info))
+        info = tmp_path / README_FILE
+        _, scheduler, worker, _, sweep_line, stop, _ = _readme_commands()     # the README's how-to, in tmp_path
+        start(*scheduler[1:])
         address = _wait(lambda: info.exists() and json.loads(info.read_text() or "{}").get("address"), 60,
                         "the scheduler's address")
         assert address.startswith("tcp://127.0.0.1:")
-        workers = [start(*[address if a == README_ADDRESS else a for a in worker[1:]]) for _ in range(2)]
+        workers = [start(*worker[1:]) for _ in range(2)]
         _wait(lambda: _count_workers(address) == 2, 90, "two workers to register")
         remember_children()
         # the README's experiment (sweep_line[2]) replaced by this test's own
-        args = [str(exp), *(address if a == README_ADDRESS else a for a in sweep_line[3:])]
+        args = [str(exp), *sweep_line[3:]]
         cli = subprocess.Popen([sys.executable, "-m", "workbench", "sweep", *args, "--out", str(out),
                                 "--no-progress"], env=env, cwd=tmp_path,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -154,6 +160,9 @@ def test_sweep_on_a_real_cluster_survives_a_killed_worker(tmp_path):
         assert cli.returncode == 0, stderr
         assert f"cluster: {TASKS} tasks stored in {out}, 0 with errors" in stdout
         assert workers[0].wait(timeout=10) == -signal.SIGKILL
+        # the README's stop line: the scheduler and the surviving worker exit by themselves
+        subprocess.run([sys.executable, *stop[1:]], env=env, cwd=tmp_path, check=True, timeout=60)
+        assert started[0].wait(timeout=30) == 0 and workers[1].wait(timeout=30) is not None
     finally:
         remember_children()
         for p in reversed(started):

@@ -25,3 +25,44 @@ def test_local_cluster_matches_serial(tmp_path, monkeypatch):
     serial = sweep.run(raw, out=tmp_path / "serial", workers=1, progress=False)
     assert len(on_dask) == 12 and on_dask["error"].notna().sum() == 4
     pd.testing.assert_frame_equal(_comparable(on_dask), _comparable(serial))
+
+
+def test_scheduler_file_and_a_cluster_without_workers(tmp_path, monkeypatch, capsys):
+    """A scheduler file names the scheduler; with no worker the tasks wait, the sweep says so
+    once on stderr, and the first worker to join runs them."""
+    import json
+    import threading
+
+    from workbench.sweep import runner
+
+    monkeypatch.setattr(runner, "NO_WORKER_NOTICE", 0.4)
+    raw = sweep_helpers.experiment()
+    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None) as cluster:
+        info = tmp_path / "cluster.json"
+        info.write_text(json.dumps({"address": cluster.scheduler_address}))
+        result = {}
+        thread = threading.Thread(target=lambda: result.update(
+            df=sweep.run(raw, out=tmp_path / "dask", scheduler=str(info), progress=False)))
+        thread.start()
+        deadline = 60
+        while "no Dask worker" not in capsys.readouterr().err and deadline > 0:
+            thread.join(0.1)
+            deadline -= 0.1
+        assert deadline > 0, "no notice of the missing worker"
+        assert thread.is_alive()                 # waiting, not failed
+        cluster.scale(1)
+        thread.join(120)
+    assert not thread.is_alive() and len(result["df"]) == 2 * 2 * 2     # shifts x ks x seeds
+    assert result["df"]["error"].isna().all()
+
+
+def test_scheduler_file_never_written_or_not_a_file(tmp_path, monkeypatch):
+    from workbench.sweep import runner
+
+    monkeypatch.setattr(runner, "SCHEDULER_FILE_WAIT", 0.3)
+    missing = tmp_path / "cluster.json"
+    with pytest.raises(ConnectionError, match="no Dask scheduler wrote an address into the scheduler file"):
+        sweep.run(sweep_helpers.experiment(), out=tmp_path / "out", scheduler=str(missing), progress=False,
+                  scheduler_timeout=0.1)
+    with pytest.raises(ValueError, match="neither an address such as 'tcp://host:8786' nor a scheduler file"):
+        sweep.run(sweep_helpers.experiment(), out=tmp_path / "out", scheduler="somewhere:8786", progress=False)

@@ -22,7 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="compute threads of each worker (default: CPUs // workers; workers x N may not "
                              "exceed the CPUs)")
     parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                        help="dask.distributed scheduler address, e.g. tcp://host:8786 (runs on that cluster)")
+                        help="dask.distributed scheduler address, e.g. tcp://host:8786, or the scheduler file that "
+                             "'dask scheduler --scheduler-file FILE' writes (runs on that cluster)")
     parser.add_argument("--quick", action="store_true", help="apply the file's [quick] overrides (small grid)")
     parser.add_argument("--retry-errors", action="store_true", help="re-run stored tasks that recorded an error")
     parser.add_argument("--no-progress", action="store_true", help="do not show the progress bar")

@@ -21,6 +21,7 @@ resumes from its stored rows.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import json
 import math
 import sys
 import time
@@ -35,6 +36,12 @@ from . import spec as _spec
 from . import store as _store
 from . import tasks as _tasks
 from . import warmup as _warmup
+
+#: Seconds without any worker on a Dask scheduler after which a sweep says so on stderr.
+NO_WORKER_NOTICE = 60.0
+
+#: Seconds a sweep waits at least for a scheduler file to hold an address (the scheduler starting).
+SCHEDULER_FILE_WAIT = 60.0
 
 #: How many times a job whose worker died (or whose result was lost on the way) is run again;
 #: after that its task is stored as an error row that says so.
@@ -73,36 +80,90 @@ class _SerialExecutor:
 
 
 class _DaskExecutor:
-    """``dask.distributed``: a Client for a scheduler address (or a given Client)."""
+    """``dask.distributed``: a Client for a scheduler address, a scheduler file or a given Client."""
 
     def __init__(self, scheduler: Any, timeout: float) -> None:
         from dask import distributed
 
         self._distributed = distributed
+        self._no_worker_since: float | None = None
+        self._told = False
         if isinstance(scheduler, distributed.Client):
             self.client, self._own = scheduler, False
+            self.address = str(scheduler.scheduler.address) if scheduler.scheduler else repr(scheduler)
             return
-        if not isinstance(scheduler, str):
-            raise TypeError(f"scheduler={scheduler!r} must be an address such as 'tcp://host:8786' "
+        if not isinstance(scheduler, (str, Path)):
+            raise TypeError(f"scheduler={scheduler!r} must be an address such as 'tcp://host:8786', "
+                            "a scheduler file written by 'dask scheduler --scheduler-file FILE', "
                             "or a dask.distributed.Client")
+        self.address = _scheduler_address(scheduler, timeout)
         try:
-            self.client, self._own = distributed.Client(scheduler, timeout=timeout), True
+            self.client, self._own = distributed.Client(self.address, timeout=timeout), True
         except ValueError as exc:  # a malformed address
             raise ValueError(f"scheduler={scheduler!r}: {exc}") from None
         except Exception as exc:  # noqa: BLE001 - nothing answered, or not a Dask scheduler (any garbage)
-            raise ConnectionError(f"no Dask scheduler answered at {scheduler!r} within {timeout:g} s "
+            raise ConnectionError(f"no Dask scheduler answered at {self.address!r} within {timeout:g} s "
                                   f"({type(exc).__name__}: {exc})") from None
 
     def submit(self, fn: Any, *args: Any, priority: float = 0.0) -> Any:
         return self.client.submit(fn, *args, pure=False, priority=priority)
 
     def wait_any(self, futures: set) -> set:
-        done, _ = self._distributed.wait(list(futures), return_when="FIRST_COMPLETED")
-        return set(done)
+        """The futures done, once one is; says once on stderr when the cluster has had no
+        worker for :data:`NO_WORKER_NOTICE` seconds (the tasks wait for one: workers may
+        join late, as from a batch queue)."""
+        while True:
+            try:
+                done, _ = self._distributed.wait(list(futures), timeout=NO_WORKER_NOTICE / 4,
+                                                 return_when="FIRST_COMPLETED")
+            except TimeoutError:
+                self._check_workers()
+                continue
+            self._no_worker_since = None
+            return set(done)
+
+    def _check_workers(self) -> None:
+        if self._told or self.client.scheduler_info().get("workers"):
+            self._no_worker_since = None
+            return
+        now = time.monotonic()
+        self._no_worker_since = self._no_worker_since or now
+        if now - self._no_worker_since >= NO_WORKER_NOTICE:
+            print(f"workbench sweep: no Dask worker has been connected to the scheduler at {self.address} for "
+                  f"{NO_WORKER_NOTICE:g} s; the tasks wait for one (start it with: dask worker {self.address}); "
+                  "Ctrl-C stops the sweep and keeps every finished result", file=sys.stderr, flush=True)
+            self._told = True
 
     def shutdown(self) -> None:
         if self._own:
             self.client.close()
+
+
+def _scheduler_address(scheduler: str | Path, timeout: float) -> str:
+    """The address ``scheduler`` names: itself when it has a protocol (``tcp://...``), else the
+    ``address`` of the scheduler file it names (``dask scheduler --scheduler-file FILE``: no
+    fixed port that another program on the machine may hold), waited for up to ``timeout``
+    seconds while the scheduler starts."""
+    text = str(scheduler)
+    if "://" in text:
+        return text
+    path = Path(text)
+    if path.suffix != ".json" and not path.is_file():
+        raise ValueError(f"scheduler={text!r} is neither an address such as 'tcp://host:8786' nor a scheduler "
+                         "file (a .json file written by 'dask scheduler --scheduler-file FILE')")
+    end = time.monotonic() + max(timeout, SCHEDULER_FILE_WAIT)
+    while True:
+        try:
+            address = json.loads(path.read_text()).get("address")
+        except (OSError, ValueError, AttributeError):
+            address = None
+        if isinstance(address, str) and address:
+            return address
+        if time.monotonic() > end:
+            raise ConnectionError(f"no Dask scheduler wrote an address into the scheduler file {text!r} within "
+                                  f"{max(timeout, SCHEDULER_FILE_WAIT):g} s (start one with: dask scheduler "
+                                  f"--scheduler-file {text})")
+        time.sleep(0.1)
 
 
 def _progress(total: int, enabled: bool, desc: str) -> Any:
@@ -135,10 +196,13 @@ def run(path_or_dict: str | Path | Mapping[str, Any], out: str | Path | None = N
         Local worker processes (default: CPU count); ``1`` runs in this process.
         Ignored when ``scheduler`` is given.
     scheduler:
-        A ``dask.distributed`` scheduler address (``"tcp://host:8786"``) or Client;
-        tasks then run on that cluster.
+        A ``dask.distributed`` scheduler address (``"tcp://host:8786"``), a scheduler file
+        (the JSON file ``dask scheduler --scheduler-file FILE`` writes, read for the address;
+        no fixed port) or a Client; tasks then run on that cluster.  While it has no worker
+        the tasks wait (a notice on stderr after :data:`NO_WORKER_NOTICE` seconds).
     scheduler_timeout:
-        Seconds to wait for the scheduler to answer; past them a ConnectionError
+        Seconds to wait for the scheduler to answer (a scheduler file: at least
+        :data:`SCHEDULER_FILE_WAIT` for it to be written); past them a ConnectionError
         naming the address is raised (nothing runs).
     quick:
         Apply the file's ``[quick]`` overrides (a small version of the grid).

@@ -24,7 +24,11 @@ numba cache, and where its time goes:
   start, after the warm-up) is printed beside it, and where its compile time went: every
   numba compilation of the run is logged (``tests/compile_log.py``) and summed by process
   (warm-up halves, xdist workers), by function, and for the signatures that more than one
-  process compiled.  ``--cold-only`` times just this step.
+  process compiled.  ``--cold-only`` times just this step;
+* (b) second clone: the whole command again in a second fresh clone at another path, on the
+  cache the cold run filled (the compiled code is keyed by the sources' content,
+  ``workbench/_runtime/compile_cache.py``: nothing of the package should compile), with its
+  compile log.  ``--no-second-clone`` leaves it out.
 
 Results and figures go to temporary folders, so the working tree is not touched.  Prints
 min/median/max over the repetitions and the load average before and after: the targets
@@ -50,6 +54,10 @@ COMPILE = ("from workbench.sweep.warmup import KERNEL_TOUR, compile_experiments;
            "KERNEL_TOUR], quick=True, progress=False); print(n, 'compilations')")
 
 
+def _mmm(values: list[float]) -> str:
+    return "/".join(f"{v:.2f}" for v in (min(values), statistics.median(values), max(values)))
+
+
 def _timed(cmd: list[str], env: dict[str, str], cwd: Path = ROOT) -> float:
     t0 = time.perf_counter()
     done = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -66,9 +74,11 @@ def main() -> None:
     ap.add_argument("--compile-only", action="store_true", help="time only the first compile")
     ap.add_argument("--tests", action="store_true", help="time README (b), the test suite, instead of (a)")
     ap.add_argument("--cold-only", action="store_true", help="with --tests: only the whole cold command")
+    ap.add_argument("--no-second-clone", action="store_true",
+                    help="with --tests: not the second clone on the filled cache")
     args = ap.parse_args()
     if args.tests:
-        return tests_cold(args.repeat, parts=not args.cold_only)
+        return tests_cold(args.repeat, parts=not args.cold_only, second=not args.no_second_clone)
     workbench = str(Path(sys.executable).parent / "workbench")
     times: dict[str, list[float]] = {"first compile": []} if args.compile_only else {
         "first compile": [], "(a) cold": [], "(a) warm": []}
@@ -96,12 +106,28 @@ def main() -> None:
         print(f"{label:<16}{min(values):9.1f}{statistics.median(values):10.1f}{max(values):9.1f}  {targets[label]}")
 
 
-def tests_cold(repeat: int, parts: bool = True) -> None:
+def _pytest(clone: Path, env: dict[str, str], times: dict[str, list[float]], label: str) -> None:
+    """README (b) in ``clone``: its wall time under ``label``, pytest's own under ``label + ' pytest says'``."""
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q"], cwd=clone, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    times[label].append(time.perf_counter() - t0)
+    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    said = re.search(r" in ([0-9.]+)s", summary)
+    times[label + " pytest says"].append(float(said[1]) if said else float("nan"))
+    print(f"{label}: {summary}", flush=True)
+    if done.returncode != 0:
+        print(done.stdout[-3000:])
+
+
+def tests_cold(repeat: int, parts: bool = True, second: bool = True) -> None:
     """README (b) on a fresh clone with an empty numba cache, and its parts (module docstring)."""
     sys.path.insert(0, str(ROOT / "tests"))
     from compile_log import ENV, summarise
 
-    times: dict[str, list[float]] = {"(b) cold": [], "(b) pytest says": []}
+    times: dict[str, list[float]] = {"(b) cold": [], "(b) cold pytest says": []}
+    if second:
+        times.update({"(b) second clone": [], "(b) second clone pytest says": []})
     if parts:
         times = {"(b) warm-up": [], "(b) collect": [], **times}
     load_before = os.getloadavg()
@@ -120,25 +146,25 @@ def tests_cold(repeat: int, parts: bool = True) -> None:
                                                    dict(env, WORKBENCH_TEST_WARMUP="0"), cwd=clone))
             env["NUMBA_CACHE_DIR"] = str(Path(tmp) / "numba-cache-b")
             env[ENV] = str(Path(tmp) / "compile-log")
-            t0 = time.perf_counter()
-            done = subprocess.run([sys.executable, "-m", "pytest", "-q"], cwd=clone, env=env,
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            times["(b) cold"].append(time.perf_counter() - t0)
-            summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
-            said = re.search(r" in ([0-9.]+)s", summary)
-            times["(b) pytest says"].append(float(said[1]) if said else float("nan"))
-            print(f"(b): {summary}", flush=True)
+            _pytest(clone, env, times, "(b) cold")
             print(summarise(Path(env[ENV])), flush=True)
-            if done.returncode != 0:
-                print(done.stdout[-3000:])
+            if second:
+                clone2 = Path(tmp) / "elsewhere" / "clone-2"
+                subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone2)], check=True)
+                env[ENV] = str(Path(tmp) / "compile-log-2")
+                _pytest(clone2, env, times, "(b) second clone")
+                print(summarise(Path(env[ENV])), flush=True)
     load_after = os.getloadavg()
     print(f"README (b) cold on {os.cpu_count()} CPUs, {repeat} repetition(s); load average (1, 5, 15 min) before "
           f"{load_before[0]:.1f} {load_before[1]:.1f} {load_before[2]:.1f}, after {load_after[0]:.1f} "
           f"{load_after[1]:.1f} {load_after[2]:.1f}")
-    print(f"{'step':<16}{'min s':>9}{'median s':>10}{'max s':>9}  target (idle 2-core machine)")
+    print(f"{'step':<30}{'min s':>9}{'median s':>10}{'max s':>9}  target (idle 2-core machine)")
     for label, values in times.items():
         target = "< 360 s" if label == "(b) cold" else ""
-        print(f"{label:<16}{min(values):9.1f}{statistics.median(values):10.1f}{max(values):9.1f}  {target}")
+        print(f"{label:<30}{min(values):9.1f}{statistics.median(values):10.1f}{max(values):9.1f}  {target}")
+    if second:
+        ratio = [b / a for a, b in zip(times["(b) cold"], times["(b) second clone"])]
+        print(f"second clone / cold, same run: {_mmm(ratio)}")
 
 
 if __name__ == "__main__":

@@ -75,7 +75,12 @@ def cache_root(env: os._Environ[str] | dict[str, str] = os.environ) -> Path | No
         return None
     if chosen:
         return Path(chosen)
-    base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    base = env.get("XDG_CACHE_HOME")
+    if not base:
+        try:
+            base = str(Path.home() / ".cache")
+        except (KeyError, RuntimeError):     # no home folder to be found: numba's own locators
+            return None
     return Path(base) / "workbench"
 
 

@@ -49,6 +49,7 @@ __all__ = [
     "register_format",
     "format_table",
     "round",
+    "rounding_counts",
     "to_bits",
     "from_bits",
     "is_representable",
@@ -906,6 +907,45 @@ def _check_domain(flat: np.ndarray, fmt: FloatFormat, saturate: bool) -> None:
         if bad.any():
             i = _first(bad)
             raise ValueError(f"x[{i}] = {float(flat[i])!r}: {fmt.name} has no zero")
+
+
+# ------------------------------------------------------------ what a rounding did
+@numba.njit(cache=True)
+def _rounding_counts_kernel(x, q, min_normal, largest):
+    changed = underflowed = subnormal = overflowed = saturated = 0
+    for i in range(x.size):
+        v, r = x[i], q[i]
+        nan = v != v
+        finite = not nan and abs(v) != np.inf
+        if r != v and not nan:
+            changed += 1
+        if r == 0 and v != 0 and not nan:
+            underflowed += 1
+        if r != 0 and abs(r) < min_normal:
+            subnormal += 1
+        if finite and (r != r or abs(r) == np.inf):
+            overflowed += 1
+        if finite and abs(v) > largest:
+            saturated += 1
+    return changed, underflowed, subnormal, overflowed, saturated
+
+
+def rounding_counts(x: np.typing.ArrayLike, q: np.typing.ArrayLike,
+                    fmt: str | FloatFormat) -> tuple[int, int, int, int, int]:
+    """What rounding ``x`` to ``q = round(x, fmt, ...)`` did, counted in one compiled pass over
+    both arrays (the quantisation statistics of :mod:`workbench.torch`'s records):
+    ``(changed, underflowed, subnormal, overflowed, saturated)`` = how many values changed
+    (NaN inputs are not counted), how many nonzero values became zero, how many results are
+    nonzero and below ``fmt``'s smallest normal, how many finite values became Inf or NaN,
+    and how many finite values lay beyond ``fmt``'s largest finite value (whether the
+    rounding saturated them or overflowed)."""
+    f = format(fmt)
+    xs = np.asarray(x, dtype=np.float64).reshape(-1)
+    qs = np.asarray(q, dtype=np.float64).reshape(-1)
+    if xs.shape != qs.shape:
+        raise ValueError(f"x has {xs.size} values and q {qs.size}: q must be x rounded, value for value")
+    counts = _rounding_counts_kernel(xs, qs, f.min_normal, f.max)
+    return tuple(int(c) for c in counts)  # type: ignore[return-value]
 
 
 # ------------------------------------------------------------ representability

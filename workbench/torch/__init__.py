@@ -461,12 +461,12 @@ class _Tally:
     scale_max: float = -math.inf
 
     def count(self, scaled: np.ndarray, q: np.ndarray, fmt: _formats.FloatFormat) -> None:
-        finite = np.isfinite(scaled)
-        self.changed += int(np.count_nonzero(q != scaled) - np.count_nonzero(np.isnan(scaled)))
-        self.underflowed += int(np.count_nonzero((q == 0) & (scaled != 0) & ~np.isnan(scaled)))
-        self.subnormal += int(np.count_nonzero((q != 0) & (np.abs(q) < fmt.min_normal)))
-        self.overflowed += int(np.count_nonzero(finite & ~np.isfinite(q)))
-        self.saturated += int(np.count_nonzero(finite & (np.abs(scaled) > fmt.max)))
+        changed, underflowed, subnormal, overflowed, saturated = _formats.rounding_counts(scaled, q, fmt)
+        self.changed += changed
+        self.underflowed += underflowed
+        self.subnormal += subnormal
+        self.overflowed += overflowed
+        self.saturated += saturated
 
     def scales(self, s: np.ndarray) -> None:
         s = s[np.isfinite(s) & (s > 0)]

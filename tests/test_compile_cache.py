@@ -133,3 +133,61 @@ def test_prune_removes_only_other_digests_unused_for_the_keep_days(tmp_path: Pat
 ])
 def test_cache_root_follows_the_environment(env: dict[str, str], expected: Path | None) -> None:
     assert compile_cache.cache_root(env) == expected
+
+
+def test_compile_notice_says_it_once_and_only_when_something_compiles() -> None:
+    import io
+
+    import numba
+
+    @numba.njit
+    def fresh(x):       # defined here: compiled on its first call, never cached
+        return x + 1
+
+    said = io.StringIO()
+    with compile_cache.compile_notice(said):
+        fresh(1)
+        fresh(2.0)      # a second signature: compiled too, not said again
+    assert said.getvalue().count("\n") == 1 and "compiling kernels for their first use (fresh first" in said.getvalue()
+    quiet = io.StringIO()
+    with compile_cache.compile_notice(quiet):
+        fresh(3)        # compiled already
+    assert quiet.getvalue() == ""
+
+
+def _cli(tmp_path: Path, terminal: bool) -> str:
+    """``workbench explain`` on an empty cache, its stderr a terminal or a pipe; stderr's text."""
+    import pty
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_CACHE")}
+    env.update(WORKBENCH_CACHE_DIR=str(tmp_path / ("tty" if terminal else "pipe")), PYTHONPATH=str(ROOT))
+    command = [sys.executable, "-m", "workbench", "explain", "--device", "V100", "--a", "1,0x1p-24", "--b", "1,1",
+               "--c", "0"]
+    if not terminal:
+        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done.stderr
+    main, follower = pty.openpty()
+    try:
+        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=follower, env=env)
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(main, 4096)
+            except OSError:         # the terminal closed with the process
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        assert proc.wait(timeout=300) == 0
+    finally:
+        os.close(main)
+    return b"".join(chunks).decode()
+
+
+def test_the_command_line_says_it_compiles_on_a_terminal_only(tmp_path: Path) -> None:
+    on_terminal = _cli(tmp_path, terminal=True)
+    assert "workbench: compiling kernels for their first use" in on_terminal
+    assert str(tmp_path / "tty" / compile_cache.source_digest()) in on_terminal.replace("\r\n", "").replace("\n", "")
+    assert "compiling kernels" not in _cli(tmp_path, terminal=False)

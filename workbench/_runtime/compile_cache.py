@@ -36,12 +36,16 @@ removed when a process first uses its own (the current one's time stamp is renew
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
 import shutil
+import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, TextIO
 
 #: The package folder whose compiled layers are keyed.
 PACKAGE = Path(__file__).resolve().parents[1]
@@ -165,6 +169,75 @@ def prune(root: Path, keep: str, days: float = KEEP_DAYS) -> list[Path]:
     return removed
 
 
+class CompileWatch:
+    """Context manager counting numba compilations (not cache loads) of functions outside
+    numba itself (numba's own overloads compiled along the way are not counted) while it is open.
+
+    ``on_compile(name)`` (optional) is called as each compilation starts, with the compiled
+    function's name.  Nested compilations are counted too: compiling a kernel compiles every
+    jitted function it calls, so one task can start many.
+    """
+
+    def __init__(self, on_compile: Callable[[str], None] | None = None) -> None:
+        self.compiled = 0
+        self._on_compile = on_compile
+        self._listener: Any = None
+
+    def __enter__(self) -> CompileWatch:
+        from numba.core import event
+
+        watch = self
+
+        class _Listener(event.Listener):
+            def on_start(self, ev: Any) -> None:
+                func = getattr(ev.data.get("dispatcher"), "py_func", None)
+                if getattr(func, "__module__", "").startswith("numba."):
+                    return
+                watch.compiled += 1
+                if watch._on_compile is not None:
+                    watch._on_compile(getattr(func, "__name__", "?"))
+
+            def on_end(self, ev: Any) -> None:
+                pass
+
+        self._listener = _Listener()
+        event.register("numba:compile", self._listener)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        from numba.core import event
+
+        event.unregister("numba:compile", self._listener)
+
+
+def cache_folder() -> Path | None:
+    """Where this package's compiled kernels are kept (``<root>/<digest>``), or None where the
+    content-keyed cache is off."""
+    root = cache_root()
+    return None if root is None else root / source_digest()
+
+
+@contextlib.contextmanager
+def compile_notice(stream: TextIO | None = None) -> Iterator[None]:
+    """While open, say once on ``stream`` (default stderr) when numba starts compiling a
+    kernel of the package or the user's: the pause that follows is a first run's, once per
+    machine and version.  The command line opens it for commands without a progress bar of
+    their own, when stderr is a terminal."""
+    out = stream if stream is not None else sys.stderr
+    told: list[str] = []
+
+    def tell(name: str) -> None:
+        if not told:
+            told.append(name)
+            folder = cache_folder()
+            where = str(folder) if folder is not None else "numba's cache"
+            print(f"workbench: compiling kernels for their first use ({name} first; kept in {where}, "
+                  "later runs load them)...", file=out, flush=True)
+
+    with CompileWatch(on_compile=tell):
+        yield
+
+
 def install() -> bool:
     """Put the content-keyed locator first among numba's (once per process); returns whether
     it is in place.  Changes nothing where the locator is off (:func:`cache_root`) or numba's
@@ -189,5 +262,5 @@ def install() -> bool:
     return True
 
 
-__all__ = ["PACKAGE", "COMPILED_FOLDERS", "KEEP_DAYS", "source_digest", "cache_root", "make_locator", "prune",
-           "install"]
+__all__ = ["PACKAGE", "COMPILED_FOLDERS", "KEEP_DAYS", "source_digest", "cache_root", "cache_folder", "make_locator",
+           "prune", "CompileWatch", "compile_notice", "install"]

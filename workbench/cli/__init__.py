@@ -2,7 +2,9 @@
 
 Thin by design: each command parses its arguments, calls the library and prints.  A
 command module provides ``HELP``, ``add_arguments(parser)`` and ``run_command(args)``
-and keeps its heavy imports inside ``run_command``, so building the parser stays cheap;
+(and ``SHOWS_COMPILING = True`` where its own progress bar says when kernels compile;
+otherwise one line on a terminal's stderr does) and keeps its heavy imports inside
+``run_command``, so building the parser stays cheap;
 :data:`COMMANDS` lists them in the order ``workbench --help`` shows.
 """
 
@@ -44,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
         module = importlib.import_module(f"{__name__}.{module_name}")
         p = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.add_arguments(p)
-        p.set_defaults(_run=module.run_command)
+        p.set_defaults(_run=module.run_command, _shows_compiling=getattr(module, "SHOWS_COMPILING", False))
     return parser
 
 
@@ -74,7 +76,12 @@ def _run(argv: Sequence[str] | None) -> int:
         parser.print_help()
         return 0
     try:
-        return args._run(args)
+        if args._shows_compiling or not sys.stderr.isatty():
+            return args._run(args)
+        from .._runtime.compile_cache import compile_notice
+
+        with compile_notice():      # a first run's pause explained, for a person at a terminal
+            return args._run(args)
     except BrokenPipeError:   # a ConnectionError, but not the command's: main() ends quietly
         raise
     except (ValueError, TypeError, FileNotFoundError, ConnectionError, MemoryError) as exc:

@@ -9,6 +9,7 @@ import argparse
 from ..numbers.validation import cli_positive_int
 
 HELP = "regenerate the papers' figures and tables (executes the notebooks with papermill)"
+SHOWS_COMPILING = True     # its progress bar says "compiling kernels (first run only)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -9,6 +9,7 @@ import sys
 from ..numbers.validation import cli_positive_int
 
 HELP = "run a parameter sweep from an experiment file (parallel, resumable, Dask-ready)"
+SHOWS_COMPILING = True     # its progress bar says "compiling kernels (first run only)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -20,10 +20,11 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._runtime.compile_cache import CompileWatch
 from . import spec as _spec
 from . import tasks as _tasks
 
@@ -35,47 +36,6 @@ COMPILING = "compiling kernels (first run only)"
 NO_ETA = "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]"
 #: Task keys that decide which kernels a task calls and with which argument types.
 _KERNEL_KEYS = ("algorithm", "params", "preset", "instruction", "variant", "model", "in_format", "out_format")
-
-
-class CompileWatch:
-    """Context manager counting numba compilations (not cache loads) of functions outside
-    numba itself (numba's own overloads compiled along the way are not counted) while it is open.
-
-    ``on_compile(name)`` (optional) is called as each compilation starts, with the compiled
-    function's name.  Nested compilations are counted too: compiling a kernel compiles every
-    jitted function it calls, so one task can start many.
-    """
-
-    def __init__(self, on_compile: Callable[[str], None] | None = None) -> None:
-        self.compiled = 0
-        self._on_compile = on_compile
-        self._listener: Any = None
-
-    def __enter__(self) -> CompileWatch:
-        from numba.core import event
-
-        watch = self
-
-        class _Listener(event.Listener):
-            def on_start(self, ev: Any) -> None:
-                func = getattr(ev.data.get("dispatcher"), "py_func", None)
-                if getattr(func, "__module__", "").startswith("numba."):
-                    return
-                watch.compiled += 1
-                if watch._on_compile is not None:
-                    watch._on_compile(getattr(func, "__name__", "?"))
-
-            def on_end(self, ev: Any) -> None:
-                pass
-
-        self._listener = _Listener()
-        event.register("numba:compile", self._listener)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        from numba.core import event
-
-        event.unregister("numba:compile", self._listener)
 
 
 class CompilingBar:

@@ -56,7 +56,9 @@ def test_scheduler_file_and_a_cluster_without_workers(tmp_path, monkeypatch, cap
     assert result["df"]["error"].isna().all()
 
 
-def test_scheduler_file_never_written_or_not_a_file(tmp_path, monkeypatch):
+def test_scheduler_file_never_written_and_an_address_without_protocol(tmp_path, monkeypatch):
+    import socket
+
     from workbench.sweep import runner
 
     monkeypatch.setattr(runner, "SCHEDULER_FILE_WAIT", 0.3)
@@ -64,5 +66,10 @@ def test_scheduler_file_never_written_or_not_a_file(tmp_path, monkeypatch):
     with pytest.raises(ConnectionError, match="no Dask scheduler wrote an address into the scheduler file"):
         sweep.run(sweep_helpers.experiment(), out=tmp_path / "out", scheduler=str(missing), progress=False,
                   scheduler_timeout=0.1)
-    with pytest.raises(ValueError, match="neither an address such as 'tcp://host:8786' nor a scheduler file"):
-        sweep.run(sweep_helpers.experiment(), out=tmp_path / "out", scheduler="somewhere:8786", progress=False)
+    with socket.socket() as s:          # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    # host:port is an address, as dask reads it (not a file): nothing answers there
+    with pytest.raises(ConnectionError, match=f"no Dask scheduler answered at '127.0.0.1:{port}'"):
+        sweep.run(sweep_helpers.experiment(), out=tmp_path / "out", scheduler=f"127.0.0.1:{port}", progress=False,
+                  scheduler_timeout=0.5)

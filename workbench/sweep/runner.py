@@ -119,11 +119,12 @@ class _DaskExecutor:
             except TimeoutError:
                 self._check_workers()
                 continue
-            self._no_worker_since = None
             return set(done)
 
     def _check_workers(self) -> None:
-        if self._told or self.client.scheduler_info().get("workers"):
+        if self._told:
+            return
+        if self.client.scheduler_info().get("workers"):
             self._no_worker_since = None
             return
         now = time.monotonic()
@@ -140,17 +141,15 @@ class _DaskExecutor:
 
 
 def _scheduler_address(scheduler: str | Path, timeout: float) -> str:
-    """The address ``scheduler`` names: itself when it has a protocol (``tcp://...``), else the
-    ``address`` of the scheduler file it names (``dask scheduler --scheduler-file FILE``: no
+    """The address ``scheduler`` names: the ``address`` of the scheduler file it names (a
+    ``.json`` path or an existing file, as ``dask scheduler --scheduler-file FILE`` writes: no
     fixed port that another program on the machine may hold), waited for up to ``timeout``
-    seconds while the scheduler starts."""
+    seconds while the scheduler starts; anything else is an address (``tcp://host:8786``,
+    ``host:8786``) and is returned as it is."""
     text = str(scheduler)
-    if "://" in text:
-        return text
     path = Path(text)
-    if path.suffix != ".json" and not path.is_file():
-        raise ValueError(f"scheduler={text!r} is neither an address such as 'tcp://host:8786' nor a scheduler "
-                         "file (a .json file written by 'dask scheduler --scheduler-file FILE')")
+    if "://" in text or (path.suffix != ".json" and not path.is_file()):
+        return text
     end = time.monotonic() + max(timeout, SCHEDULER_FILE_WAIT)
     while True:
         try:

@@ -13,9 +13,11 @@ import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
 import workbench as wb
+from workbench.numbers.formats import round as _round
 from workbench.units import schedules as S
-from workbench.probes.library import (LIBRARIES, OPENBLAS_CORES, TORCH_CPU_CAPABILITY, TORCH_FP32,
-                                      LibraryEnvironment, LibraryReport, fprev_counts, probe_library)
+from workbench.probes.library import (LIBRARIES, ONEDNN_AVX512_BF16, OPENBLAS_CORES, TORCH_BF16_ONEDNN,
+                                      TORCH_CPU_CAPABILITY, TORCH_FP32, LibraryEnvironment, LibraryReport,
+                                      fprev_counts, probe_library)
 
 _BLAS = [i for i in threadpool_info() if i.get("user_api") == "blas"]
 haswell_openblas = pytest.mark.skipif(
@@ -374,3 +376,82 @@ def test_torch_bf16_is_atens_four_partial_sums():
     assert r.repeatable and r.thread_independent
     assert [(s, k, bad) for s, k, bad, _, _ in r.results if bad] == []
     assert r.verified
+
+
+def _onednn_bf16() -> str:
+    """Why the oneDNN bf16 schedule does not apply here ('' where it does)."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return "needs PyTorch: pip install torch==2.13.0 && pip install -e '.[torch]'"
+    from workbench.probes.library import torch_environment
+
+    kernel = torch_environment("bfloat16").kernel
+    if kernel != ONEDNN_AVX512_BF16:
+        return (f"torch's bf16 matmul here runs {kernel}, not {ONEDNN_AVX512_BF16} (oneDNN's brgemm on a CPU "
+                f"with AVX512-BF16), which the schedule describes")
+    return ""
+
+
+onednn_bf16 = pytest.mark.skipif(bool(_onednn_bf16()), reason=_onednn_bf16() or "-")
+
+
+@pytest.mark.needs_torch
+@onednn_bf16
+def test_torch_bf16_on_avx512_bf16_is_atens_loop_then_onednns_chunks():
+    """On an AVX512-BF16 CPU torch.matmul bfloat16 is the candidate at 1 thread and at the
+    default: ATen's four partial sums up to 16^3 multiply-adds (16 x 16 x 16 on one side,
+    16 x 16 x 17 on the other), then VDPBF16PS chains over K chunks (K <= 512 one chunk,
+    chunks of 512 up to 1024, then of 1024), odd M, N and K."""
+    shapes = ((16, 16, 16), (16, 16, 17), (3, 5, 101), (7, 9, 509), (5, 3, 777), (9, 11, 1024), (3, 7, 1025),
+              (2, 5, 3001), (33, 17, 700))
+    r = probe_library("torch-cpu-bf16", shapes=shapes, fprev_shape=(4, 8, 64))
+    assert r.environment.kernel == ONEDNN_AVX512_BF16
+    assert r.repeatable and r.candidate is TORCH_BF16_ONEDNN
+    assert [(s, k, bad) for s, k, bad, _, _ in r.results if bad] == []
+    assert r.verified and r.at_default_threads is not None and r.at_default_threads[0] == 0
+
+
+@pytest.mark.needs_torch
+@onednn_bf16
+def test_onednn_bf16_chunks_and_aten_rule_are_each_needed():
+    """The schedule's parts are what reproduce torch: one VDPBF16PS chain over the whole K
+    misses outputs at K = 700 and 3001 (chunks of 512 and 1024), and oneDNN's chunks without
+    ATen's rule miss outputs of an 8 x 8 x 64 product.  Inputs of this test's own: a product
+    of 2^24 first and of -2^24 last (in another chunk, another partial sum) swamp the
+    products between them differently in each way of summing, and signed zeros."""
+    import dataclasses
+
+    import torch
+
+    unit, sched = TORCH_BF16_ONEDNN.unit(), TORCH_BF16_ONEDNN.schedule
+    chain = dataclasses.replace(sched, rules=(S.KRule(1, None, S.Split()),))
+    no_aten = dataclasses.replace(sched, rules=sched.rules[1:])
+    rng = np.random.default_rng(20261207)
+    for (M, N, K), wrong in (((6, 5, 700), chain), ((3, 4, 3001), chain), ((8, 8, 64), no_aten)):
+        A = _round(rng.standard_normal((M, K)) * np.exp2(rng.integers(-2, 3, (M, K))), "bf16")
+        B = _round(rng.standard_normal((K, N)) * np.exp2(rng.integers(-2, 3, (K, N))), "bf16")
+        A[:, 0], A[:, -1], B[0], B[-1] = 4096.0, -4096.0, 4096.0, 4096.0
+        A[rng.random((M, K)) < 0.05] = -0.0
+        with LIBRARIES["torch-cpu-bf16"].set_threads(1):
+            want = (torch.from_numpy(A).bfloat16() @ torch.from_numpy(B).bfloat16()).float().numpy()
+        got = np.asarray(wb.gemm(A, B, model=unit, schedule=sched), dtype=np.float32)
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (M, N, K)
+        bad = np.asarray(wb.gemm(A, B, model=unit, schedule=wrong), dtype=np.float32)
+        assert not np.array_equal(bad.view(np.uint32), want.view(np.uint32)), (M, N, K)
+
+
+def test_a_rule_can_bound_the_products_work():
+    """KRule.mnk_max: the rule covers products of at most that many multiply-adds (M * N * K),
+    never a product whose M or N is not given; it travels through to_dict/from_dict."""
+    small = S.KRule(1, None, S.Split(lanes=4, lane_block=4), mnk_max=4096)
+    assert small.covers(16, 16, 16) and not small.covers(17, 16, 16) and not small.covers(1)
+    sched = S.Schedule(rules=(small, S.KRule(1, None, S.Split(part_size=512))))
+    assert sched.split(16, 16, 16).lanes == 4 and sched.split(17, 16, 16).part_size == 512
+    assert S.Schedule.from_dict(json.loads(json.dumps(sched.to_dict()))) == sched
+    with pytest.raises(ValueError, match="mnk_max=0"):
+        S.KRule(1, None, S.Split(), mnk_max=0)
+    with pytest.raises(ValueError, match="unknown rule fields"):
+        S.Schedule.from_dict({"rules": [{"k_min": 1, "k_max": None, "split": None, "mnk": 3}]})
+    with pytest.raises(ValueError, match=r"M \* N \* K <= 4096"):
+        S.Schedule(rules=(small,)).split(17, 16, 16)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -47,7 +48,7 @@ def _fake(candidate_schedule: S.Schedule, kernels: tuple[str, ...] = ("TestCore"
     """A library whose A @ B is workbench.gemm with KNOWN; its candidate is the given schedule."""
     return Library("fp64", "float64", lambda A, B: wb.gemm(A, B, model=_fma64(), schedule=KNOWN),
                    lambda n: contextlib.nullcontext(), lambda: ENV,
-                   LibraryCandidate(_fma64, candidate_schedule, "written for the test", kernels=kernels))
+                   (LibraryCandidate(_fma64, candidate_schedule, "written for the test", kernels=kernels),))
 
 
 @pytest.fixture
@@ -203,6 +204,26 @@ def test_torch_environment_is_torchs_cpu_capability():
     assert (env.library, env.version, env.kernel, env.threads, env.default_threads) == (
         "torch", torch.__version__, torch.backends.cpu.get_cpu_capability(), 1, torch.get_num_threads())
     assert ("MKL " in env.details) == torch.backends.mkl.is_available()
+
+
+def test_torch_bf16_kernel_is_the_onednn_implementation_that_ran():
+    """The bf16 kernel is what oneDNN itself reports in another process run with
+    ONEDNN_VERBOSE=1 for a 17 x 17 x 17 product (above torch's 16^3 threshold), or ATen's
+    loop with the CPU capability where oneDNN prints no matmul call (no AVX-512)."""
+    import re
+    import subprocess
+    import sys
+
+    torch = pytest.importorskip("torch")
+    code = "import torch; x = torch.ones((17, 17), dtype=torch.bfloat16); x @ x"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "ONEDNN_VERBOSE": "1"}).stdout
+    found = re.search(r"primitive,exec,cpu,matmul,([^,]+),", out)
+    kernel = library.torch_environment("bfloat16").kernel
+    if found:
+        assert kernel == f"oneDNN {found.group(1)}"
+    else:
+        assert kernel == f"ATen gemm ({torch.backends.cpu.get_cpu_capability()})"
 
 
 @pytest.mark.parametrize(("argv", "reason"), [

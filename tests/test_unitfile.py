@@ -296,7 +296,7 @@ def test_a_library_model_carries_its_schedule(tmp_path):
     from workbench.sweep import spec as sp
 
     fma32 = wb.custom_model("fp32", "fp32", kind="fma")
-    for sched in [S.get(n) for n in S.SCHEDULES] + [lib.candidate.schedule for lib in LIBRARIES.values()]:
+    for sched in [S.get(n) for n in S.SCHEDULES] + [c.schedule for lib in LIBRARIES.values() for c in lib.candidates]:
         uf = read_unit(wb.save_unit(fma32, tmp_path / "lib.toml", schedule=sched))
         assert uf.schedule == sched and uf.model == fma32
     text = (tmp_path / "lib.toml").read_text()

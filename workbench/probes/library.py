@@ -40,14 +40,16 @@ from typing import Any
 
 import numpy as np
 
+from ..numbers import formats as _formats
 from ..units import schedules as _schedules
 from ..engine.model import Model
 from .recovery import Recovery, draw_inputs, fprev_counts
 
 __all__ = ["LIBRARIES", "Library", "LibraryCandidate", "LibraryEnvironment", "LibraryReport", "SavedModelCheck",
            "probe_library", "verify_model", "verify_saved", "save_library_model", "numpy_environment",
-           "torch_environment", "fprev_counts", "SHAPES", "VERIFY_THREADS", "OPENBLAS_CORES",
-           "TORCH_CPU_CAPABILITY", "TORCH_FP32", "TORCH_BF16"]
+           "torch_environment", "onednn_matmul_implementation", "fprev_counts", "SHAPES", "VERIFY_THREADS",
+           "OPENBLAS_CORES", "TORCH_CPU_CAPABILITY", "TORCH_FP32", "TORCH_BF16", "TORCH_BF16_ONEDNN",
+           "TORCH_ATEN_BF16", "ONEDNN_AVX512_BF16", "TORCH_ONEDNN_MIN_WORK"]
 
 #: shapes (M, N, K) of the verification: K from below to well past each blocking, odd M and N;
 #: 25 x 24 and 13 x 32 give OpenBLAS' SGEMM 12-row blocks over an odd and an even number of
@@ -233,24 +235,69 @@ TORCH_FP32 = LibraryCandidate(lambda: _fma("fp32"), _schedules.Schedule(
     "MKL SGEMM's two code paths and the small path's peel loop (FPRev per output; fresh random and "
     "adversarial products)", kernels=(TORCH_CPU_CAPABILITY,))
 
-#: torch.matmul bfloat16 on a CPU without AVX-512 BF16/AMX: oneDNN's bf16 matmul is not used
+#: torch hands bfloat16 products of more multiply-adds than this to oneDNN where its bf16 device
+#: check passes (an AVX-512 CPU), smaller ones to ATen's own loop (ATen's mkldnn matmul
+#: ``checksize``: M * K * N > 16 * 16 * 16; ONEDNN_VERBOSE shows no oneDNN call up to 16 x 16 x 16
+#: and a brg_matmul call from 16 x 16 x 17 and 2 x 2 x 1025)
+TORCH_ONEDNN_MIN_WORK = 16 ** 3
+#: ATen's bf16 loop (aten/src/ATen/native/BlasKernel.cpp): each output summed by its ``sum``
+#: helper - four fp32 partial sums over k % 4 (K unrolled by 4, the K % 4 tail on the first),
+#: added in order ((s0 + s1) + s2) + s3, each bf16 x bf16 product exact in fp32
+_ATEN_BF16_SPLIT = _schedules.Split(lanes=4, lane_block=4, lane_combine="in-order")
+#: the bf16 kernel a CPU without AVX-512 runs (:func:`torch_environment`'s kernel name)
+TORCH_ATEN_BF16 = f"ATen gemm ({TORCH_CPU_CAPABILITY})"
+
+#: torch.matmul bfloat16 on a CPU without AVX-512: oneDNN's bf16 matmul is not used
 #: (torch's mkldnn_bf16_device_check needs AVX-512; ONEDNN_VERBOSE=all prints nothing) and MKL
-#: is not called (MKL_VERBOSE=1 prints nothing): ATen's own gemm (aten/src/ATen/native/
-#: BlasKernel.cpp) sums each output with its ``sum`` helper - four fp32 partial sums over
-#: k % 4 (K unrolled by 4, the K % 4 tail on the first), added in order ((s0 + s1) + s2) + s3,
-#: each bf16 x bf16 product exact in fp32 - and rounds the fp32 result to bf16 (RNE).
+#: is not called (MKL_VERBOSE=1 prints nothing): ATen's loop for every shape, rounded to bf16 (RNE).
 TORCH_BF16 = LibraryCandidate(lambda: _fma("fp32"), _schedules.Schedule(
     name="aten-bf16-gemm",
-    rules=(_schedules.KRule(1, None, _schedules.Split(lanes=4, lane_block=4, lane_combine="in-order"), m_min=2,
-                            n_min=2),),
+    rules=(_schedules.KRule(1, None, _ATEN_BF16_SPLIT, m_min=2, n_min=2),),
     output="bf16",
     shapes=f"torch.matmul of contiguous bfloat16 matrices with M, N >= 2 (one row or column runs ATen's "
            f"matrix-vector kernels, not described), beta = 0; torch CPU capability {TORCH_CPU_CAPABILITY} without "
-           f"AVX-512 BF16 (an AVX-512 CPU runs oneDNN's bf16 gemm instead), any thread count",
+           f"AVX-512 (an AVX-512 CPU runs oneDNN's bf16 gemm above 16^3 multiply-adds instead), any thread count",
     evidence="four fp32 accumulators over k % 4, the K % 4 tail on the first, summed in order, then rounded to "
              "bf16 (ATen's BlasKernel.cpp sum(); fresh random and adversarial products, the tail of K = 2049 "
              "included, bit-identical; one fp32 chain misses up to 45 % of the adversarial outputs)"),
-    "ATen's bf16 gemm loop (MKL and oneDNN not called on this CPU)", kernels=(TORCH_CPU_CAPABILITY,))
+    "ATen's bf16 gemm loop (MKL and oneDNN not called on this CPU)", kernels=(TORCH_ATEN_BF16,))
+
+#: oneDNN's bf16 matmul on AVX512-BF16 (ONEDNN_VERBOSE: ``brg_matmul:avx512_core_bf16``)
+ONEDNN_AVX512_BF16 = "oneDNN brg_matmul:avx512_core_bf16"
+#: the brgemm kernel's K chunks: K up to 512 one chunk, up to 1024 chunks of 512, beyond chunks of 1024
+_ONEDNN_BF16_CHUNKS = ((1, 512, _schedules.Split()), (513, 1024, _schedules.Split(part_size=512)),
+                       (1025, None, _schedules.Split(part_size=1024)))
+
+#: torch.matmul bfloat16 on an AVX512-BF16 CPU (AMD Zen 4): products of at most 16^3
+#: multiply-adds run ATen's loop above with the products rounded then added (Split.fused=False:
+#: the fp32 additions of ATen's sum, not the instruction); larger ones oneDNN's brgemm matmul,
+#: whose kernel keeps each output in one fp32 lane of a zmm register fed by VDPBF16PS (a pair of
+#: K per instruction, K padded with a zero to even) from zero over a chunk of K, stores the
+#: chunk's sum and adds the next chunk's to it in fp32 (RNE), and converts the result to bf16 (RNE).
+TORCH_BF16_ONEDNN = LibraryCandidate(
+    lambda: _resolve_unit("x86-avx512-bf16/vdpbf16ps/bf16->fp32"), _schedules.Schedule(
+        name="onednn-brgemm-avx512-bf16",
+        rules=(_schedules.KRule(1, None, replace(_ATEN_BF16_SPLIT, fused=False), m_min=2, n_min=2,
+                                mnk_max=TORCH_ONEDNN_MIN_WORK),
+               *(_schedules.KRule(k0, k1, split, m_min=2, n_min=2) for k0, k1, split in _ONEDNN_BF16_CHUNKS)),
+        c_position="combine", combine_format="fp32", output="bf16",
+        shapes="torch.matmul of contiguous bfloat16 matrices with M, N >= 2, beta = 0 (where C enters is not "
+               "verified); torch 2.13 with oneDNN v3.12 on an AMD EPYC Zen 4 (AVX512-BF16), 1 and 2 threads; "
+               "products up to 1000 x 2, 256 x 256 x 1024, 17 x 300 x 5000 and 2 x 2 x 16384",
+        evidence="ONEDNN_VERBOSE names brg_matmul:avx512_core_bf16 for products above 16^3 multiply-adds and no "
+                 "oneDNN call below; FPRev per output of 4 x 8 x 16 and 4 x 8 x 40 (ATen's four partial sums); "
+                 "for 2 x 3, 4 x 5 and 33 x 31 at 40 values of K from 210 to 8192, every part size from 2 to "
+                 "1098 tried on adversarial products: K <= 512 one chain, 513-1024 only parts of 512 (with "
+                 "neighbours that no input tells apart), from 1025 only parts of 1024 (benchmarks/"
+                 "measured/library_kernels.md)"),
+    "ATen's loop below 16^3 multiply-adds, oneDNN's brgemm over VDPBF16PS (the x86-avx512-bf16 preset) above",
+    kernels=(ONEDNN_AVX512_BF16,))
+
+
+def _resolve_unit(name: str) -> Model:
+    from ..units import resolve
+
+    return resolve(name)
 
 
 @dataclass(frozen=True)
@@ -258,21 +305,29 @@ class Library:
     """A library target: its GEMM ``call`` (``A @ B`` of two float64 arrays holding
     values of ``fmt``, run on inputs of the numpy ``dtype``; float64 back),
     ``set_threads(n)`` (a context manager running the call on n threads), the
-    ``environment`` it runs in and the ``candidate`` model.  :data:`LIBRARIES` holds
-    them by name."""
+    ``environment`` it runs in and the hand-written ``candidates`` (:attr:`candidate`:
+    the one written for the kernel that runs here).  :data:`LIBRARIES` holds them by name."""
 
     fmt: str                       # input/output format of the call
     dtype: str                     # numpy dtype the inputs are drawn in
     call: Callable[[np.ndarray, np.ndarray], np.ndarray]
     set_threads: Callable[[int], Any]
     environment: Callable[[], LibraryEnvironment]
-    candidate: LibraryCandidate
+    candidates: tuple[LibraryCandidate, ...]
+
+    def candidate_for(self, kernel: str) -> LibraryCandidate:
+        """The candidate written for ``kernel`` (:attr:`LibraryEnvironment.kernel`), else the
+        first: a first guess that the verification may refute."""
+        return next((c for c in self.candidates if kernel in c.kernels), self.candidates[0])
+
+    @property
+    def candidate(self) -> LibraryCandidate:
+        """The candidate for the kernel this machine runs (:meth:`candidate_for`)."""
+        return self.candidate_for(self.environment().kernel)
 
     @property
     def precision(self) -> int:
         """The accumulation's precision FPRev swamps (bf16 inputs are summed in fp32)."""
-        from ..numbers import formats as _formats
-
         return _formats.format(self.fmt).man_bits + 1 if self.fmt != "bf16" else 24
 
 
@@ -342,10 +397,40 @@ class _TorchThreads:
 _TORCH_CPU_FEATURES = (("AVX-512 BF16", "_is_avx512_bf16_supported"), ("AMX", "_is_amx_tile_supported"))
 
 
-def torch_environment() -> LibraryEnvironment:
-    """torch's CPU GEMM: the kernel is torch's CPU capability
+def onednn_matmul_implementation(dtype: str) -> str:
+    """The oneDNN matmul implementation torch runs for a ``dtype`` product above
+    :data:`TORCH_ONEDNN_MIN_WORK` (17 x 17 x 17), as oneDNN's verbose mode names it
+    (``brg_matmul:avx512_core_bf16``); "" where oneDNN is not called.  oneDNN prints to the
+    process's standard output, which is redirected to a file for the one call."""
+    import sys
+    import tempfile
+
+    torch = importlib.import_module("torch")
+    if not torch.backends.mkldnn.is_available():
+        return ""
+    x = torch.ones((17, 17), dtype=getattr(torch, dtype))
+    sys.stdout.flush()
+    with tempfile.TemporaryFile() as log:
+        saved = os.dup(1)
+        os.dup2(log.fileno(), 1)
+        try:
+            with torch.backends.mkldnn.verbose(torch.backends.mkldnn.VERBOSE_ON):
+                x @ x
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+        log.seek(0)
+        text = log.read().decode("utf-8", "replace")
+    found = re.search(r"primitive,exec,cpu,matmul,([^,]+),", text)
+    return found.group(1) if found else ""
+
+
+def torch_environment(dtype: str = "float32") -> LibraryEnvironment:
+    """torch's CPU GEMM of ``dtype`` matrices.  float32: the kernel is torch's CPU capability
     (``torch.backends.cpu.get_cpu_capability()``: DEFAULT, AVX2, AVX512, ...) and, where
-    ``MKL_ENABLE_INSTRUCTIONS`` limits MKL's dispatch, that limit; ``details``
+    ``MKL_ENABLE_INSTRUCTIONS`` limits MKL's dispatch, that limit.  bfloat16: oneDNN's
+    implementation where torch calls oneDNN (:func:`onednn_matmul_implementation`, "oneDNN
+    brg_matmul:avx512_core_bf16"), else ATen's loop with the capability ("ATen gemm (AVX2)").  ``details``
     has MKL's and oneDNN's versions from ``torch.__config__.show()`` and the CPU features
     that decide oneDNN's bf16 kernels (``torch.cpu``'s queries, where this torch has them)."""
     torch = importlib.import_module("torch")
@@ -358,7 +443,12 @@ def torch_environment() -> LibraryEnvironment:
                 if (query := getattr(torch.cpu, attr, None)) is not None]
     # MKL's own dispatch, where the user's environment limits it (read, never set here)
     limit = os.environ.get("MKL_ENABLE_INSTRUCTIONS")
-    kernel = torch.backends.cpu.get_cpu_capability() + (f" (MKL limited to {limit})" if limit else "")
+    capability = torch.backends.cpu.get_cpu_capability()
+    if dtype == "bfloat16":
+        onednn = onednn_matmul_implementation(dtype)
+        kernel = f"oneDNN {onednn}" if onednn else f"ATen gemm ({capability})"
+    else:
+        kernel = capability + (f" (MKL limited to {limit})" if limit else "")
     return LibraryEnvironment("torch", torch.__version__, kernel, VERIFY_THREADS,
                               torch.get_num_threads(),
                               ", ".join([mkl_text, dnn_text] + ([f"CPU: {', '.join(features)}"] if features else [])))
@@ -366,12 +456,12 @@ def torch_environment() -> LibraryEnvironment:
 
 #: the library targets of :func:`probe_library`
 LIBRARIES: dict[str, Library] = {
-    "numpy-fp64": Library("fp64", "float64", _np_call, _np_threads, numpy_environment, _openblas("fp64", 256)),
-    "numpy-fp32": Library("fp32", "float32", _np_call, _np_threads, numpy_environment, _openblas("fp32", 320)),
+    "numpy-fp64": Library("fp64", "float64", _np_call, _np_threads, numpy_environment, (_openblas("fp64", 256),)),
+    "numpy-fp32": Library("fp32", "float32", _np_call, _np_threads, numpy_environment, (_openblas("fp32", 320),)),
     "torch-cpu-fp32": Library("fp32", "float32", _torch_call("float32"), _TorchThreads, torch_environment,
-                              TORCH_FP32),
-    "torch-cpu-bf16": Library("bf16", "float32", _torch_call("bfloat16"), _TorchThreads, torch_environment,
-                              TORCH_BF16),
+                              (TORCH_FP32,)),
+    "torch-cpu-bf16": Library("bf16", "float32", _torch_call("bfloat16"), _TorchThreads,
+                              lambda: torch_environment("bfloat16"), (TORCH_BF16, TORCH_BF16_ONEDNN)),
 }
 
 
@@ -601,6 +691,10 @@ def _probe_library(name: str, *, seed: int, shapes: tuple[tuple[int, int, int], 
     rows = len(np.unique(counts, axis=0))
     fprev = (f"{M}x{N}x{K}: {'one tree for every row' if rows == 1 else f'{rows} different trees over {M} rows'}; "
              f"position 0 joins subtrees of {_joins(counts[0], K)} leaves")
+    out_p = _formats.format(lib.fmt).p
+    if out_p < prec and K > 2 ** out_p:
+        fprev += (f" (the {lib.fmt} result rounds counts above 2^{out_p}: the sizes below {K - 2 ** out_p} are "
+                  f"approximate)")
     # 3. the candidate, verified at one thread
     cand = lib.candidate
     results = verify_model(name, cand.unit(), cand.schedule, seed=seed, shapes=shapes)

@@ -40,10 +40,12 @@ from typing import Any
 
 import numpy as np
 
+from ..numbers import formats as _formats
 from ..units import schedules as _schedules
 from ..engine.model import Model
 
-__all__ = ["candidate_splits", "tile_of", "recover_schedule", "Recovery", "PROBE_KS", "draw_inputs", "fprev_counts"]
+__all__ = ["candidate_splits", "tile_of", "recover_schedule", "Recovery", "PROBE_KS", "draw_inputs", "fprev_counts",
+           "NARROW_OUTPUT_CHUNKS"]
 
 #: the K of every probe product: small K (one element per lane), both sides of the vector
 #: widths (16, 32) and of the K blocks BLASes use (GEMM_Q 256-512 and their halves), and
@@ -53,6 +55,10 @@ PROBE_KS = (1, 2, 3, 5, 8, 15, 16, 17, 24, 31, 32, 33, 40, 63, 64, 65, 100, 128,
 #: the smallest K block taken from FPRev's joins: BLAS drivers block K by 128-512 (GEMM_Q); a
 #: shorter run of consecutive joins is a kernel's lanes or unrolled loop, not the driver's block
 MIN_BLOCK = 32
+#: K chunks tried where FPRev cannot show the blocks: the library rounds its result to a format
+#: narrower than its sum (torch's bf16 matmul sums in fp32), so counts above 2^p come back
+#: rounded; oneDNN's brgemm cuts K into chunks of 512 and 1024 there
+NARROW_OUTPUT_CHUNKS = (64, 128, 256, 512, 1024, 2048, 4096)
 #: the tiles of a greedy cut of rows and columns (powers of two, largest first)
 TILES = (64, 32, 16, 8, 4, 2, 1)
 #: the input kinds every probe product is drawn in (a split must give the bits on each)
@@ -62,8 +68,6 @@ _DRAWS = ("random", "adversarial", "adversarial")
 def draw_inputs(rng: np.random.Generator, kind: str, M: int, N: int, K: int, fmt: str) -> tuple[np.ndarray, np.ndarray]:
     """Random inputs representable in ``fmt``: ``random`` (standard normal), ``adversarial``
     (exponents over 2^-20..2^20 and cancelling pairs: each product x*y followed by -x*y)."""
-    from ..numbers import formats as _formats
-
     A = rng.standard_normal((M, K))
     B = rng.standard_normal((K, N))
     if kind == "adversarial":
@@ -95,7 +99,7 @@ def fprev_counts(call: Callable[[np.ndarray, np.ndarray], np.ndarray], M: int, N
     return np.rint(out).astype(np.int64)
 
 
-def candidate_splits(blocks: Sequence[int] = ()) -> tuple[_schedules.Split, ...]:
+def candidate_splits(blocks: Sequence[int] = (), chunks: Sequence[int] = ()) -> tuple[_schedules.Split, ...]:
     """The splits recovery tries, simplest first (each also without FMA, ``fused=False``,
     after all of them): the whole K as one chain; ``lanes``
     of 2-32 accumulators fed round-robin (``lane_block=1``) or by an unrolled loop of
@@ -103,7 +107,8 @@ def candidate_splits(blocks: Sequence[int] = ()) -> tuple[_schedules.Split, ...]
     in ``blocks`` the BLAS driver's blocking (halved last blocks, rounded up to 1-16)
     with one accumulator per block, or with each block summed by an edge kernel's 2-8
     accumulators (fed by unrolled blocks, summed in order or pairwise: OpenBLAS' Haswell
-    DGEMM 1 x 4 kernel inside the driver's K loop)."""
+    DGEMM 1 x 4 kernel inside the driver's K loop); and for each of ``chunks`` parts of that
+    many elements, the last shorter (oneDNN's brgemm K chunks)."""
     lanes = [_schedules.Split(lanes=n, lane_block=b, lane_combine=c)
              for n in (2, 4, 8, 16, 32) for b in (1, n, 2 * n) for c in _schedules.COMBINES]
     edge = [s for s in lanes if s.lanes <= 8 and s.lane_block > 1 and s.lane_combine != "halving"]
@@ -114,6 +119,7 @@ def candidate_splits(blocks: Sequence[int] = ()) -> tuple[_schedules.Split, ...]
                 fused.append(_schedules.Split(block=q, block_unroll=u))
                 fused += [replace(s, block=q, block_unroll=u) for s in edge]
         fused.append(_schedules.Split(part_size=q))
+    fused += [_schedules.Split(part_size=q) for q in sorted(set(chunks) - set(blocks))]
     return (*fused, *(replace(s, fused=False) for s in fused))
 
 
@@ -313,7 +319,9 @@ def recover_schedule(call: Callable[[np.ndarray, np.ndarray], np.ndarray], unit:
     numpy ``dtype`` holding values of ``fmt``) over ``unit`` for products of the given
     (M, N) and every K from 1 to ``k_max`` (module docstring).  ``template`` gives the
     schedule's fixed fields (where C enters, the combination's format, the output
-    conversion); ``precision`` is the accumulation's (FPRev's swamping value).
+    conversion); ``precision`` is the accumulation's (FPRev's swamping value).  Where the
+    output conversion is narrower than that, FPRev's counts come back rounded and the
+    chunks of :data:`NARROW_OUTPUT_CHUNKS` are tried besides the blocks it shows.
     Returns a :class:`Recovery`."""
     if k_max < 1:
         raise ValueError(f"k_max={k_max!r}: expected a positive integer")
@@ -331,7 +339,8 @@ def recover_schedule(call: Callable[[np.ndarray, np.ndarray], np.ndarray], unit:
         b, q = _fprev_blocks(call, M, N, k_max, precision, dtype)
         blocks |= b
         fprev_queries += q
-    splits = candidate_splits(tuple(blocks))
+    narrow = template.output is not None and _formats.format(template.output).p < precision
+    splits = candidate_splits(tuple(blocks), tuple(q for q in NARROW_OUTPUT_CHUNKS if q < k_max) if narrow else ())
     rules: list[_schedules.KRule] = []
     regions: dict[tuple[tuple[int, int], tuple[int, int]], list[_schedules.KRule]] = {}
     rec = Recovery(None, 0, 0.0, tuple(sorted(blocks)))

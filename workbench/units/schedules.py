@@ -191,8 +191,11 @@ class KRule:
     """``split`` applies to every K with ``k_min <= K <= k_max`` (``k_max`` None: no bound)
     and, where ``mn`` is given, only to products of that (M, N); where ``m_min`` or
     ``n_min`` is given, only to products with M >= m_min and N >= n_min (a library that
-    picks another kernel for small matrices).  A rule with an ``mn`` goes before the rules
-    without one; otherwise the first rule that covers a product wins.  ``split=None``
+    picks another kernel for small matrices); where ``mnk_max`` is given, only to products
+    of at most that many multiply-adds, M * N * K <= mnk_max (torch hands bfloat16
+    products of at most 16^3 to ATen's loop and larger ones to oneDNN).  A rule with an
+    ``mn`` goes before the rules without one; otherwise the first rule that covers a
+    product wins.  ``split=None``
     marks products measured whose split is not known: the schedule refuses them
     (ValueError) instead of guessing."""
 
@@ -202,19 +205,26 @@ class KRule:
     mn: tuple[int, int] | None = None
     m_min: int = 1
     n_min: int = 1
+    mnk_max: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("m_min", "n_min"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"KRule.{name}={v!r}: expected a positive integer")
+        v = self.mnk_max
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
+            raise ValueError(f"KRule.mnk_max={v!r}: expected None or a positive integer (a bound on M * N * K)")
 
     def covers(self, K: int, M: int | None = None, N: int | None = None) -> bool:
         """Whether the rule holds for K (and, if it names one, for the product's (M, N);
-        an M or N not given counts as large enough for ``m_min``/``n_min``)."""
+        an M or N not given counts as large enough for ``m_min``/``n_min`` and too large
+        for ``mnk_max``)."""
         if self.mn is not None and (M, N) != tuple(self.mn):
             return False
         if (M is not None and M < self.m_min) or (N is not None and N < self.n_min):
+            return False
+        if self.mnk_max is not None and (M is None or N is None or M * N * K > self.mnk_max):
             return False
         return self.k_min <= K and (self.k_max is None or K <= self.k_max)
 
@@ -455,6 +465,7 @@ class Schedule:
                 return r.split
         held = ", ".join((f"{r.k_min}" if r.k_max == r.k_min else f"{r.k_min}..{r.k_max or 'inf'}")
                          + (f" with M >= {r.m_min}, N >= {r.n_min}" if r.m_min > 1 or r.n_min > 1 else "")
+                         + (f" with M * N * K <= {r.mnk_max}" if r.mnk_max is not None else "")
                          for r in self.rules)
         raise ValueError(f"schedule {self.name!r} has no rule for K={K} ({M} x {N}): it holds for K in {{{held}}} "
                          f"({self.shapes}); its split of other products is not known")
@@ -507,9 +518,13 @@ def _krule(r: KRule | Mapping[str, Any]) -> KRule:
     """A :class:`KRule` from its :meth:`Schedule.to_dict` fields (or itself)."""
     if isinstance(r, KRule):
         return r
+    extra = set(r) - set(KRule.__dataclass_fields__)
+    if extra:
+        raise ValueError(f"unknown rule fields {sorted(extra)}; expected some of {sorted(KRule.__dataclass_fields__)}")
     split = r.get("split")
     return KRule(r["k_min"], r.get("k_max"), split if split is None or isinstance(split, Split) else Split(**split),
-                 None if r.get("mn") is None else tuple(r["mn"]), r.get("m_min", 1), r.get("n_min", 1))
+                 None if r.get("mn") is None else tuple(r["mn"]), r.get("m_min", 1), r.get("n_min", 1),
+                 r.get("mnk_max"))
 
 
 def from_accumulation(accumulation: str = "chain", promote_every: int | None = None) -> Schedule:

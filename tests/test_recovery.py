@@ -223,3 +223,48 @@ def test_a_split_without_fma_rounds_each_product_then_adds():
     assert not np.array_equal(np.asarray(fused, dtype=np.float32), want)   # the FMA gives other bits here
     with pytest.raises(ValueError, match="fused=1"):
         S.Split(fused=1)
+
+
+def test_a_pipelined_two_accumulator_loop_adds_its_tail_after_their_sum():
+    """Split(tail="after", held=1): even k on one accumulator and odd k on another over the
+    loop's whole rounds of 4, less the last product still pending; their sum; then that
+    product and the K % 4 tail one by one - written out here with numpy's float32 multiply
+    and add (mulps, addps), and told apart from the tail on accumulator 0."""
+    split = S.Split(lanes=2, lane_block=4, lane_combine="in-order", tail="after", held=1, fused=False)
+    part = np.arange(11)
+    assert [q.tolist() for q in split.lanes_of(part)] == [[0, 2, 4, 6], [1, 3, 5]]
+    assert split.tail_of(part).tolist() == [7, 8, 9, 10]
+    assert [q.tolist() for q in split.lanes_of(np.arange(3))] == [[], []]
+    assert split.tail_of(np.arange(3)).tolist() == [0, 1, 2]
+    assert S.Split(lanes=2, lane_block=4).tail_of(part).size == 0
+    rng = np.random.default_rng(11)
+    sched = S.Schedule(rules=(S.KRule(1, None, split),), c_position="combine")
+    first = S.Schedule(rules=(S.KRule(1, None, S.Split(lanes=2, lane_block=4, lane_combine="in-order",
+                                                       fused=False)),), c_position="combine")
+    differ = 0
+    for K in (1, 3, 4, 7, 8, 13, 40):
+        A = _f32(rng.standard_normal((3, K)) * np.exp2(rng.integers(-12, 12, (3, K))))
+        B = _f32(rng.standard_normal((K, 2)))
+        want = np.zeros((3, 2), dtype=np.float32)
+        loop_end = K - K % 4 - 1 if K >= 4 else 0
+        for i in range(3):
+            for j in range(2):
+                p = [np.float32(A[i, k]) * np.float32(B[k, j]) for k in range(K)]
+                even, odd = np.float32(0), np.float32(0)
+                for k in range(loop_end):
+                    if k % 2:
+                        odd = np.float32(odd + p[k])
+                    else:
+                        even = np.float32(even + p[k])
+                    acc = np.float32(odd + even)
+                for k in range(loop_end, K):
+                    acc = np.float32((acc if loop_end or k > loop_end else np.float32(0)) + p[k])
+                want[i, j] = acc
+        got = np.asarray(wb.gemm(A, B, model=FMA32, schedule=sched), dtype=np.float32)
+        assert np.array_equal(got, want), K
+        differ += int((np.asarray(wb.gemm(A, B, model=FMA32, schedule=first), dtype=np.float32) != want).sum())
+    assert differ
+    assert S.Schedule.from_dict(sched.to_dict()) == sched
+    for bad in ({"held": 1}, {"held": 4, "tail": "after"}, {"tail": "last"}):
+        with pytest.raises(ValueError, match="Split.held|Split.tail"):
+            S.Split(lanes=2, lane_block=4, **bad)

@@ -28,22 +28,26 @@ from ..units import schedules as _schedules
 @dataclass(frozen=True)
 class Parts:
     """A product's K as the schedule's split cuts it: ``lanes[p]`` the positions of K each
-    accumulator of part p consumes, ``positions`` every accumulator's in order, ``whole``
-    when K is one uncut chain (no positions to gather)."""
+    accumulator of part p consumes, ``tails[p]`` those added one by one to their sum
+    (``Split.tail="after"``; empty otherwise), ``positions`` every accumulator's and tail's
+    in the order they run, ``whole`` when K is one uncut chain (no positions to gather)."""
 
     split: _schedules.Split
     lanes: list[list[np.ndarray]]
+    tails: list[np.ndarray]
     positions: list[np.ndarray]
     whole: bool
 
     @classmethod
     def of(cls, split: _schedules.Split, K: int) -> Parts:
         if split.whole:
-            lanes, whole = [[np.arange(0)]], True
+            lanes, tails, whole = [[np.arange(0)]], [np.arange(0)], True
         else:
-            lanes = [split.lanes_of(p) for p in split.indices(K)]
-            whole = len(lanes) == 1 and len(lanes[0]) == 1
-        return cls(split, lanes, [q for p in lanes for q in p], whole)
+            cut = split.indices(K)
+            lanes, tails = [split.lanes_of(p) for p in cut], [split.tail_of(p) for p in cut]
+            whole = len(lanes) == 1 and len(lanes[0]) == 1 and not tails[0].size
+        positions = [q for ls, t in zip(lanes, tails) for q in (*ls, *((t,) if t.size else ()))]
+        return cls(split, lanes, tails, positions, whole)
 
     def sizes(self) -> list[int] | None:
         """Each accumulator's number of positions (None for an uncut K), for the workspace estimate."""
@@ -138,22 +142,30 @@ def run_parts(model: Model, A: np.ndarray, B: np.ndarray, ops: list[_core.Operan
               scales: list[tuple[np.ndarray | None, np.ndarray | None]], parts: Parts, C_unit: np.ndarray,
               sched: _schedules.Schedule, run_prepared: Callable[..., np.ndarray]) -> list[np.ndarray]:
     """Each part's result: its accumulators run on the unit (``run_prepared``: the device's
-    runner), the first from ``C_unit`` and the others from zero, then summed as
-    ``Split.lane_combine`` says; the operands are recycled as they are used."""
+    runner), the first from ``C_unit`` and the others from zero, summed as
+    ``Split.lane_combine`` says, then its tail (if any) added one by one to that sum; the
+    operands are recycled as they are used."""
     M, N = A.shape[0], B.shape[1]
-    chains = []
-    for n, (part, (part_sa, part_sb)) in enumerate(zip(ops, scales)):
-        start = C_unit if n == 0 else np.zeros((M, N))
+    by_lane = replace(sched, combine=parts.split.lane_combine) if parts.split.lanes > 1 else sched
+    n = 0
+
+    def chain(start: np.ndarray) -> np.ndarray:
+        """Accumulator n of :attr:`Parts.positions` from ``start``."""
+        nonlocal n
+        part, (part_sa, part_sb) = ops[n], scales[n]
         if parts.split.fused:
-            chains.append(run_prepared(model, part, start, accumulation=sched.inner,
-                                       promote_every=sched.promote_every, scale_a=part_sa, scale_b=part_sb))
+            out = run_prepared(model, part, start, accumulation=sched.inner, promote_every=sched.promote_every,
+                               scale_a=part_sa, scale_b=part_sb)
         else:
-            chains.append(unfused_chain(A, B, parts.positions[n], start, model.out_fmt))
+            out = unfused_chain(A, B, parts.positions[n], start, model.out_fmt)
         _core.recycle(part)
-    with _core.threads_for(M * N):
-        by_lane = replace(sched, combine=parts.split.lane_combine) if parts.split.lanes > 1 else sched
-        results, n = [], 0
-        for p in parts.lanes:                      # a part's accumulators summed as Split.lane_combine says
-            sums, n = chains[n:n + len(p)], n + len(p)
-            results.append(sums[0] if len(sums) == 1 else combine(sums, by_lane))
+        n += 1
+        return out
+
+    results = []
+    for lanes, tail in zip(parts.lanes, parts.tails):
+        sums = [chain(C_unit if n == 0 else np.zeros((M, N))) for _ in lanes]
+        with _core.threads_for(M * N):
+            total = sums[0] if len(sums) == 1 else combine(sums, by_lane)
+        results.append(chain(total) if tail.size else total)
     return results

@@ -103,7 +103,9 @@ def candidate_splits(blocks: Sequence[int] = (), chunks: Sequence[int] = ()) -> 
     """The splits recovery tries, simplest first (each also without FMA, ``fused=False``,
     after all of them): the whole K as one chain; ``lanes``
     of 2-32 accumulators fed round-robin (``lane_block=1``) or by an unrolled loop of
-    one or two rounds, summed in order, pairwise or by halving; and for each K block
+    one or two rounds, summed in order, pairwise or by halving; two accumulators over a
+    loop unrolled by 4 whose tail (and pending last product) is added after their sum
+    (``Split.tail="after"``, ``held``: OpenBLAS' Nehalem SGEMM edge); and for each K block
     in ``blocks`` the BLAS driver's blocking (halved last blocks, rounded up to 1-16)
     with one accumulator per block, or with each block summed by an edge kernel's 2-8
     accumulators (fed by unrolled blocks, summed in order or pairwise: OpenBLAS' Haswell
@@ -111,6 +113,7 @@ def candidate_splits(blocks: Sequence[int] = (), chunks: Sequence[int] = ()) -> 
     many elements, the last shorter (oneDNN's brgemm K chunks)."""
     lanes = [_schedules.Split(lanes=n, lane_block=b, lane_combine=c)
              for n in (2, 4, 8, 16, 32) for b in (1, n, 2 * n) for c in _schedules.COMBINES]
+    lanes += [_schedules.Split(lanes=2, lane_block=4, lane_combine="in-order", tail="after", held=h) for h in (0, 1)]
     edge = [s for s in lanes if s.lanes <= 8 and s.lane_block > 1 and s.lane_combine != "halving"]
     fused = [_schedules.Split(), *lanes]
     for q in sorted(set(blocks)):
@@ -176,7 +179,9 @@ def _describe(split: _schedules.Split) -> str:
     if split.part_size is not None:
         return f"K parts of {split.part_size}"
     feed = "round-robin" if split.lane_block == 1 else f"by {split.lane_block}"
-    return f"{split.lanes} lanes {feed}, {split.lane_combine}"
+    tail = "" if split.tail == "first" else (", tail added after their sum" + (
+        f" with the loop's last {split.held} product{'s' if split.held > 1 else ''}" if split.held else ""))
+    return f"{split.lanes} lanes {feed}, {split.lane_combine}{tail}"
 
 
 class _Prober:
@@ -274,7 +279,8 @@ def _runs(prober: _Prober, M: int, N: int, rows: np.ndarray, cols: np.ndarray, K
 def _layout(split: _schedules.Split, K: int) -> tuple[Any, ...]:
     """What a split does with K: each part's accumulators' positions and how they are summed."""
     return (split.lane_combine if split.lanes > 1 else "",
-            tuple(tuple(tuple(lane.tolist()) for lane in split.lanes_of(p)) for p in split.indices(K)))
+            tuple((tuple(tuple(lane.tolist()) for lane in split.lanes_of(p)), tuple(split.tail_of(p).tolist()))
+                  for p in split.indices(K)))
 
 
 def _parting_ks(splits: Sequence[_schedules.Split], k_lo: int, k_hi: int, tries: int = 48) -> list[int]:

@@ -38,12 +38,15 @@ from ..numbers import formats as _formats
 from ..numbers.validation import unknown_name
 
 __all__ = ["Split", "KRule", "Region", "Schedule", "SCHEDULES", "get", "from_accumulation",
-           "INNER", "C_POSITIONS", "COMBINES"]
+           "INNER", "C_POSITIONS", "COMBINES", "TAILS"]
 
 #: how the unit consumes one part (:func:`workbench.gemm`'s ``accumulation``)
 INNER = ("chain", "outside", "promote")
 #: where C (times beta) enters
 C_POSITIONS = ("unit", "combine", "epilogue")
+#: where a part's elements after the unrolled loop go: to accumulator 0, or added one by one
+#: to the accumulators' sum (:attr:`Split.tail`)
+TAILS = ("first", "after")
 #: how the parts' results are summed: one after another, in neighbouring pairs ((t0 + t1) +
 #: (t2 + t3)), or by halving (t_i + t_{i+h}, h = ceil(n / 2), then again: a vector register's
 #: horizontal reduction, upper half onto lower half, as AVX-512 kernels end a K loop)
@@ -83,6 +86,15 @@ class Split:
     upper half added onto its lower half, then again) - each addition rounded like the
     parts' combination, before the part joins the others.
 
+    ``tail="after"``: the part's elements after the unrolled loop's whole rounds are not
+    fed to accumulator 0 but added one by one to the accumulators' sum, after
+    ``lane_combine``; ``held``: the loop's last ``held`` products (of its last round, where
+    it ran at all) join that tail - a software-pipelined loop whose last product is still
+    pending when the accumulators are summed (OpenBLAS' Nehalem SGEMM, the one-column edge
+    of its 2- and 4-row tiles, ``kernel/x86_64/gemm_kernel_4x8_nehalem.S``: even k on one
+    accumulator, odd k on another, K unrolled by 4, ``addps`` of the two after the loop,
+    then the pending product and the K % 4 tail).
+
     ``fused=False``: the accumulators take no fused multiply-add - each product is rounded
     to the unit's output format, then added to the accumulator and rounded again (a kernel
     for a CPU without FMA: SSE/AVX ``mulps`` then ``addps``, OpenBLAS' Sandybridge,
@@ -99,6 +111,8 @@ class Split:
     halve: bool = False
     cycle: tuple[int, ...] | None = None
     fused: bool = True
+    tail: str = "first"
+    held: int = 0
 
     def __post_init__(self) -> None:
         if isinstance(self.cycle, list):                 # read back from JSON (to_dict)
@@ -130,6 +144,12 @@ class Split:
             raise ValueError(f"Split.halve={self.halve!r}: expected a bool, True only with part_size")
         if not isinstance(self.fused, bool):
             raise ValueError(f"Split.fused={self.fused!r}: expected a bool")
+        if self.tail not in TAILS:
+            raise ValueError(f"Split.tail={self.tail!r}: expected one of {TAILS}")
+        if (not isinstance(self.held, int) or isinstance(self.held, bool) or self.held < 0
+                or (self.held and (self.lanes == 1 or self.held >= self.lane_block or self.tail != "after"))):
+            raise ValueError(f"Split.held={self.held!r}: expected 0, or fewer than lane_block={self.lane_block} "
+                             f"products with lanes > 1 and tail='after' (a pipelined loop's pending products)")
         if self.cycle is not None and (not _ints(self.cycle, len(self.cycle)) or not self.cycle
                                        or min(self.cycle) < 1 or self.parts != 1 or self.part_size is not None
                                        or self.interleave is not None or self.block is not None):
@@ -146,10 +166,24 @@ class Split:
         order (one list holding the part itself where ``lanes == 1``)."""
         if self.lanes == 1 or (self.cycle is not None and len(part) < self.lane_block):
             return [part]
-        main = len(part) - len(part) % self.lane_block
+        main = self._loop_end(len(part))
         out = [part[lane:main:self.lanes] for lane in range(self.lanes)]
-        out[0] = np.concatenate([out[0], part[main:]])
+        if self.tail == "first":
+            out[0] = np.concatenate([out[0], part[main:]])
         return out
+
+    def tail_of(self, part: np.ndarray) -> np.ndarray:
+        """The positions of one part added one by one to its accumulators' sum
+        (``tail="after"``; empty otherwise)."""
+        if self.tail == "first" or self.lanes == 1:
+            return part[:0]
+        return part[self._loop_end(len(part)):]
+
+    def _loop_end(self, n: int) -> int:
+        """Where the unrolled loop's accumulators stop in a part of n elements: its whole
+        rounds of ``lane_block``, less the ``held`` products still pending at its end."""
+        main = n - n % self.lane_block
+        return main - self.held if main else 0
 
     def indices(self, K: int) -> list[np.ndarray]:
         """The positions of K in each part, in the order the unit consumes them."""

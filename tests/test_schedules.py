@@ -54,6 +54,12 @@ def test_outside_and_promote_are_splits_with_c_first_in_the_combination(acc, eve
 
 def _by_hand(A, B, parts, combine):
     terms = [np.float32(wb.gemm(A[:, p], B[p], model=H100)) for p in parts]
+    if combine == "evens-odds" and len(terms) > 1:  # the even-numbered terms pairwise, the odd likewise, then both
+        return _by_hand_terms(terms[0::2], "pairwise") + _by_hand_terms(terms[1::2], "pairwise")
+    return _by_hand_terms(terms, combine)
+
+
+def _by_hand_terms(terms, combine):
     while len(terms) > 1:
         if combine == "in-order":
             terms = [terms[0] + terms[1]] + terms[2:]

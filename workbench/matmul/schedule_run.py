@@ -122,20 +122,28 @@ def combine(terms: list[np.ndarray], sched: _schedules.Schedule) -> np.ndarray:
 
 def _combine_terms(terms: list[np.ndarray], sched: _schedules.Schedule, fmt: _formats.FloatFormat) -> np.ndarray:
     terms = [_formats.round(t, fmt, sched.combine_rounding) for t in terms]
+
+    def add(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return _formats.round(x + y, fmt, sched.combine_rounding)
+
+    def pairwise(ts: list[np.ndarray]) -> np.ndarray:
+        while len(ts) > 1:
+            ts = [add(ts[i], ts[i + 1]) if i + 1 < len(ts) else ts[i] for i in range(0, len(ts), 2)]
+        return ts[0]
+
     if sched.combine == "in-order":
         acc = terms[0]
         for t in terms[1:]:
-            acc = _formats.round(acc + t, fmt, sched.combine_rounding)
+            acc = add(acc, t)
         return acc
-    while len(terms) > 1:
-        if sched.combine == "halving":             # t_i + t_{i+h}: upper half onto lower half
+    if sched.combine == "evens-odds":
+        return add(pairwise(terms[0::2]), pairwise(terms[1::2])) if len(terms) > 1 else terms[0]
+    if sched.combine == "halving":                 # t_i + t_{i+h}: upper half onto lower half
+        while len(terms) > 1:
             h = (len(terms) + 1) // 2
-            terms = [_formats.round(terms[i] + terms[i + h], fmt, sched.combine_rounding) if i + h < len(terms)
-                     else terms[i] for i in range(h)]
-            continue
-        terms = [_formats.round(terms[i] + terms[i + 1], fmt, sched.combine_rounding) if i + 1 < len(terms)
-                 else terms[i] for i in range(0, len(terms), 2)]
-    return terms[0]
+            terms = [add(terms[i], terms[i + h]) if i + h < len(terms) else terms[i] for i in range(h)]
+        return terms[0]
+    return pairwise(terms)
 
 
 def run_parts(model: Model, A: np.ndarray, B: np.ndarray, ops: list[_core.Operands],

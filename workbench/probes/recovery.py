@@ -105,7 +105,8 @@ def candidate_splits(blocks: Sequence[int] = (), chunks: Sequence[int] = ()) -> 
     of 2-32 accumulators fed round-robin (``lane_block=1``) or by an unrolled loop of
     one or two rounds (two accumulators also over a loop unrolled by 8: OpenBLAS' Prescott
     DGEMM, ``gemm_kernel_4x4_sse3.S``, on its 2 x 2 and one-row tiles), summed in order,
-    pairwise or by halving; two accumulators over a
+    pairwise or by halving (eight also evens then odds: its SGEMM's one-row edge); two
+    accumulators over a
     loop unrolled by 4 whose tail (and pending last product) is added after their sum
     (``Split.tail="after"``, ``held``: OpenBLAS' Nehalem SGEMM edge); and for each K block
     in ``blocks`` the BLAS driver's blocking (halved last blocks, rounded up to 1-16)
@@ -115,8 +116,9 @@ def candidate_splits(blocks: Sequence[int] = (), chunks: Sequence[int] = ()) -> 
     K loop); and for each of ``chunks`` parts of that
     many elements, the last shorter (oneDNN's brgemm K chunks)."""
     lanes = [_schedules.Split(lanes=n, lane_block=b, lane_combine=c)
-             for n in (2, 4, 8, 16, 32) for b in (1, n, 2 * n) for c in _schedules.COMBINES]
+             for n in (2, 4, 8, 16, 32) for b in (1, n, 2 * n) for c in ("in-order", "pairwise", "halving")]
     lanes += [_schedules.Split(lanes=2, lane_block=8, lane_combine="in-order")]
+    lanes += [_schedules.Split(lanes=8, lane_block=b, lane_combine="evens-odds") for b in (8, 16)]
     lanes += [_schedules.Split(lanes=2, lane_block=4, lane_combine="in-order", tail="after", held=h) for h in (0, 1)]
     edge = [s for s in lanes if s.lanes <= 8 and s.lane_block > 1 and (s.lane_combine != "halving" or s.lanes == 4)]
     fused = [_schedules.Split(), *lanes]

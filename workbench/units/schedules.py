@@ -50,7 +50,7 @@ TAILS = ("first", "after")
 #: how the parts' results are summed: one after another, in neighbouring pairs ((t0 + t1) +
 #: (t2 + t3)), or by halving (t_i + t_{i+h}, h = ceil(n / 2), then again: a vector register's
 #: horizontal reduction, upper half onto lower half, as AVX-512 kernels end a K loop)
-COMBINES = ("in-order", "pairwise", "halving")
+COMBINES = ("in-order", "pairwise", "halving", "evens-odds")
 
 
 @dataclass(frozen=True)
@@ -82,9 +82,12 @@ class Split:
     accumulator 0 after them (``lane_block=1``: a masked tail, every element to accumulator
     k % lanes); each accumulator is a chain from zero, and they are summed as
     ``lane_combine`` says - ``"pairwise"`` ((l_0 + l_1) + (l_2 + l_3)), ``"in-order"``
-    (((l_0 + l_1) + l_2) + l_3) or ``"halving"`` ((l_0 + l_2) + (l_1 + l_3): a vector's
-    upper half added onto its lower half, then again) - each addition rounded like the
-    parts' combination, before the part joins the others.
+    (((l_0 + l_1) + l_2) + l_3), ``"halving"`` ((l_0 + l_2) + (l_1 + l_3): a vector's
+    upper half added onto its lower half, then again) or ``"evens-odds"`` (the
+    even-numbered accumulators summed pairwise, the odd-numbered likewise, then the two:
+    ((l_0 + l_2) + (l_4 + l_6)) + ((l_1 + l_3) + (l_5 + l_7)), OpenBLAS' Prescott SGEMM
+    one-row edge, ``gemm_kernel_8x4_sse3.S``) - each addition rounded like the parts'
+    combination, before the part joins the others.
 
     ``tail="after"``: the part's elements after the unrolled loop's whole rounds are not
     fed to accumulator 0 but added one by one to the accumulators' sum, after

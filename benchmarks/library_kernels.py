@@ -18,6 +18,7 @@ or CI, and never on a CPU where the environment itself sets these variables for 
     OPENBLAS_CORETYPE=Haswell python benchmarks/library_kernels.py numpy-fp32 numpy-fp64
     OPENBLAS_CORETYPE=Sandybridge python benchmarks/library_kernels.py numpy-fp32 numpy-fp64
     MKL_ENABLE_INSTRUCTIONS=AVX2 python benchmarks/library_kernels.py torch-cpu-fp32
+    python benchmarks/library_kernels.py torch-cpu-bf16 --no-recover   # the hand-written candidate only
 
 The row names the kernel that actually ran, whatever was asked for.
 """
@@ -35,11 +36,13 @@ def main() -> None:
     parser.add_argument("targets", nargs="*", default=list(LIBRARIES), choices=list(LIBRARIES), metavar="TARGET")
     parser.add_argument("--k-max", type=int, default=8192)
     parser.add_argument("--out", default=None, help="append the rows to this file")
+    parser.add_argument("--no-recover", action="store_true",
+                        help="verify the hand-written candidate for the kernel that runs, without recovering one")
     args = parser.parse_args()
     rows = []
     for name in args.targets:
         t0 = time.perf_counter()
-        report = probe_library(name, recover=True, k_max=args.k_max)
+        report = probe_library(name, recover=not args.no_recover, k_max=args.k_max)
         wall = time.perf_counter() - t0
         bad, total = report.counts
         env = report.environment

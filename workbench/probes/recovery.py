@@ -181,7 +181,8 @@ def _describe(split: _schedules.Split) -> str:
     if split.whole:
         return "one chain"
     if split.block is not None:
-        return f"K blocks of {split.block} (last halved, unroll {split.block_unroll})"
+        inner = f", each by {_describe(replace(split, block=None, block_unroll=1))}" if split.lanes > 1 else ""
+        return f"K blocks of {split.block} (last halved, unroll {split.block_unroll}){inner}"
     if split.part_size is not None:
         return f"K parts of {split.part_size}"
     feed = "round-robin" if split.lane_block == 1 else f"by {split.lane_block}"

@@ -268,3 +268,32 @@ def test_a_pipelined_two_accumulator_loop_adds_its_tail_after_their_sum():
     for bad in ({"held": 1}, {"held": 4, "tail": "after"}, {"tail": "last"}):
         with pytest.raises(ValueError, match="Split.held|Split.tail"):
             S.Split(lanes=2, lane_block=4, **bad)
+
+
+def test_a_halving_with_the_tail_after_its_first_step():
+    """Split(tail="half"): four accumulators over k % 4 (whole rounds of 4), the first halving
+    step (l0 + l2, l1 + l3), the K % 4 tail one by one onto the first of those, then their
+    sum - written out here in float64 with products rounded to float32 first (mulsd, addsd
+    of an FMA-less float32 kernel)."""
+    split = S.Split(lanes=4, lane_block=4, lane_combine="halving", tail="half", fused=False)
+    sched = S.Schedule(rules=(S.KRule(1, None, split),), c_position="combine")
+    rng = np.random.default_rng(12)
+    for K in (2, 4, 9, 23):
+        A = _f32(rng.standard_normal((2, K)) * np.exp2(rng.integers(-12, 12, (2, K))))
+        B = _f32(rng.standard_normal((K, 3)))
+        want = np.zeros((2, 3), dtype=np.float32)
+        main = K - K % 4
+        for i in range(2):
+            for j in range(3):
+                p = [np.float32(A[i, k]) * np.float32(B[k, j]) for k in range(K)]
+                lanes = [np.float32(0)] * 4
+                for k in range(main):
+                    lanes[k % 4] = np.float32(lanes[k % 4] + p[k])
+                low, high = np.float32(lanes[0] + lanes[2]), np.float32(lanes[1] + lanes[3])
+                for k in range(main, K):
+                    low = np.float32(low + p[k])
+                want[i, j] = np.float32(low + high)
+        got = np.asarray(wb.gemm(A, B, model=FMA32, schedule=sched), dtype=np.float32)
+        assert np.array_equal(got, want), K
+    with pytest.raises(ValueError, match="tail='half' goes with"):
+        S.Split(lanes=4, lane_block=4, lane_combine="pairwise", tail="half")

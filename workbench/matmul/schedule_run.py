@@ -140,10 +140,20 @@ def _combine_terms(terms: list[np.ndarray], sched: _schedules.Schedule, fmt: _fo
         return add(pairwise(terms[0::2]), pairwise(terms[1::2])) if len(terms) > 1 else terms[0]
     if sched.combine == "halving":                 # t_i + t_{i+h}: upper half onto lower half
         while len(terms) > 1:
-            h = (len(terms) + 1) // 2
-            terms = [add(terms[i], terms[i + h]) if i + h < len(terms) else terms[i] for i in range(h)]
+            terms = halving_step(terms, sched)
         return terms[0]
     return pairwise(terms)
+
+
+def halving_step(terms: list[np.ndarray], sched: _schedules.Schedule) -> list[np.ndarray]:
+    """One step of the ``"halving"`` combination: t_i + t_{i+h}, h = ceil(n / 2), each
+    addition rounded like the schedule's combination."""
+    fmt = _formats.format(sched.combine_format)
+    terms = [_formats.round(t, fmt, sched.combine_rounding) for t in terms]
+    h = (len(terms) + 1) // 2
+    with np.errstate(invalid="ignore"):             # Inf - Inf gives NaN, as the hardware's add does
+        return [_formats.round(terms[i] + terms[i + h], fmt, sched.combine_rounding) if i + h < len(terms)
+                else terms[i] for i in range(h)]
 
 
 def run_parts(model: Model, A: np.ndarray, B: np.ndarray, ops: list[_core.Operands],
@@ -173,6 +183,11 @@ def run_parts(model: Model, A: np.ndarray, B: np.ndarray, ops: list[_core.Operan
     results = []
     for lanes, tail in zip(parts.lanes, parts.tails):
         sums = [chain(C_unit if n == 0 else np.zeros((M, N))) for _ in lanes]
+        if tail.size and parts.split.tail == "half":   # the tail onto the first term after one halving step
+            with _core.threads_for(M * N):
+                sums = halving_step(sums, by_lane)
+            sums[0] = chain(sums[0])
+            tail = tail[:0]
         with _core.threads_for(M * N):
             total = sums[0] if len(sums) == 1 else combine(sums, by_lane)
         results.append(chain(total) if tail.size else total)

@@ -108,7 +108,9 @@ def candidate_splits(blocks: Sequence[int] = (), chunks: Sequence[int] = ()) -> 
     pairwise or by halving (eight also evens then odds: its SGEMM's one-row edge); two
     accumulators over a
     loop unrolled by 4 whose tail (and pending last product) is added after their sum
-    (``Split.tail="after"``, ``held``: OpenBLAS' Nehalem SGEMM edge); and for each K block
+    (``Split.tail="after"``, ``held``: OpenBLAS' Nehalem SGEMM edge), or four summed by
+    halving with the tail on the first term after the first step (``tail="half"``: its
+    DGEMM corner); and for each K block
     in ``blocks`` the BLAS driver's blocking (halved last blocks, rounded up to 1-16)
     with one accumulator per block, or with each block summed by an edge kernel's 2-8
     accumulators (fed by unrolled blocks, summed in order or pairwise, four also by halving:
@@ -120,6 +122,7 @@ def candidate_splits(blocks: Sequence[int] = (), chunks: Sequence[int] = ()) -> 
     lanes += [_schedules.Split(lanes=2, lane_block=8, lane_combine="in-order")]
     lanes += [_schedules.Split(lanes=8, lane_block=b, lane_combine="evens-odds") for b in (8, 16)]
     lanes += [_schedules.Split(lanes=2, lane_block=4, lane_combine="in-order", tail="after", held=h) for h in (0, 1)]
+    lanes += [_schedules.Split(lanes=4, lane_block=4, lane_combine="halving", tail="half")]
     edge = [s for s in lanes if s.lanes <= 8 and s.lane_block > 1 and (s.lane_combine != "halving" or s.lanes == 4)]
     fused = [_schedules.Split(), *lanes]
     for q in sorted(set(blocks)):
@@ -186,7 +189,8 @@ def _describe(split: _schedules.Split) -> str:
     if split.part_size is not None:
         return f"K parts of {split.part_size}"
     feed = "round-robin" if split.lane_block == 1 else f"by {split.lane_block}"
-    tail = "" if split.tail == "first" else (", tail added after their sum" + (
+    tail = "" if split.tail == "first" else (", tail added after the first halving step" if split.tail == "half"
+                                             else ", tail added after their sum" + (
         f" with the loop's last {split.held} product{'s' if split.held > 1 else ''}" if split.held else ""))
     return f"{split.lanes} lanes {feed}, {split.lane_combine}{tail}"
 

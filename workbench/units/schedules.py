@@ -44,9 +44,9 @@ __all__ = ["Split", "KRule", "Region", "Schedule", "SCHEDULES", "get", "from_acc
 INNER = ("chain", "outside", "promote")
 #: where C (times beta) enters
 C_POSITIONS = ("unit", "combine", "epilogue")
-#: where a part's elements after the unrolled loop go: to accumulator 0, or added one by one
-#: to the accumulators' sum (:attr:`Split.tail`)
-TAILS = ("first", "after")
+#: where a part's elements after the unrolled loop go: to accumulator 0, added one by one to
+#: the accumulators' sum, or to the first term after the first halving step (:attr:`Split.tail`)
+TAILS = ("first", "after", "half")
 #: how the parts' results are summed: one after another, in neighbouring pairs ((t0 + t1) +
 #: (t2 + t3)), or by halving (t_i + t_{i+h}, h = ceil(n / 2), then again: a vector register's
 #: horizontal reduction, upper half onto lower half, as AVX-512 kernels end a K loop)
@@ -96,7 +96,11 @@ class Split:
     pending when the accumulators are summed (OpenBLAS' Nehalem SGEMM, the one-column edge
     of its 2- and 4-row tiles, ``kernel/x86_64/gemm_kernel_4x8_nehalem.S``: even k on one
     accumulator, odd k on another, K unrolled by 4, ``addps`` of the two after the loop,
-    then the pending product and the K % 4 tail).
+    then the pending product and the K % 4 tail).  ``tail="half"`` (with ``"halving"``):
+    the tail goes onto the first term after the first halving step, before the rest -
+    ((l_0 + l_2) + tail) + (l_1 + l_3): two vector registers of two lanes added, the
+    tail on the low lane, then the horizontal sum (OpenBLAS' Nehalem DGEMM one-row,
+    one-column corner, ``gemm_kernel_4x4_core2.S``).
 
     ``fused=False``: the accumulators take no fused multiply-add - each product is rounded
     to the unit's output format, then added to the accumulator and rounded again (a kernel
@@ -149,10 +153,13 @@ class Split:
             raise ValueError(f"Split.fused={self.fused!r}: expected a bool")
         if self.tail not in TAILS:
             raise ValueError(f"Split.tail={self.tail!r}: expected one of {TAILS}")
+        if self.tail == "half" and (self.lane_combine != "halving" or self.lanes < 2):
+            raise ValueError(f"Split.tail='half' goes with lane_combine='halving' and lanes > 1 (got "
+                             f"{self.lane_combine!r}, lanes={self.lanes})")
         if (not isinstance(self.held, int) or isinstance(self.held, bool) or self.held < 0
-                or (self.held and (self.lanes == 1 or self.held >= self.lane_block or self.tail != "after"))):
+                or (self.held and (self.lanes == 1 or self.held >= self.lane_block or self.tail == "first"))):
             raise ValueError(f"Split.held={self.held!r}: expected 0, or fewer than lane_block={self.lane_block} "
-                             f"products with lanes > 1 and tail='after' (a pipelined loop's pending products)")
+                             f"products with lanes > 1 and a tail after the loop (a pipelined loop's pending products)")
         if self.cycle is not None and (not _ints(self.cycle, len(self.cycle)) or not self.cycle
                                        or min(self.cycle) < 1 or self.parts != 1 or self.part_size is not None
                                        or self.interleave is not None or self.block is not None):

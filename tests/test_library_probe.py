@@ -6,7 +6,9 @@ OpenBLAS on this machine (numpy float64) for the K blocking and the candidate sc
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pytest
@@ -292,12 +294,20 @@ def test_gemm_sums_lanes_in_order():
             assert D[i, j] == ((l0 + l1) + l2) + l3, (i, j)
 
 
-def _torch_cpu() -> str:
-    """Why the torch schedules do not apply here ('' where they do)."""
+def _torch_marker(why: Callable[[Any], str]) -> pytest.MarkDecorator:
+    """skipif with the reason ``why(torch)`` gives ('' where the test applies), or that PyTorch
+    is not installed."""
     try:
         import torch
     except ImportError:
-        return "needs PyTorch: pip install torch==2.13.0 && pip install -e '.[torch]'"
+        reason = "needs PyTorch: pip install torch==2.13.0 && pip install -e '.[torch]'"
+    else:
+        reason = why(torch)
+    return pytest.mark.skipif(bool(reason), reason=reason or "-")
+
+
+def _not_mkl_avx2(torch: Any) -> str:
+    """Why the torch float32 schedules do not apply here ('' where they do)."""
     cap = torch.backends.cpu.get_cpu_capability()
     if cap != TORCH_CPU_CAPABILITY or not torch.backends.mkl.is_available():
         return (f"torch's CPU path here (capability {cap}, MKL {torch.backends.mkl.is_available()}) is not the "
@@ -305,7 +315,7 @@ def _torch_cpu() -> str:
     return ""
 
 
-torch_avx2 = pytest.mark.skipif(bool(_torch_cpu()), reason=_torch_cpu() or "-")
+torch_avx2 = _torch_marker(_not_mkl_avx2)
 
 
 @pytest.mark.needs_torch
@@ -378,12 +388,8 @@ def test_torch_bf16_is_atens_four_partial_sums():
     assert r.verified
 
 
-def _onednn_bf16() -> str:
+def _not_onednn_bf16(torch: Any) -> str:
     """Why the oneDNN bf16 schedule does not apply here ('' where it does)."""
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        return "needs PyTorch: pip install torch==2.13.0 && pip install -e '.[torch]'"
     from workbench.probes.library import torch_environment
 
     kernel = torch_environment("bfloat16").kernel
@@ -393,7 +399,7 @@ def _onednn_bf16() -> str:
     return ""
 
 
-onednn_bf16 = pytest.mark.skipif(bool(_onednn_bf16()), reason=_onednn_bf16() or "-")
+onednn_bf16 = _torch_marker(_not_onednn_bf16)
 
 
 @pytest.mark.needs_torch

@@ -28,8 +28,8 @@ from ..units import schedules as _schedules
 @dataclass(frozen=True)
 class Parts:
     """A product's K as the schedule's split cuts it: ``lanes[p]`` the positions of K each
-    accumulator of part p consumes, ``tails[p]`` those added one by one to their sum
-    (``Split.tail="after"``; empty otherwise), ``positions`` every accumulator's and tail's
+    accumulator of part p consumes, ``tails[p]`` those added one by one after them
+    (``Split.tail``; empty for ``"first"``), ``positions`` every accumulator's and tail's
     in the order they run, ``whole`` when K is one uncut chain (no positions to gather)."""
 
     split: _schedules.Split
@@ -140,20 +140,18 @@ def _combine_terms(terms: list[np.ndarray], sched: _schedules.Schedule, fmt: _fo
         return add(pairwise(terms[0::2]), pairwise(terms[1::2])) if len(terms) > 1 else terms[0]
     if sched.combine == "halving":                 # t_i + t_{i+h}: upper half onto lower half
         while len(terms) > 1:
-            terms = halving_step(terms, sched)
+            terms = halving_step(terms, fmt, sched.combine_rounding)
         return terms[0]
     return pairwise(terms)
 
 
-def halving_step(terms: list[np.ndarray], sched: _schedules.Schedule) -> list[np.ndarray]:
-    """One step of the ``"halving"`` combination: t_i + t_{i+h}, h = ceil(n / 2), each
-    addition rounded like the schedule's combination."""
-    fmt = _formats.format(sched.combine_format)
-    terms = [_formats.round(t, fmt, sched.combine_rounding) for t in terms]
+def halving_step(terms: list[np.ndarray], fmt: _formats.FloatFormat, rounding: str) -> list[np.ndarray]:
+    """One step of the ``"halving"`` combination of terms already in ``fmt``: t_i + t_{i+h},
+    h = ceil(n / 2), each addition rounded to ``fmt`` with ``rounding``."""
     h = (len(terms) + 1) // 2
     with np.errstate(invalid="ignore"):             # Inf - Inf gives NaN, as the hardware's add does
-        return [_formats.round(terms[i] + terms[i + h], fmt, sched.combine_rounding) if i + h < len(terms)
-                else terms[i] for i in range(h)]
+        return [_formats.round(terms[i] + terms[i + h], fmt, rounding) if i + h < len(terms) else terms[i]
+                for i in range(h)]
 
 
 def run_parts(model: Model, A: np.ndarray, B: np.ndarray, ops: list[_core.Operands],
@@ -180,15 +178,16 @@ def run_parts(model: Model, A: np.ndarray, B: np.ndarray, ops: list[_core.Operan
         n += 1
         return out
 
+    fmt, rounding = _formats.format(sched.combine_format), sched.combine_rounding
     results = []
     for lanes, tail in zip(parts.lanes, parts.tails):
         sums = [chain(C_unit if n == 0 else np.zeros((M, N))) for _ in lanes]
-        if tail.size and parts.split.tail == "half":   # the tail onto the first term after one halving step
+        half = tail.size and parts.split.tail == "half"
+        if half:                                   # the tail onto the first term after one halving step
             with _core.threads_for(M * N):
-                sums = halving_step(sums, by_lane)
+                sums = halving_step([_formats.round(t, fmt, rounding) for t in sums], fmt, rounding)
             sums[0] = chain(sums[0])
-            tail = tail[:0]
         with _core.threads_for(M * N):
             total = sums[0] if len(sums) == 1 else combine(sums, by_lane)
-        results.append(chain(total) if tail.size else total)
+        results.append(chain(total) if tail.size and not half else total)
     return results

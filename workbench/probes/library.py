@@ -617,7 +617,7 @@ def recover_library(name: str, *, shapes: Sequence[tuple[int, int]], k_max: int 
 
     lib = _library(name)
     env = lib.environment()
-    hand = lib.candidate
+    hand = lib.candidate_for(env.kernel)
     prec = lib.precision
     template = replace(hand.schedule, rules=(), regions=())
     with lib.set_threads(1):
@@ -683,7 +683,8 @@ def _probe_library(name: str, *, seed: int, shapes: tuple[tuple[int, int, int], 
             joins.append(_joins(counts[0], shape[2]))
         evidence.append(f"{text}: {bad} of {one.size} outputs differ between 1 thread and the default; FPRev's "
                         f"joins of position 0 at 1 thread {joins[0]}, at the default {joins[1]}")
-    thread_evidence = "; ".join(evidence) + f" (default {lib.environment().default_threads or 'unknown'} threads)"
+    env = lib.environment()
+    thread_evidence = "; ".join(evidence) + f" (default {env.default_threads or 'unknown'} threads)"
     # 2. FPRev at one thread
     M, N, K = fprev_shape
     with lib.set_threads(1):
@@ -696,9 +697,8 @@ def _probe_library(name: str, *, seed: int, shapes: tuple[tuple[int, int, int], 
         fprev += (f" (the {lib.fmt} result rounds counts above 2^{out_p}: the sizes below {K - 2 ** out_p} are "
                   f"approximate)")
     # 3. the candidate, verified at one thread
-    cand = lib.candidate
+    cand = lib.candidate_for(env.kernel)
     results = verify_model(name, cand.unit(), cand.schedule, seed=seed, shapes=shapes)
-    env = lib.environment()
     if not recover:
         return LibraryReport(name, env, repeatable, differ == 0, thread_evidence, fprev, cand, results)
     bad, total = _tally(results)

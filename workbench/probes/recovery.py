@@ -106,8 +106,7 @@ def candidate_splits(blocks: Sequence[int] = (), chunks: Sequence[int] = ()) -> 
     one or two rounds (two accumulators also over a loop unrolled by 8: OpenBLAS' Prescott
     DGEMM, ``gemm_kernel_4x4_sse3.S``, on its 2 x 2 and one-row tiles), summed in order,
     pairwise or by halving (eight also evens then odds: its SGEMM's one-row edge); two
-    accumulators over a
-    loop unrolled by 4 whose tail (and pending last product) is added after their sum
+    accumulators over a loop unrolled by 4 whose tail (and pending last product) is added after their sum
     (``Split.tail="after"``, ``held``: OpenBLAS' Nehalem SGEMM edge), or four summed by
     halving with the tail on the first term after the first step (``tail="half"``: its
     DGEMM corner); and for each K block
@@ -115,8 +114,8 @@ def candidate_splits(blocks: Sequence[int] = (), chunks: Sequence[int] = ()) -> 
     with one accumulator per block, or with each block summed by an edge kernel's 2-8
     accumulators (fed by unrolled blocks, summed in order or pairwise, four also by halving:
     OpenBLAS' Haswell DGEMM 1 x 4 kernel and its Prescott DGEMM corner inside the driver's
-    K loop); and for each of ``chunks`` parts of that
-    many elements, the last shorter (oneDNN's brgemm K chunks)."""
+    K loop); and for each of ``chunks`` parts of that many elements, the last shorter
+    (oneDNN's brgemm K chunks)."""
     lanes = [_schedules.Split(lanes=n, lane_block=b, lane_combine=c)
              for n in (2, 4, 8, 16, 32) for b in (1, n, 2 * n) for c in ("in-order", "pairwise", "halving")]
     lanes += [_schedules.Split(lanes=2, lane_block=8, lane_combine="in-order")]
@@ -189,9 +188,10 @@ def _describe(split: _schedules.Split) -> str:
     if split.part_size is not None:
         return f"K parts of {split.part_size}"
     feed = "round-robin" if split.lane_block == 1 else f"by {split.lane_block}"
-    tail = "" if split.tail == "first" else (", tail added after the first halving step" if split.tail == "half"
-                                             else ", tail added after their sum" + (
-        f" with the loop's last {split.held} product{'s' if split.held > 1 else ''}" if split.held else ""))
+    tail = {"first": "", "half": ", tail added after the first halving step",
+            "after": ", tail added after their sum"}[split.tail]
+    if split.held:
+        tail += f" with the loop's last {split.held} product{'s' if split.held > 1 else ''}"
     return f"{split.lanes} lanes {feed}, {split.lane_combine}{tail}"
 
 

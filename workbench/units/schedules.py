@@ -183,8 +183,8 @@ class Split:
         return out
 
     def tail_of(self, part: np.ndarray) -> np.ndarray:
-        """The positions of one part added one by one to its accumulators' sum
-        (``tail="after"``; empty otherwise)."""
+        """The positions of one part added one by one after its accumulators (to their sum,
+        or after the first halving step: ``tail``; empty for ``"first"``)."""
         if self.tail == "first" or self.lanes == 1:
             return part[:0]
         return part[self._loop_end(len(part)):]

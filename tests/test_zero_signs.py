@@ -75,6 +75,25 @@ def test_tfdpa_late_c_adds_a_zero_block_as_ieee(products, c, mode):
         assert same(got, want), (products, c, mode, got, want)
 
 
+@pytest.mark.parametrize("late", MODES)
+@pytest.mark.parametrize("c", [0.0, -0.0])
+@pytest.mark.parametrize("fused", ["rz", "rne"])
+@pytest.mark.parametrize("F", [24, 53])
+def test_tfdpa_late_c_sees_plus_zero_from_an_underflowed_block(F, fused, c, late):
+    # -2^-24 * 2^-24 = -2^-48 lies below fp16's smallest subnormal 2^-24: the fused sum rounds
+    # (RZ, RNE) to zero, which the unit gives as +0 (MMA-Sim 2.1.1's t_fdpa ends in + 0.0); the
+    # late IEEE addition then sees +0 + c, never -0 + c.  F = 24 runs the lane kernel on the
+    # large product, F = 53 the one-output kernel (beyond the lanes' 50 bits).
+    model = wb.custom_model("fp16", "fp16", kind="t-fdpa", L=4, F=F, rounding=fused, c_position="late",
+                            late_rounding=late)
+    a, b = np.array([-(2.0**-24), 0.0, 0.0, 0.0]), np.array([2.0**-24, 0.0, 0.0, 0.0])
+    want = ieee_zero_sum(0.0, c, late)
+    large = wb.gemm(np.tile(a, (130, 1)), np.tile(b[:, None], (1, 130)), np.full((130, 130), c), model=model)
+    assert (large == 0).all() and (np.signbit(large) == np.signbit(want)).all(), (F, fused, c, late)
+    for got in _three_ways(model, a, b, c):
+        assert same(got, want), (F, fused, c, late, got, want)
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_tfdpa_late_c_cancelling_the_block_is_ieee(mode):
     a, b = np.array([1.5, 0.25, -3.0, 0.125]), np.array([1.0, 2.0, 0.5, 4.0])

@@ -25,7 +25,7 @@ import numpy as np
 from ..numbers.validation import real_matrix
 from .kernels import LANE_PAD, LANES_MIN_N
 from .model import Model
-from .operands import Operands, decompose, decompose_checked, plus_zeros, recycle, release_workspace, threads_for
+from .operands import Operands, decompose, decompose_checked, recycle, release_workspace, threads_for
 from .model import Operation, operation
 
 ACCUMULATIONS = ("chain", "outside", "promote")
@@ -188,7 +188,7 @@ def run_prepared(model: Model, ops: Operands, C: np.ndarray, *,
     with threads_for(ops.M * ops.N * max(ops.K, 1)):
         op = operation(model.kind)
         D = op.run(model, ops, acc, accumulation, promote_every, scale_a, scale_b)
-        return plus_zeros(D) if op.positive_zero(model) else D
+        return op.finish(model, D)
 
 
 #: Multiply-adds up to which :func:`run_small` takes a product (every stage on the
@@ -219,7 +219,7 @@ def run_small(model: Model, A: np.ndarray, B: np.ndarray, C: np.ndarray, *, accu
     D = op.run_small(model, A, B, C, accumulation, promote_every, scale_a, scale_b)
     if D is None:
         return None
-    return plus_zeros(D) if op.positive_zero(model) else D
+    return op.finish(model, D)
 
 
 def dots(model: Model, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -255,7 +255,7 @@ def dots(model: Model, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarra
     if op.has_row_kernel:
         with threads_for(a.size):
             D = op.dots(model, a, b, acc)
-        return plus_zeros(D) if op.positive_zero(model) else D
+        return op.finish(model, D)
     out = np.empty_like(acc)
     float_layout = type(op).prepare is Operation.prepare     # float64 A and B^T: no per-row checks
     with threads_for(K):
@@ -263,7 +263,7 @@ def dots(model: Model, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarra
             ops = (Operands(1, K, 1, a[r:r + 1], b[r:r + 1], None, None, None, None) if float_layout
                    else op.prepare(model, a[r:r + 1], b[r:r + 1].T))
             out[r] = op.run(model, ops, acc[r:r + 1].reshape(1, 1), "chain", None, None, None)[0, 0]
-    return plus_zeros(out) if op.positive_zero(model) else out
+    return op.finish(model, out)
 
 
 __all__ = ["ACCUMULATIONS", "SMALL_WORK", "WorkspaceError", "available_memory", "workspace_bytes", "check_workspace",

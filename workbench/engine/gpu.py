@@ -34,7 +34,7 @@ import numpy as np
 from . import core as _core
 from .core import ACCUMULATIONS
 from .model import OPERATIONS
-from .operands import Operands, plus_zeros
+from .operands import Operands
 
 if TYPE_CHECKING:
     from .model import Model
@@ -172,7 +172,7 @@ def run_prepared(model: "Model", ops: Operands, C: np.ndarray, *, accumulation: 
         # other's filters until Python 3.14's thread-safe catch_warnings)
         warnings.filterwarnings("ignore", message=r".*Grid size \d+ will likely result in GPU under-utilization")
         D = model.operation.run_cuda(model, ops, acc, accumulation, promote_every, scale_a, scale_b)
-    return plus_zeros(D) if model.operation.positive_zero(model) else D
+    return model.operation.finish(model, D)
 
 
 __all__ = ["DEVICES", "gpu_kinds", "GPUUnavailableError", "check_device", "check_supported", "cuda_module",

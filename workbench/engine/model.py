@@ -516,9 +516,20 @@ class Operation:
         """Whether every zero output of ``model`` is +0, whatever the signs of the addends
         or of a sum that rounds to zero: NVIDIA tensor cores do not output -0 (Valpey et
         al. 2025 Section 4.4, measured; MMA-Sim 2.1.1's t_fdpa, st_fdpa and gst_fdpa end
-        in ``+ 0.0``).  The engine core, the GPU back end, ``explain`` and
-        :meth:`screen_rows` apply it."""
+        in ``+ 0.0``).  The fused kinds' kernels apply it where a later IEEE addition
+        would see the sign (a late c); :meth:`finish` applies it to every output, and
+        ``explain`` to its trace's value."""
         return False
+
+    def finish(self, model: Model, D: np.ndarray) -> np.ndarray:
+        """The unit's output ``D`` with its sign rule for zeros (:meth:`positive_zero`):
+        the one place every engine path - the core's general, small and row paths, the
+        GPU back end and :meth:`screen_rows` - finishes what a kernel returned.  For the
+        fused kinds it equals the rule at each fused sum's final rounding: a chain's last
+        step is that rounding, and the fp32 accumulator of ``"outside"``/``"promote"``
+        adds with round-to-nearest, where a zero sum of +0 terms is +0 (IEEE 754-2019
+        Section 6.3)."""
+        return plus_zeros(D) if self.positive_zero(model) else D
 
     def block_size(self, model: Model) -> int:
         """Elements consumed by one operation (one block of a trace)."""
@@ -552,7 +563,7 @@ class Operation:
         also get their block scale factors, ``scale_a`` (M, nb) and ``scale_b`` (nb, N)
         float64 of the shapes gemm checked, whose values they check against the scale
         format; the others never get them.  Bit for bit :meth:`run`'s result
-        (before :meth:`positive_zero`'s sign rule, which the caller applies).  ``None``
+        (before :meth:`finish`, which the caller applies).  ``None``
         where the operation has no such path for this model or accumulation: the caller
         then prepares and runs (this default)."""
         return None
@@ -571,8 +582,7 @@ class Operation:
         :attr:`has_row_kernel` only; a ValueError when the kernels cannot hold the
         candidate's arithmetic.  This default builds the Model and calls :meth:`dots`."""
         model = Model(**params)
-        D = self.dots(model, battery.a, battery.b, acc)
-        return plus_zeros(D) if self.positive_zero(model) else D
+        return self.finish(model, self.dots(model, battery.a, battery.b, acc))
 
     def run_cuda(self, model: Model, ops: Operands, acc: np.ndarray, accumulation: str,
                  promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:

@@ -23,6 +23,7 @@ from ..engine.explain import Trace
 from ..engine.explain import explain as _explain
 from ..engine.model import Model
 from ..numbers.validation import real_matrix
+from . import output as _output
 from . import schedule_run as _schedule_run
 from ..units import UnitSpec, resolve as _resolve_unit
 
@@ -37,9 +38,6 @@ INPUT_ROUNDINGS: dict[str, str] = {
     "rna": "round to nearest, ties away from zero: cvt.rna.tf32.f32 (PTX ISA, cvt), which cuBLAS and CUTLASS "
            "use to make tf32 operands",
 }
-
-_NAN_BITS = {np.dtype(np.float32): (np.uint32, 0x7FFFFFFF), np.dtype(np.float16): (np.uint16, 0x7FFF)}
-
 
 def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike | None = None, *,
          model: UnitSpec, alpha: float = 1.0, beta: float = 1.0, accumulation: str = "chain",
@@ -229,7 +227,7 @@ def _small_gemm(A: np.ndarray, B: np.ndarray, C: np.typing.ArrayLike | None, mod
                             accumulation=sched.inner, promote_every=sched.promote_every, **kw)
     except ValueError as exc:
         raise _with_conversion_hint(exc, model, None) from None
-    return None if D is None else _to_output(D, model.out_fmt, model)
+    return None if D is None else _output.finish(D, model)
 
 
 def _resolve_schedule(schedule: _schedules.Schedule | str | Mapping[str, Any] | None, accumulation: str,
@@ -288,12 +286,8 @@ def _checked_gemm(A: np.ndarray, B: np.ndarray, C: np.typing.ArrayLike | None, m
         if in_unit and beta == 1 and sched.c_position == "combine":
             results.insert(0, C64)
         D = results[0] if len(results) == 1 else _formats.round(_schedule_run.combine(results, sched), fout, "rne")
-        if not in_unit:
-            D = _epilogue(D, C64, alpha, beta, fout)
-        if sched.output is not None:
-            fout = _formats.format(sched.output)
-            D = _formats.round(D, fout, sched.output_rounding)
-    return _to_output(D, fout, model)
+        return _output.finish(D, model, C=None if in_unit else C64, alpha=alpha, beta=beta, output=sched.output,
+                              output_rounding=sched.output_rounding)
 
 
 def _converted_inputs(A: np.ndarray, B: np.ndarray, model: Model,
@@ -395,27 +389,3 @@ def _checked_scales(model: Model, scale_a: np.typing.ArrayLike | None, scale_b: 
     if parts.whole:
         return [(sa, sb)]
     return [_schedule_run.part_scales(sa, sb, q, K, kb, schedule) for q in parts.positions]
-
-
-def _epilogue(D: np.ndarray, C64: np.ndarray, alpha: float, beta: float, fout: _formats.FloatFormat) -> np.ndarray:
-    """D = fl(fl(alpha P) + fl(beta C)) on ordinary cores in the output's precision (fp32
-    for fp16/bf16 outputs), round to nearest even (cuBLAS-style)."""
-    ep = _formats.format("fp32") if fout.name in ("fp16", "bf16") else fout
-    P = _formats.round(float(alpha) * D, ep, "rne") if alpha != 1 else D
-    Q = _formats.round(float(beta) * C64, ep, "rne")
-    return _formats.round(P + Q, fout, "rne")
-
-
-def _to_output(D: np.ndarray, fout: _formats.FloatFormat, model: Model) -> np.ndarray:
-    """D (float64, values in ``fout``) in ``fout``'s numpy dtype, NaN results in NVIDIA's
-    canonical encodings unless the unit propagates NaN payloads."""
-    dt = fout.numpy_dtype
-    if dt is None:
-        return D
-    out = D.astype(dt)
-    if dt in _NAN_BITS and not model.propagates_nan:
-        ut, bits = _NAN_BITS[dt]
-        nan = np.isnan(out)
-        if nan.any():
-            out.view(ut)[nan] = bits
-    return out

@@ -16,7 +16,7 @@ import numpy as np
 
 from ...checks import check_fused_window, check_scales
 from ...model import ErrorTerm, Model, Operation, register
-from ...operands import (Operands, decompose_checked, plus_zeros, raise_unrepresentable, raise_unrepresentable_scales,
+from ...operands import (Operands, decompose_checked, raise_unrepresentable, raise_unrepresentable_scales,
                          scaled_small_check_args, threads_for)
 from ...trace import Block
 from ..tfdpa import fused_sum_terms
@@ -126,7 +126,7 @@ class GSTFDPA(Operation):
                                                          np.ones((Kp // model.k_block, n)))
             cache[key] = (xsa, xea, np.ascontiguousarray(xsb.T), np.ascontiguousarray(xeb.T))
         _kernels.gst_rows(sa, ea, sbT.T, ebT.T, *cast("tuple[np.ndarray, ...]", cache[key]), acc, r)  # type: ignore[call-arg]  # numba's Dispatcher takes *args
-        return plus_zeros(acc) if self.positive_zero(model) else acc
+        return self.finish(model, acc)
     def run_cuda(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
                  promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
         """GST-FDPA (Xie et al. 2025 Algorithm 9: the NVFP4/MXFP4 k64 presets; chain

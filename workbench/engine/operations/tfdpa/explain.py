@@ -98,7 +98,7 @@ def _fused_trace(blk: Block, ops_, d: float, F: int, m: Model, c_label: str = "c
         blk.stages.append("each term that lost bits carries a sticky bit 2^-(F+1) of its sign")
     blk.normalised = _norm(blk.fixed_sum)
     blk.result = float(_ops.round_fixed(np.int64(S), emax - F - stk, res.p, res.emin, res.emax, mode,
-                                        m.flush_output_subnormals))
+                                        m.flush_output_subnormals)) + 0.0    # a zero fused sum is +0
     return blk.result
 
 

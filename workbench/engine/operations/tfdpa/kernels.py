@@ -147,7 +147,10 @@ def _fused(sa, ea, sb, eb, i, j, k0, L, g, ng, fp, F, ez, use_ez, sticky,
 
 @numba.njit(cache=True)
 def tfdpa_step(sa, ea, sb, eb, i, j, k0, d, prm):
-    """One T-FDPA instruction: ``d <- block(a[k0:k0+L], b[k0:k0+L], c=d)``."""
+    """One T-FDPA instruction: ``d <- block(a[k0:k0+L], b[k0:k0+L], c=d)``.  Every fused
+    sum it rounds gives +0 where it is zero (``+ 0.0``, as MMA-Sim 2.1.1's t_fdpa ends;
+    :meth:`~workbench.engine.model.Operation.positive_zero`), so a late c's IEEE addition
+    sees the unit's +0, never an underflowed -0."""
     L = prm[P_L]
     F = prm[P_F]
     fp = prm[P_FP]
@@ -171,7 +174,7 @@ def tfdpa_step(sa, ea, sb, eb, i, j, k0, d, prm):
             return special_result(pos, neg, nan)
         if emax == NEG_BIG:
             return 0.0
-        return round_fixed(S, emax - F - (1 if sticky else 0), pr, eminr, emaxr, mode, flush)
+        return round_fixed(S, emax - F - (1 if sticky else 0), pr, eminr, emaxr, mode, flush) + 0.0   # zeros: +0
     # interleaved groups chained from zero (c enters late) or from c (early)
     gF = prm[P_GF]
     part = 0.0 if c_late else d
@@ -184,7 +187,8 @@ def tfdpa_step(sa, ea, sb, eb, i, j, k0, d, prm):
         elif emax == NEG_BIG:
             part = 0.0
         else:
-            part = round_fixed(S, emax - gF - (1 if sticky else 0), pr, eminr, emaxr, mode, flush)
+            # the fused sum's zeros are +0 (Operation.positive_zero), before a late c's IEEE addition sees them
+            part = round_fixed(S, emax - gF - (1 if sticky else 0), pr, eminr, emaxr, mode, flush) + 0.0
     if c_late:
         return exact_add(part, d, pr, eminr, emaxr, prm[P_LATEMODE], flush)
     return part
@@ -503,7 +507,7 @@ def _lane_block(sa, ea, sb, eb, i, j0, nl, k0, L, g, ng, neg, mag, q, emx, S, S3
     for u in range(ul):          # rounded to the result format
         neg_r, keep, qq, inf = round_int(S[u] + np.int64(S32[u]), np.int64(emx[u]) - F - st, pr, eminr, emaxr,
                                          mode, flush)
-        neg[u] = neg_r
+        neg[u] = neg_r & (keep != 0)    # the fused sum's zeros are +0, as tfdpa_step's
         mag[u] = keep
         q[u] = qq
         bad[u] |= inf

@@ -44,7 +44,7 @@ from ...layout import (
 )
 from ...checks import check_c_position, check_F, check_fused_window, check_rounding, positive_int
 from ...model import BoundShape, ErrorTerm, Model, Operation, register
-from ...operands import (Operands, decompose_checked, padded_decomposed, plus_zeros, raise_unrepresentable,
+from ...operands import (Operands, decompose_checked, padded_decomposed, raise_unrepresentable,
                          small_check_args, threads_for)
 from ...ops import MODE_CODES
 from ...trace import Block
@@ -255,14 +255,14 @@ class TFDPA(Operation):
         if shape not in cache:
             model = Model(**{**params, "F": 0, "rounding": "rz", "sticky": False})
             cache[shape] = (_kernels.pack_tfdpa(kernel_params(model), battery.a.shape[0], 1, 1),
-                            battery.decomposed(model, model.L)[2:], self.positive_zero(model))
-        template, (sa, ea, sbT, ebT), positive = cast("tuple[np.ndarray, tuple[np.ndarray, ...], bool]", cache[shape])
+                            battery.decomposed(model, model.L)[2:], model)
+        template, (sa, ea, sbT, ebT), shaped = cast("tuple[np.ndarray, tuple[np.ndarray, ...], Model]", cache[shape])
         prm = template.copy()
         prm[P_F] = prm[P_GF] = params["F"]
         prm[P_MODE] = MODE_CODES[params["rounding"]]
         prm[P_STICKY] = params["sticky"]
         _kernels.tfdpa_rows(sa, ea, sbT, ebT, acc, prm)
-        return plus_zeros(acc) if positive else acc
+        return self.finish(shaped, acc)     # the zero rule reads c_position, one of the shape's parameters
     def run_cuda(self, model: "Model", ops: Operands, acc: np.ndarray, accumulation: str,
                  promote_every: int | None, scale_a: np.ndarray | None, scale_b: np.ndarray | None) -> np.ndarray:
         """T-FDPA (every NVIDIA preset, custom T-FDPA units: sticky bit, c late, interleaved

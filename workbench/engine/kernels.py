@@ -6,8 +6,9 @@ kernels are in its folder, :mod:`workbench.engine.operations`).
   as IEEE 754-2019 Sec. 6.3);
 * the lane tiling of every lane kernel: output tiles (:func:`output_tiles`,
   :func:`lane_tile`), B in the lanes' layout (:func:`lane_operands`, :data:`LANE_PAD`,
-  :data:`LANES_MIN_N`), a tile's state from C and back (:func:`lanes_from_c`,
-  :func:`lane_value`);
+  :data:`LANES_MIN_N`), a tile's state from C and back (:func:`tile_lanes`,
+  :func:`lanes_from_c`, :func:`lane_value`), the largest exponent of a fused sum over lanes
+  (:func:`c_exponents`, :func:`max_product_exponents`);
 * the 32-bit lane steps (:data:`mul32`, :data:`shl32`, :data:`ashr32`) and the LLVM
   IR helpers of the explicit-vector kernels (:func:`_splat`, :func:`_loop`).
 """
@@ -94,6 +95,48 @@ def lanes_from_c(acc, i, j0, nl, row_special, col_special, mc, eminc, neg, mag, 
             neg[u] = c_sig < 0 or math.copysign(1.0, c) < 0     # -0 keeps its sign (c late adds it)
             mag[u] = -c_sig if c_sig < 0 else c_sig
             q[u] = c_exp - mc
+
+
+@numba.njit(cache=True, inline="always")
+def tile_lanes(t, n_jt, TI, TJ, acc, Np, row_special, col_special, mc, eminc):
+    """The prologue every lane kernel's tile shares: tile ``t``'s place
+    (:func:`lane_tile`) and its lane state from C (:func:`lanes_from_c`), as
+    ``(i0, ti, j0, nl, nv, neg, mag, q, bad)``; ``neg``, ``mag``, ``q`` and ``bad`` are
+    (ti, nv), the lanes beyond N zero."""
+    i0, ti, j0, nl, nv = lane_tile(t, n_jt, TI, TJ, row_special.shape[0], acc.shape[1], Np)
+    neg = np.zeros((ti, nv), dtype=np.bool_)
+    mag = np.zeros((ti, nv), dtype=np.int64)
+    q = np.zeros((ti, nv), dtype=np.int64)
+    bad = np.zeros((ti, nv), dtype=np.bool_)
+    for ii in range(ti):
+        lanes_from_c(acc, i0 + ii, j0, nl, row_special, col_special, mc, eminc, neg[ii], mag[ii], q[ii], bad[ii])
+    return i0, ti, j0, nl, nv, neg, mag, q, bad
+
+
+@numba.njit(cache=True, inline="always")
+def c_exponents(mag, q, nl, eminc, ezp, emx):
+    """``emx[u]`` <- the exponent of lane u's c (``mag * 2**q``), clamped at the output
+    format's ``eminc`` as a decomposed c is, or ``ezp`` where c is zero: where a fused
+    sum's largest exponent starts (T-FDPA's and GST-FDPA's lane blocks)."""
+    for u in range(nl):
+        m = mag[u]
+        ce = bit_length(m) - 1 + q[u]
+        ce = ce if ce > eminc else eminc
+        emx[u] = ce if m != 0 else ezp
+
+
+@numba.njit(cache=True, inline="always")
+def max_product_exponents(sa, ea, sb, eb, i, k, uj0, ul, ez32, em):
+    """``em[u]`` <- max(``em[u]``, the exponent of a[i, k] * b[k, uj0 + u]) over ``ul``
+    lanes in int32 (16 lanes a vector), a zero product counting as ``ez32``: one step of
+    a fused sum's largest exponent (T-FDPA's lane blocks, TR-/GTR-FDPA's lane groups)."""
+    a_zero = sa[i, k] == 0
+    a_e = ea[i, k]
+    for u in range(ul):
+        e = np.int32(a_e + eb[k, uj0 + u])
+        v = ez32 if (a_zero | (sb[k, uj0 + u] == 0)) else e
+        cur = em[u]
+        em[u] = v if v > cur else cur
 
 
 @numba.njit(cache=True, inline="always")
@@ -218,7 +261,8 @@ def lane_operands(sa: np.ndarray, ea: np.ndarray, sb: np.ndarray, eb: np.ndarray
 
 
 __all__ = [
-    "lane_operands", "output_tiles", "lane_tile", "lanes_from_c", "lane_value", "exact_add", "add_late", "LANE_PAD",
+    "lane_operands", "output_tiles", "lane_tile", "lanes_from_c", "tile_lanes", "c_exponents", "max_product_exponents",
+    "lane_value", "exact_add", "add_late", "LANE_PAD",
     "LANES_MIN_N", "_splat", "_loop",
     "bit_length", "round_double", "mul32", "shl32", "ashr32",
 ]

@@ -60,7 +60,7 @@ import numpy as np
 from ....numbers.formats import RD, RU, RZ
 from ... import kernels as _k
 from ... import vector_chain as _vc
-from ...kernels import lane_tile, lane_value, lanes_from_c
+from ...kernels import lane_tile, lane_value, lanes_from_c, max_product_exponents, tile_lanes
 from ...nans import _bits_from_f64, _f64_from_bits, efdpa_nan
 from ...layout import (  # the one parameter layout (see workbench.engine.layout)
     P_ARZ,
@@ -516,14 +516,7 @@ def _lane_group32(sa, ea, sb, eb, i, j0, nv, k0, L, start, step, ezp, G, roff, o
         em32[u] = np.int32(NEG_BIG)
         T32[u] = 0
     for jj in range(start, L, step):
-        k = np.uint64(k0 + jj)
-        a_zero = sa[i, k] == 0
-        a_e = ea[i, k]
-        for u in range(ul):
-            e = np.int32(a_e + eb[k, uj0 + u])
-            v = ez32 if (a_zero | (sb[k, uj0 + u] == 0)) else e
-            cur = em32[u]
-            em32[u] = v if v > cur else cur
+        max_product_exponents(sa, ea, sb, eb, i, np.uint64(k0 + jj), uj0, ul, ez32, em32)
     for u in range(ul):
         bad[u] |= em32[u] >= ovf1
     G32 = np.int32(G)
@@ -689,20 +682,14 @@ def _tr_gemm_lanes_tile(t, A, BT, sa, ea, sb, eb, row_special, col_special, acc,
     narrow = _group_fits_int32(q, L)
     nblocks = Kp // L
     n_jt = (N + TJ - 1) // TJ
-    i0, ti, j0, nl, nv = lane_tile(t, n_jt, TI, TJ, M, N, Np)
-    neg = np.zeros((ti, nv), dtype=np.bool_)
-    mag = np.zeros((ti, nv), dtype=np.int64)
-    qq = np.zeros((ti, nv), dtype=np.int64)
-    bad = np.zeros((ti, nv), dtype=np.bool_)
+    i0, ti, j0, nl, nv, neg, mag, qq, bad = tile_lanes(t, n_jt, TI, TJ, acc, Np, row_special, col_special, q[P_MC],
+                                                       q[P_EMINC])
     T0 = np.empty(nv, dtype=np.int64)
     E0 = np.empty(nv, dtype=np.int64)
     T1 = np.zeros(nv, dtype=np.int64)
     E1 = np.full(nv, NEG_BIG, dtype=np.int64)
     T32 = np.empty(nv, dtype=np.int32)
     em32 = np.empty(nv, dtype=np.int32)
-    for ii in range(ti):
-        lanes_from_c(acc, i0 + ii, j0, nl, row_special, col_special, q[P_MC], q[P_EMINC], neg[ii], mag[ii],
-                     qq[ii], bad[ii])
     for b0 in range(0, nblocks, BC):
         for ii in range(ti):
             i = i0 + ii
@@ -988,18 +975,12 @@ def _e_gemm_lanes_tile(t, A, BT, sa, ea, sb, eb, row_special, col_special, acc, 
     window = 62 - bit_length(L)          # L + 1 terms below 2**window sum below 2**62
     nblocks = Kp // L
     n_jt = (N + TJ - 1) // TJ
-    i0, ti, j0, nl, nv = lane_tile(t, n_jt, TI, TJ, M, N, Np)
-    neg = np.zeros((ti, nv), dtype=np.bool_)
-    mag = np.zeros((ti, nv), dtype=np.int64)
-    qq = np.zeros((ti, nv), dtype=np.int64)
-    bad = np.zeros((ti, nv), dtype=np.bool_)
+    i0, ti, j0, nl, nv, neg, mag, qq, bad = tile_lanes(t, n_jt, TI, TJ, acc, Np, row_special, col_special, mc, eminc)
     lo = np.empty(nv, dtype=np.int64)
     hi = np.empty(nv, dtype=np.int64)
     S = np.empty(nv, dtype=np.int64)
     wide = np.zeros(nv, dtype=np.bool_)
     limbs = np.zeros(max(1, q[P_NLIMBS]), dtype=np.int64)
-    for ii in range(ti):
-        lanes_from_c(acc, i0 + ii, j0, nl, row_special, col_special, mc, eminc, neg[ii], mag[ii], qq[ii], bad[ii])
     for b0 in range(0, nblocks, BC):
         b1 = min(nblocks, b0 + BC)
         for ii in range(ti):

@@ -50,13 +50,12 @@ from ...layout import (  # the one parameter layout (see workbench.engine.layout
 if TYPE_CHECKING:
     from ...model import Model
 from ... import kernels as _k
-from ...kernels import LANE_PAD, lane_tile, lane_value, lanes_from_c
+from ...kernels import LANE_PAD, c_exponents, lane_value, tile_lanes
 from ...operands import decompose
 from ...ops import (
     NEG_BIG,
     SPECIAL,
     align_term,
-    bit_length,
     combine_special,
     decompose_one,
     decompose_small,
@@ -239,11 +238,7 @@ def _gst_lane_block(sa, ea, sb, eb, xsa, xea, xsb, xeb, i, j0, nv, k0, neg, mag,
     eminc = r[P_EMINC]
     ul = np.uint64(nv)
     uj0 = np.uint64(j0)
-    for u in range(ul):                 # c's exponent (clamped at the output format's emin)
-        m = mag[u]
-        ce = bit_length(m) - 1 + q[u]
-        ce = ce if ce > eminc else eminc
-        emx[u] = ce if m != 0 else ezp
+    c_exponents(mag, q, ul, eminc, ezp, emx)
     for g in range(L // G):             # each group's exact sum, times the scales' significands
         for u in range(ul):
             Xg[g, u] = 0
@@ -317,22 +312,14 @@ def _gst_lanes_tile(t, sa, ea, sb, eb, xsa, xea, xsb, xeb, row_special, col_spec
     nblocks = Kp // L
     BC = max(1, 256 // L)               # blocks per chunk of K, reused from cache by every row of a tile
     ezp = r[P_EZ] if r[P_USE_EZ] != 0 else NEG_BIG
-    mc = r[P_MC]
-    eminc = r[P_EMINC]
     n_jt = (N + TJ - 1) // TJ
-    i0, ti, j0, nl, nv = lane_tile(t, n_jt, TI, TJ, M, N, Np)
-    neg = np.zeros((ti, nv), dtype=np.bool_)
-    mag = np.zeros((ti, nv), dtype=np.int64)
-    q = np.zeros((ti, nv), dtype=np.int64)
-    bad = np.zeros((ti, nv), dtype=np.bool_)
+    i0, ti, j0, nl, nv, neg, mag, q, bad = tile_lanes(t, n_jt, TI, TJ, acc, Np, row_special, col_special, r[P_MC],
+                                                      r[P_EMINC])
     emx = np.empty(nv, dtype=np.int64)
     S = np.empty(nv, dtype=np.int64)
     Xg = np.empty((ng, nv), dtype=np.int64)
     Eg = np.empty((ng, nv), dtype=np.int64)
     Og = np.empty(nv, dtype=np.int64)
-    for ii in range(ti):
-        lanes_from_c(acc, i0 + ii, j0, nl, row_special, col_special, mc, eminc, neg[ii], mag[ii], q[ii],
-                     bad[ii])
     for b0 in range(0, nblocks, BC):
         for ii in range(ti):
             if row_special[i0 + ii] != 0:

@@ -38,7 +38,8 @@ import math
 import numba
 import numpy as np
 
-from ...kernels import LANE_PAD, ashr32, exact_add, lane_tile, lane_value, lanes_from_c, mul32, output_tiles, shl32
+from ...kernels import (LANE_PAD, ashr32, c_exponents, exact_add, lane_value, max_product_exponents, mul32, output_tiles,
+                       shl32, tile_lanes)
 from ...layout import (  # the one parameter layout (see workbench.engine.layout)
     ACC_CHAIN,
     ACC_OUTSIDE,
@@ -454,22 +455,11 @@ def _lane_block(sa, ea, sb, eb, i, j0, nl, k0, L, g, ng, neg, mag, q, emx, S, S3
     ul = np.uint64(nl)
     uj0 = np.uint64(j0)
     ez32 = np.int32(ezp)
-    for u in range(ul):          # c's exponent (clamped at the output format's emin)
-        m = mag[u]
-        ce = bit_length(m) - 1 + q[u]
-        ce = ce if ce > eminc else eminc
-        emx[u] = np.int32(ce if m != 0 else ezp)
+    c_exponents(mag, q, ul, eminc, ezp, emx)
     for kk in range(L):          # the largest product exponent (zero products: ezp), in int32
         if ng > 1 and ((kk >> 1) % ng) != g:
             continue
-        k = np.uint64(k0 + kk)
-        a_zero = sa[i, k] == 0
-        a_e = ea[i, k]
-        for u in range(ul):
-            e = np.int32(a_e + eb[k, uj0 + u])
-            v = ez32 if (a_zero | (sb[k, uj0 + u] == 0)) else e
-            cur = emx[u]
-            emx[u] = v if v > cur else cur
+        max_product_exponents(sa, ea, sb, eb, i, np.uint64(k0 + kk), uj0, ul, ez32, emx)
     for u in range(ul):          # c aligned to F fractional bits below the maximum
         m = mag[u]
         t, lost = shift_lost(m, q[u] + F - np.int64(emx[u]))
@@ -559,11 +549,7 @@ def _lanes_tile(t, sa, ea, sb, eb, row_special, col_special, acc, prm):
     late_mode = prm[P_LATEMODE]
     fast = fast_eligible(prm)
     n_jt = (N + TJ - 1) // TJ
-    i0, ti, j0, nl, nv = lane_tile(t, n_jt, TI, TJ, M, N, Np)
-    neg = np.zeros((ti, nv), dtype=np.bool_)
-    mag = np.zeros((ti, nv), dtype=np.int64)
-    q = np.zeros((ti, nv), dtype=np.int64)
-    bad = np.zeros((ti, nv), dtype=np.bool_)
+    i0, ti, j0, nl, nv, neg, mag, q, bad = tile_lanes(t, n_jt, TI, TJ, acc, Np, row_special, col_special, mc, eminc)
     total = np.zeros((ti, nv))        # the fp32 accumulator (modes 1 and 2)
     emx = np.empty(nv, dtype=np.int32)
     S = np.empty(nv, dtype=np.int64)
@@ -571,10 +557,8 @@ def _lanes_tile(t, sa, ea, sb, eb, row_special, col_special, acc, prm):
     pneg = np.zeros(nv, dtype=np.bool_)   # the block's products alone (c late)
     pmag = np.zeros(nv, dtype=np.int64)
     pq = np.zeros(nv, dtype=np.int64)
-    for ii in range(ti):
-        lanes_from_c(acc, i0 + ii, j0, nl, row_special, col_special, mc, eminc, neg[ii], mag[ii], q[ii],
-                     bad[ii])
-        if accmode != ACC_CHAIN:                  # partial chains start from 0, C waits in the fp32 total
+    if accmode != ACC_CHAIN:                      # partial chains start from 0, C waits in the fp32 total
+        for ii in range(ti):
             for u in range(nl):
                 total[ii, u] = acc[i0 + ii, j0 + u]
                 neg[ii, u] = False

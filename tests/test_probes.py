@@ -340,6 +340,27 @@ OBSERVABLE = ("kind", "L", "F", "rounding", "result_format", "sticky", "c_positi
               "flush_subnormals", "F2", "G")
 
 
+def _check_outside_the_search(rec, res):
+    """The CPU pair units (kind ``pair-dot``) lie outside the probes' search space (T-FDPA,
+    E-FDPA, FMA chains, FTZ-AddMul, TR-/GTR-FDPA).  ``infer`` must then either say NOT
+    verified, or return a model of another kind that is the same arithmetic: Arm's
+    FEAT_EBF16 BFDOT/BFMMLA (both products summed and rounded once, then c added) is a T-FDPA
+    of L = 2 with c late.  A verified answer is checked here on inputs the probes never
+    saw: 30 x K x 30 products of bf16 values spread over 2^-60..2^60, K up to 1000, against
+    the preset's own products, bit for bit."""
+    if not res.verified:
+        assert "verification: NOT verified" in res.sheet(), res.sheet()
+        return
+    rng = np.random.default_rng(7)
+    for K in (2, 3, 16, 333, 1000):
+        A = wb.round(rng.standard_normal((30, K)) * 2.0 ** rng.integers(-60, 60, (30, K)), "bf16")
+        B = wb.round(rng.standard_normal((K, 30)) * 2.0 ** rng.integers(-60, 60, (K, 30)), "bf16")
+        C = wb.round(rng.standard_normal((30, 30)), "fp32")
+        want = wb.gemm(A, B, C, model=rec)
+        got = wb.gemm(A, B, C, model=res.model)
+        assert (want.view(np.uint32) == got.view(np.uint32)).all(), (K, res.sheet())
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("rec", [r for r in _records() if not r.operation.integer], ids=lambda r: r.name)
 def test_infer_every_preset(rec):
@@ -348,6 +369,9 @@ def test_infer_every_preset(rec):
     from workbench.probes.blackbox import from_model as fm
 
     res = infer(fm(rec), n_verify=10000)
+    if rec.kind == "pair-dot":
+        _check_outside_the_search(rec, res)
+        return
     # ST-FDPA with every scale 1 is T-FDPA (Xie Algorithm 8: the scales only add exponents)
     expected = {**rec.params, "kind": "t-fdpa"} if rec.kind == "st-fdpa" else rec.params
     for k in OBSERVABLE:

@@ -125,6 +125,24 @@ def test_a_code_generator_built_before_workbench_is_left_alone():
     assert out == ["True", "None"]
 
 
+@pytest.mark.skipif(not _host_has_avx512(), reason="no AVX-512 on this CPU: workbench leaves numba's features alone")
+def test_numba_imported_before_workbench_still_gets_the_features():
+    """numba reads its settings when it is imported; one imported before workbench (a
+    user's script, the tests' compile log) but with no kernel decorated yet must still build
+    its code generator with the features configure() set.  Otherwise its kernels are
+    compiled for other features than every other process's and are compiled again under
+    another cache key (a cold test run compiled 36 of the warm-up's 37 kernels twice)."""
+    code = ("import os\nfrom numba.core import event\nimport workbench\n"
+            "from numba.core.registry import cpu_target\n"
+            "print(cpu_target.target_context.codegen()._get_host_cpu_features() == os.environ['NUMBA_CPU_FEATURES'])")
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CPU_FEATURES", "NUMBA_CPU_NAME",
+                                                           "WORKBENCH_VECTOR_WIDTH")}
+    env["PYTHONPATH"] = str(ROOT)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
+                         timeout=300).stdout.split()
+    assert out == ["True"]
+
+
 def test_configure_leaves_a_built_code_generator_alone(fake_host):
     import numba  # noqa: F401  (this process decorated its kernels long ago)
 

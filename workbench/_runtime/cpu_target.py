@@ -15,8 +15,9 @@ and numba keys its cache by these features.
 It leaves the choice to the user when ``NUMBA_CPU_NAME`` or ``NUMBA_CPU_FEATURES`` is set,
 and does nothing when ``WORKBENCH_VECTOR_WIDTH=256`` is set or the CPU has no AVX-512.  It
 also reaches the user's own numba code in the same process, and child processes inherit it
-(sweep workers).  Where numba built its code generator before ``import workbench`` (it does
-so at the first ``@njit`` decoration, in any module), that generator keeps the features it
+(sweep workers).  Where numba was imported first (it reads its settings at import), numba's
+settings are read again.  Where numba built its code generator before ``import workbench`` (it
+does so at the first ``@njit`` decoration, in any module), that generator keeps the features it
 started with, and :func:`configure` leaves everything as it is.
 """
 from __future__ import annotations
@@ -53,6 +54,9 @@ def configure() -> str | None:
     features = wide_features(host)
     if features is not None:
         env["NUMBA_CPU_FEATURES"] = features
+        config = sys.modules.get("numba.core.config")
+        if config is not None:      # numba imported first read its settings then: read them again
+            config.reload_config()
     return features
 
 

@@ -42,6 +42,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numba
 import numpy as np
 import scipy.linalg
 
@@ -220,14 +221,40 @@ def _settings(model: Model | None, unit_format: str | None, precision: str, upda
     return fin
 
 
-def _store(A: np.ndarray, precision: str) -> np.ndarray:
-    """A rounded to the storage precision (the first step of the algorithm)."""
+#: Storage precisions numpy computes in natively: IEEE binary32/binary64 operations are
+#: correctly rounded (round to nearest even), so the panel and the TRSM run on the stored
+#: array itself, with the same bits as one float64 operation then :func:`rounder` (Figueroa
+#: 1995, as :func:`rounder` says) and none of its conversions.
+_NATIVE = {"fp32": np.float32, "fp64": np.float64}
+
+
+def _store(A: np.ndarray, precision: str) -> tuple[np.ndarray, Rounder]:
+    """A rounded to the storage precision (the first step of the algorithm), and the
+    rounding each panel and TRSM operation then needs: the working array is of
+    ``precision``'s own dtype where numpy has one (:data:`_NATIVE`; no rounding to add),
+    else float64 values of ``precision`` (:func:`rounder` after each operation)."""
     with np.errstate(over="ignore"):
         W = rounder(precision)(A).copy()
     if not np.isfinite(W).all():
         i, j = np.argwhere(~np.isfinite(W))[0]
         raise ValueError(f"A[{i}, {j}] = {A[i, j]!r} overflows {precision}; scale A first")
-    return W
+    if precision in _NATIVE:
+        return W.astype(_NATIVE[precision]), _exact
+    return W, rounder(precision)
+
+
+def _exact(x: np.ndarray) -> np.ndarray:
+    """No rounding: the operation that made ``x`` already rounded to the working dtype."""
+    return x
+
+
+def _rank1_update(X: np.ndarray, x: np.ndarray, y: np.ndarray, rnd: Rounder) -> None:
+    """``X <- fl(X - fl(x y^T))`` in place (a view of the working array), each operation
+    rounded by ``rnd`` - in the working dtype itself where it is ``precision``'s own."""
+    P = rnd(np.multiply.outer(x, y))
+    np.subtract(X, P, out=X)
+    if rnd is not _exact:
+        X[...] = rnd(X)
 
 
 def _to_unit(X: np.ndarray, fmt: str, what: str) -> np.ndarray:
@@ -272,18 +299,21 @@ def trailing_update(C: np.ndarray, L21: np.ndarray, U12: np.ndarray, *, model: M
     """``C - L21 @ U12`` as the factorisation's update computes it: operands rounded to
     ``unit_format`` once, then one :func:`workbench.gemm` on the whole trailing block
     (or the idealised recursive sum when ``model`` is None), run on ``device``."""
-    Lh = _to_unit(L21, unit_format, "L21")
-    Uh = _to_unit(U12, unit_format, "U12")
+    Lh = _to_unit(np.asarray(L21, dtype=np.float64), unit_format, "L21")
+    Uh = _to_unit(np.asarray(U12, dtype=np.float64), unit_format, "U12")
     if model is None:
-        return _idealised_update(C, Lh, Uh, precision, update_c)
+        return _idealised_update(np.asarray(C, dtype=np.float64), Lh, Uh, precision, update_c)
     if update_c == "accumulator":
-        return unit_gemm(-Lh, Uh, C, model=model, device=device).astype(np.float64)
+        return unit_gemm(-Lh, Uh, C, model=model, device=device)
     # The epilogue of gemm(Lh, Uh, C, alpha=-1, beta=1) is fl(C - P) with P the unit's
     # product from a zero accumulator; forming it here skips the re-check and re-rounding
     # of C and the rounding of -P that gemm's general epilogue does (same bits: the test's
-    # per-tile reference calls gemm with alpha=-1, beta=1).
-    P = unit_gemm(Lh, Uh, None, model=model, device=device).astype(np.float64)
-    return rounder(precision)(C - P)
+    # per-tile reference calls gemm with alpha=-1, beta=1).  Where C and P are both in
+    # ``precision``'s own dtype the subtraction is that IEEE operation itself.
+    P = unit_gemm(Lh, Uh, None, model=model, device=device)
+    if C.dtype == P.dtype == _NATIVE.get(precision):
+        return C - P
+    return rounder(precision)(np.asarray(C, dtype=np.float64) - np.asarray(P, dtype=np.float64))
 
 
 # ----------------------------------------------------------------- LU
@@ -291,30 +321,98 @@ def _lu_panel(W: np.ndarray, perm: np.ndarray, k: int, e: int, rnd: Rounder, pre
     """Unblocked right-looking LU with partial pivoting of columns k..e-1 (rows k..n-1),
     in place; pivot rows are swapped across the whole matrix (LAPACK getf2 + laswp).
     A zero or non-finite pivot raises :class:`FactorizationError` (argmax picks a NaN
-    or an Inf first, so any non-finite entry left in the column is its pivot)."""
+    or an Inf first, so any non-finite entry left in the column is its pivot).  A working
+    array of ``precision``'s own dtype runs in one compiled pass (:func:`_lu_panel_native`)."""
+    if rnd is _exact:
+        j, p = _lu_panel_native(W, perm, k, e)
+        if j >= 0:
+            _raise_pivot(W, perm, j, p, precision)
+        return
     for j in range(k, e):
-        col = np.abs(W[j:, j])
-        p = j + int(np.argmax(col))
-        if not np.isfinite(W[p, j]):
-            raise FactorizationError("lu", "non-finite pivot", j, j, W[p, j], precision,
-                                     f"the elimination overflowed {precision} (row {int(perm[p])} of A); "
-                                     "scale A by a power of two or store it in a wider precision")
-        if W[p, j] == 0:
-            raise FactorizationError("lu", "zero pivot", j, j, 0.0, precision,
-                                     f"A is singular in {precision} arithmetic: nothing non-zero is left in "
-                                     f"column {j} once the columns before it are eliminated")
+        p = j + int(np.argmax(np.abs(W[j:, j])))
+        if not np.isfinite(W[p, j]) or W[p, j] == 0:
+            _raise_pivot(W, perm, j, p, precision)
         if p != j:
             W[[j, p]] = W[[p, j]]
             perm[[j, p]] = perm[[p, j]]
         W[j + 1:, j] = rnd(W[j + 1:, j] / W[j, j])
         if j + 1 < e:
-            W[j + 1:, j + 1:e] = rnd(W[j + 1:, j + 1:e] - rnd(np.multiply.outer(W[j + 1:, j], W[j, j + 1:e])))
+            _rank1_update(W[j + 1:, j + 1:e], W[j + 1:, j], W[j, j + 1:e], rnd)
+
+
+def _raise_pivot(W: np.ndarray, perm: np.ndarray, j: int, p: int, precision: str) -> None:
+    """The :class:`FactorizationError` of step ``j``, whose pivot W[p, j] is zero or not finite."""
+    if not np.isfinite(W[p, j]):
+        raise FactorizationError("lu", "non-finite pivot", j, j, W[p, j], precision,
+                                 f"the elimination overflowed {precision} (row {int(perm[p])} of A); "
+                                 "scale A by a power of two or store it in a wider precision")
+    raise FactorizationError("lu", "zero pivot", j, j, 0.0, precision,
+                             f"A is singular in {precision} arithmetic: nothing non-zero is left in "
+                             f"column {j} once the columns before it are eliminated")
+
+
+@numba.njit(cache=True)
+def _lu_panel_native(W, perm, k, e):  # type: ignore[no-untyped-def]
+    """:func:`_lu_panel` on a float32 or float64 working array, every operation that dtype's
+    own IEEE operation (numba types float32 op float32 as float32 and contracts nothing into
+    an FMA), in the numpy loop's order: per column the pivot as ``argmax`` picks it (the
+    first NaN, else the first largest magnitude), the row swap, the multipliers, then the
+    rank-1 update of the panel, each element's updates in column order.  Returns the step
+    and row of the first zero or non-finite pivot, (-1, -1) where there is none."""
+    n, m = W.shape
+    for j in range(k, e):
+        p = j
+        best = abs(W[j, j])
+        if best == best:
+            for i in range(j + 1, n):
+                v = abs(W[i, j])
+                if v != v:
+                    p = i
+                    break
+                if v > best:
+                    best = v
+                    p = i
+        piv = W[p, j]
+        if piv == 0 or not np.isfinite(piv):
+            return j, p
+        if p != j:
+            for c in range(m):
+                t = W[j, c]
+                W[j, c] = W[p, c]
+                W[p, c] = t
+            t2 = perm[j]
+            perm[j] = perm[p]
+            perm[p] = t2
+        d = W[j, j]
+        for i in range(j + 1, n):
+            W[i, j] = W[i, j] / d
+        for i in range(j + 1, n):
+            x = W[i, j]
+            for c in range(j + 1, e):
+                W[i, c] = W[i, c] - x * W[j, c]
+    return -1, -1
 
 
 def _unit_lower_trsm(W: np.ndarray, k: int, e: int, rnd: Rounder) -> None:
     """U12 = L11^-1 A12 for rows k..e-1, columns e.. (forward substitution by rank-1 updates)."""
+    if rnd is _exact:
+        _unit_lower_trsm_native(W, k, e)
+        return
     for i in range(k, e - 1):
-        W[i + 1:e, e:] = rnd(W[i + 1:e, e:] - rnd(np.multiply.outer(W[i + 1:e, i], W[i, e:])))
+        _rank1_update(W[i + 1:e, e:], W[i + 1:e, i], W[i, e:], rnd)
+
+
+@numba.njit(cache=True)
+def _unit_lower_trsm_native(W, k, e):  # type: ignore[no-untyped-def]
+    """:func:`_unit_lower_trsm` on a float32 or float64 working array in one compiled pass:
+    row r takes the updates of rows k..r-1 in that order, each element's as the rank-1 loop
+    gives them (row by row, so each row is read while it is in cache)."""
+    m = W.shape[1]
+    for r in range(k + 1, e):
+        for i in range(k, r):
+            x = W[r, i]
+            for c in range(e, m):
+                W[r, c] = W[r, c] - x * W[i, c]
 
 
 def lu(A: np.typing.ArrayLike, *, model: UnitSpec | None, block: int = 128, precision: str = "fp32",
@@ -334,9 +432,8 @@ def lu(A: np.typing.ArrayLike, *, model: UnitSpec | None, block: int = 128, prec
     """
     model = None if model is None else units.resolve(model)
     fin = _settings(model, unit_format, precision, update_c, block, "lu")
-    W = _store(_square(A), precision)
+    W, rnd = _store(_square(A), precision)
     n = W.shape[0]
-    rnd = rounder(precision)
     perm = np.arange(n)
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported by the pivot it reaches
         for k in range(0, n, block):
@@ -346,9 +443,9 @@ def lu(A: np.typing.ArrayLike, *, model: UnitSpec | None, block: int = 128, prec
                 _unit_lower_trsm(W, k, e, rnd)
                 W[e:, e:] = trailing_update(W[e:, e:], W[e:, k:e], W[k:e, e:], model=model, unit_format=fin,
                                             precision=precision, update_c=update_c, device=device)
-    L = np.tril(W, -1)
+    L = np.tril(W, -1).astype(np.float64)
     np.fill_diagonal(L, 1.0)
-    return Factorization(L=L, U=np.triu(W), perm=perm, unit_format=fin, precision=precision, block=int(block),
+    return Factorization(L=L, U=np.triu(W).astype(np.float64), perm=perm, unit_format=fin, precision=precision, block=int(block),
                          update_c=update_c, model=model)
 
 
@@ -370,7 +467,7 @@ def _cholesky_panel(W: np.ndarray, k: int, e: int, rnd: Rounder, precision: str)
         W[j, j] = rnd(np.sqrt(W[j, j:j + 1]))[0]
         W[j + 1:, j] = rnd(W[j + 1:, j] / W[j, j])
         if j + 1 < e:
-            W[j + 1:, j + 1:e] = rnd(W[j + 1:, j + 1:e] - rnd(np.multiply.outer(W[j + 1:, j], W[j + 1:e, j])))
+            _rank1_update(W[j + 1:, j + 1:e], W[j + 1:, j], W[j + 1:e, j], rnd)
 
 
 def cholesky(A: np.typing.ArrayLike, *, model: UnitSpec | None, block: int = 128, precision: str = "fp32",
@@ -387,9 +484,8 @@ def cholesky(A: np.typing.ArrayLike, *, model: UnitSpec | None, block: int = 128
     model = None if model is None else units.resolve(model)
     fin = _settings(model, unit_format, precision, update_c, block, "cholesky")
     A64 = _square(A)
-    W = _store(np.tril(A64) + np.tril(A64, -1).T, precision)
+    W, rnd = _store(np.tril(A64) + np.tril(A64, -1).T, precision)
     n = W.shape[0]
-    rnd = rounder(precision)
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported by the pivot it reaches
         for k in range(0, n, block):
             e = min(k + block, n)
@@ -398,6 +494,6 @@ def cholesky(A: np.typing.ArrayLike, *, model: UnitSpec | None, block: int = 128
                 L21 = W[e:, k:e]
                 W[e:, e:] = trailing_update(W[e:, e:], L21, L21.T, model=model, unit_format=fin,
                                             precision=precision, update_c=update_c, device=device)
-    L = np.tril(W)
+    L = np.tril(W).astype(np.float64)
     return Factorization(L=L, U=L.T.copy(), perm=np.arange(n), unit_format=fin, precision=precision,
                          block=int(block), update_c=update_c, model=model, kind="cholesky")

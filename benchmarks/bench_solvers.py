@@ -1,7 +1,8 @@
 """Speed of the blocked LU on a unit: ``python benchmarks/bench_solvers.py [--sizes 1024 4096]``.
 
 Targets (issue 18, 2 cores): n = 1024 in under 5 s, n = 4096 in under 2 minutes on a
-tensor-core preset.  Prints min / median / max wall time of ``--repeat`` runs of
+tensor-core preset; (issue 53) LU within 1.2x of its own GEMM work - the same unit products
+alone, timed in the same run ("GEMMs alone").  Prints min / median / max wall time of ``--repeat`` runs of
 :func:`algorithms.lu` (after one warm-up call at n = 256, which loads the engine's
 cached kernels) for each size and update mode, the simulated multiply-adds of the
 trailing updates (sum over panels of (n - e)^2 * block) and their rate.  Also the time
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -24,6 +26,21 @@ from workbench.numbers import inputs
 def update_macs(n: int, block: int) -> int:
     """Multiply-adds the unit simulates: one (n-e) x block x (n-e) GEMM per panel."""
     return sum((n - e) ** 2 * (e - k) for k in range(0, n, block) for e in [min(k + block, n)] if e < n)
+
+
+def update_gemms(n: int, block: int, model, seed: int = 0) -> Callable[[], None]:
+    """The factorisation's own GEMM work alone: one unit product of the shape of each
+    panel's trailing update ((n - e) x block x (n - e)), on operands already in the
+    unit's input format, as :func:`algorithms.lu` hands them to the unit."""
+    rng = np.random.default_rng(seed)
+    shapes = [(n - e, e - k) for k in range(0, n, block) for e in [min(k + block, n)] if e < n]
+    ops = [(workbench.round(rng.standard_normal((m, b)), model.in_format),
+            workbench.round(rng.standard_normal((b, m)), model.in_format)) for m, b in shapes]
+
+    def run() -> None:
+        for L21, U12 in ops:
+            workbench.gemm(L21, U12, model=model)
+    return run
 
 
 def timed(f, repeat: int) -> list[float]:
@@ -49,12 +66,17 @@ def main() -> None:
     print(f"{'n':>6} {'update_c':12} {'min/s':>8} {'median/s':>9} {'max/s':>8} {'unit MAC':>10} {'MAC/s':>9}")
     for n in args.sizes:
         A = inputs.randsvd(n, 1e2, seed=1)
+        reps = args.repeat if n <= 2048 else max(1, args.repeat - 2)
+        macs = update_macs(n, args.block)
+        gemms = timed(update_gemms(n, args.block, model), reps)
+        print(f"{n:>6} {'GEMMs alone':12} {min(gemms):8.2f} {statistics.median(gemms):9.2f} {max(gemms):8.2f} "
+              f"{macs:10.3g} {macs / min(gemms):9.3g}", flush=True)
         for update_c in ("epilogue", "accumulator"):
-            reps = args.repeat if n <= 2048 else max(1, args.repeat - 2)
             ts = timed(lambda: algorithms.lu(A, model=model, block=args.block, update_c=update_c), reps)
-            macs = update_macs(n, args.block)
             print(f"{n:>6} {update_c:12} {min(ts):8.2f} {statistics.median(ts):9.2f} {max(ts):8.2f} "
-                  f"{macs:10.3g} {macs / min(ts):9.3g}", flush=True)
+                  f"{macs:10.3g} {macs / min(ts):9.3g}   LU / its GEMMs alone, same run: "
+                  f"{min(ts) / min(gemms):.2f} (fastest), {statistics.median(ts) / statistics.median(gemms):.2f} "
+                  "(medians)", flush=True)
     n = args.sizes[0]
     A = inputs.randsvd(n, 1e2, seed=1)
     b = np.random.default_rng(1).standard_normal(n)

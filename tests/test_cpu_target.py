@@ -111,18 +111,22 @@ def test_the_vector_width_changes_no_bit():
         assert here.view(np.int64).tolist() == bits, name
 
 
+def _child_without_settings(code: str) -> list[str]:
+    """The words ``code`` prints in a child process with none of the CPU settings set."""
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CPU_FEATURES", "NUMBA_CPU_NAME",
+                                                           "WORKBENCH_VECTOR_WIDTH")}
+    env["PYTHONPATH"] = str(ROOT)
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
+                          timeout=300).stdout.split()
+
+
 def test_a_code_generator_built_before_workbench_is_left_alone():
     """numba builds its code generator at the first @njit decoration; after that no
     setting reaches it, so importing workbench sets nothing (a child process)."""
     code = ("import os, numba\n@numba.njit\ndef f(x):\n    return x\n"
             "from workbench import cpu_target\n"
             "print(cpu_target.numba_codegen_built(), os.environ.get('NUMBA_CPU_FEATURES'))")
-    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CPU_FEATURES", "NUMBA_CPU_NAME",
-                                                           "WORKBENCH_VECTOR_WIDTH")}
-    env["PYTHONPATH"] = str(ROOT)
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
-                         timeout=300).stdout.split()
-    assert out == ["True", "None"]
+    assert _child_without_settings(code) == ["True", "None"]
 
 
 @pytest.mark.skipif(not _host_has_avx512(), reason="no AVX-512 on this CPU: workbench leaves numba's features alone")
@@ -135,12 +139,7 @@ def test_numba_imported_before_workbench_still_gets_the_features():
     code = ("import os\nfrom numba.core import event\nimport workbench\n"
             "from numba.core.registry import cpu_target\n"
             "print(cpu_target.target_context.codegen()._get_host_cpu_features() == os.environ['NUMBA_CPU_FEATURES'])")
-    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CPU_FEATURES", "NUMBA_CPU_NAME",
-                                                           "WORKBENCH_VECTOR_WIDTH")}
-    env["PYTHONPATH"] = str(ROOT)
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
-                         timeout=300).stdout.split()
-    assert out == ["True"]
+    assert _child_without_settings(code) == ["True"]
 
 
 def test_configure_leaves_a_built_code_generator_alone(fake_host):

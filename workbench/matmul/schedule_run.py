@@ -105,11 +105,16 @@ def unfused_chain(A: np.ndarray, B: np.ndarray, positions: np.ndarray, start: np
     if fmt.p > 26 and fmt.name != "fp64":
         raise ValueError(f"Split.fused=False: products in {fmt.name} are not exact in float64 before rounding; "
                          f"expected an output format of at most 26 bits or fp64")
-    native = _NATIVE.get(fmt.name)
+    # numpy's own dtype of fmt (fp64, fp32, fp16): a product and a sum in it are the exact float64
+    # product (operands of fmt) rounded to fmt, and the float64 sum rounded (double rounding is
+    # innocuous, 53 >= 2p + 2: Figueroa 1995; numpy's float16 ufuncs compute in float32, 24 >=
+    # 2 * 11 + 2); operands that are not values of fmt take the general loop
+    native = fmt.numpy_dtype
     with np.errstate(all="ignore"):               # Inf - Inf gives NaN, as mulps/addps do
         if native is not None:
             a, b, acc = A[:, positions].astype(native), B[positions].astype(native), start.astype(native)
-            if np.array_equal(a, A[:, positions], equal_nan=True) and np.array_equal(b, B[positions], equal_nan=True):
+            if all(np.array_equal(x, y, equal_nan=True) for x, y in ((a, A[:, positions]), (b, B[positions]),
+                                                                      (acc, start))):
                 for k in range(len(positions)):        # IEEE operations in fmt itself: the same bits
                     acc = acc + np.multiply.outer(a[:, k], b[k])
                 return acc.astype(np.float64)
@@ -118,13 +123,6 @@ def unfused_chain(A: np.ndarray, B: np.ndarray, positions: np.ndarray, start: np
             acc = _formats.round(acc + _formats.round(np.multiply.outer(A[:, k], B[k]), fmt, "rne"), fmt, "rne")
     return acc
 
-
-#: Formats numpy computes in natively (IEEE operations, round to nearest even): a product and
-#: a sum in them are the exact float64 product (operands of these formats) rounded to the
-#: format, and the float64 sum rounded (double rounding innocuous, 53 >= 2p + 2: Figueroa
-#: 1995; numpy's float16 ufuncs compute in float32, 24 >= 2 * 11 + 2).  Inputs that are not
-#: values of the format take the general path.
-_NATIVE = {"fp64": np.float64, "fp32": np.float32, "fp16": np.float16}
 
 
 def combine(terms: list[np.ndarray], sched: _schedules.Schedule) -> np.ndarray:

@@ -18,8 +18,8 @@ import workbench as wb
 from workbench.numbers.formats import round as _round
 from workbench.units import schedules as S
 from workbench.probes.library import (LIBRARIES, ONEDNN_AVX512_BF16, OPENBLAS_CORES, TORCH_BF16_ONEDNN,
-                                      TORCH_CPU_CAPABILITY, TORCH_FP32, LibraryEnvironment, LibraryReport,
-                                      fprev_counts, probe_library)
+                                      TORCH_FP32, LibraryEnvironment, LibraryReport, fprev_counts,
+                                      probe_library, torch_environment)
 
 _BLAS = [i for i in threadpool_info() if i.get("user_api") == "blas"]
 haswell_openblas = pytest.mark.skipif(
@@ -306,20 +306,21 @@ def _torch_marker(why: Callable[[Any], str]) -> pytest.MarkDecorator:
     return pytest.mark.skipif(bool(reason), reason=reason or "-")
 
 
-def _not_mkl_avx2(torch: Any) -> str:
-    """Why the torch float32 schedules do not apply here ('' where they do)."""
-    cap = torch.backends.cpu.get_cpu_capability()
-    if cap != TORCH_CPU_CAPABILITY or not torch.backends.mkl.is_available():
-        return (f"torch's CPU path here (capability {cap}, MKL {torch.backends.mkl.is_available()}) is not the "
-                f"{TORCH_CPU_CAPABILITY} + MKL path the torch schedules were verified on")
+def _not_mkl_sgemm(torch: Any) -> str:
+    """Why the torch float32 schedules do not apply here ('' where they do): the SGEMM that
+    runs is not the MKL dispatch they were verified on."""
+    kernel = torch_environment().kernel
+    if kernel not in TORCH_FP32.kernels:
+        return f"torch's float32 GEMM here ({kernel}) is not the one the torch schedules were verified on " \
+               f"({', '.join(TORCH_FP32.kernels)})"
     return ""
 
 
-torch_avx2 = _torch_marker(_not_mkl_avx2)
+torch_mkl = _torch_marker(_not_mkl_sgemm)
 
 
 @pytest.mark.needs_torch
-@torch_avx2
+@torch_mkl
 def test_the_mkl_sgemm_blocks_are_fprevs():
     """FPRev on the real torch.matmul float32 (1 thread, 4 x 12 x 300: MKL's FMA path): position 0
     is chained with the first half (150) and joins the second half at the root."""
@@ -335,7 +336,7 @@ def test_the_mkl_sgemm_blocks_are_fprevs():
 
 
 @pytest.mark.needs_torch
-@torch_avx2
+@torch_mkl
 def test_torch_fp32_is_mkls_two_paths():
     """At 1 thread torch.matmul float32 is the candidate on both of MKL's paths: FMA chains in K
     blocks of 192 (odd M, N >= 12, K past the blocking and in the halving range) and rounded
@@ -351,7 +352,7 @@ def test_torch_fp32_is_mkls_two_paths():
 
 
 @pytest.mark.needs_torch
-@torch_avx2
+@torch_mkl
 def test_mkl_peel_loop_is_needed():
     """Without its peel regions the schedule misses outputs of torch.matmul on the small path
     (so the regions are what reproduce them, not an accident of the inputs)."""
@@ -377,7 +378,7 @@ def test_mkl_peel_loop_is_needed():
 
 
 @pytest.mark.needs_torch
-@torch_avx2
+@torch_mkl
 def test_torch_bf16_is_atens_four_partial_sums():
     """torch.matmul bfloat16 is ATen's loop: four fp32 partial sums over k % 4 summed in order,
     rounded to bf16 - odd M and N, K % 4 tails 0-3."""
@@ -390,8 +391,6 @@ def test_torch_bf16_is_atens_four_partial_sums():
 
 def _not_onednn_bf16(torch: Any) -> str:
     """Why the oneDNN bf16 schedule does not apply here ('' where it does)."""
-    from workbench.probes.library import torch_environment
-
     kernel = torch_environment("bfloat16").kernel
     if kernel != ONEDNN_AVX512_BF16:
         return (f"torch's bf16 matmul here runs {kernel}, not {ONEDNN_AVX512_BF16} (oneDNN's brgemm on a CPU "

@@ -198,12 +198,27 @@ def test_numpy_environment_picks_numpys_blas_among_several(monkeypatch):
     assert "(default not known)" in env.describe()
 
 
-def test_torch_environment_is_torchs_cpu_capability():
+def test_torch_fp32_kernel_is_the_mkl_dispatch_that_ran():
+    """The float32 kernel is the code MKL itself reports in another process run with
+    MKL_VERBOSE=1 ("... for Intel(R) 64 architecture <dispatch>, Lnx ..."), or ATen's GEMM
+    with the CPU capability where torch has no MKL."""
+    import re
+    import subprocess
+    import sys
+
     torch = pytest.importorskip("torch")
     env = library.torch_environment()
-    assert (env.library, env.version, env.kernel, env.threads, env.default_threads) == (
-        "torch", torch.__version__, torch.backends.cpu.get_cpu_capability(), 1, torch.get_num_threads())
+    assert (env.library, env.version, env.threads, env.default_threads) == (
+        "torch", torch.__version__, 1, torch.get_num_threads())
     assert ("MKL " in env.details) == torch.backends.mkl.is_available()
+    code = "import torch; x = torch.ones((16, 16)); x @ x"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "MKL_VERBOSE": "1"}).stdout
+    found = re.search(r"MKL_VERBOSE .* architecture (.+?), Lnx", out)
+    if torch.backends.mkl.is_available():
+        assert found and env.kernel.startswith(f"MKL sgemm ({found.group(1)})"), (out[:300], env.kernel)
+    else:
+        assert env.kernel.startswith(f"ATen gemm ({torch.backends.cpu.get_cpu_capability()})")
 
 
 def test_torch_bf16_kernel_is_the_onednn_implementation_that_ran():

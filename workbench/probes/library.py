@@ -30,6 +30,7 @@ a file against this machine's library on the same products (:func:`verify_model`
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import os
 import re
@@ -47,8 +48,8 @@ from .recovery import Recovery, draw_inputs, fprev_counts
 
 __all__ = ["LIBRARIES", "Library", "LibraryCandidate", "LibraryEnvironment", "LibraryReport", "SavedModelCheck",
            "probe_library", "verify_model", "verify_saved", "save_library_model", "numpy_environment",
-           "torch_environment", "onednn_matmul_implementation", "fprev_counts", "SHAPES", "VERIFY_THREADS",
-           "OPENBLAS_CORES", "TORCH_CPU_CAPABILITY", "TORCH_FP32", "TORCH_BF16", "TORCH_BF16_ONEDNN",
+           "torch_environment", "onednn_matmul_implementation", "mkl_dispatch", "fprev_counts", "SHAPES", "VERIFY_THREADS",
+           "OPENBLAS_CORES", "TORCH_CPU_CAPABILITY", "TORCH_MKL_SGEMM", "TORCH_FP32", "TORCH_BF16", "TORCH_BF16_ONEDNN",
            "TORCH_ATEN_BF16", "ONEDNN_AVX512_BF16", "TORCH_ONEDNN_MIN_WORK"]
 
 #: shapes (M, N, K) of the verification: K from below to well past each blocking, odd M and N;
@@ -186,9 +187,13 @@ def _openblas(fmt: str, q: int) -> LibraryCandidate:
                f"per-output accumulators")
 
 
-#: torch's CPU builds these schedules were verified with (``torch.backends.cpu.get_cpu_capability()``):
-#: float32 goes to MKL's SGEMM (its AVX2 code paths), bfloat16 to ATen's own loop
+#: torch's CPU capability (``torch.backends.cpu.get_cpu_capability()``) the bf16 schedule of
+#: ATen's own loop was verified with (a CPU without AVX-512)
 TORCH_CPU_CAPABILITY = "AVX2"
+#: MKL's SGEMM as MKL's verbose mode names the code it dispatched to on the AMD CPUs the float32
+#: schedule was verified on: the generic "Intel(R) Architecture processors" branch, whatever
+#: MKL_ENABLE_INSTRUCTIONS says (default, AVX2, SSE4_2 and AVX512_E1 gave the same bits on a Zen 4)
+TORCH_MKL_SGEMM = "MKL sgemm (Intel(R) Architecture processors)"
 #: MKL SGEMM's K block (FPRev on the real sgemm through torch.matmul, 1 thread)
 _MKL_SGEMM_KB = 192
 
@@ -222,8 +227,8 @@ TORCH_FP32 = LibraryCandidate(lambda: _fma("fp32"), _schedules.Schedule(
     c_position="combine", combine_format="fp32", regions=_MKL_PEEL_REGIONS,
     shapes=f"torch.matmul of contiguous float32 matrices with N >= 2 (N = 1 runs a matrix-vector kernel, not "
            f"described), beta = 0 (torch.matmul: C is not read, so where C enters is not verified), C's rows "
-           f"starting 64-byte aligned (torch's CPU allocator); torch CPU capability {TORCH_CPU_CAPABILITY} with "
-           f"MKL 2024.2 on an AMD Zen 3 (no AVX-512), 1 thread",
+           f"starting 64-byte aligned (torch's CPU allocator); {TORCH_MKL_SGEMM} (oneMKL 2024 on AMD Zen 3 "
+           f"and Zen 4), 1 thread",
     threads=1,
     evidence=f"M >= 4 and N >= 12: one vfmadd-style FMA chain per K block, blocks of {_MKL_SGEMM_KB} (K < "
              f"{2 * _MKL_SGEMM_KB}: halves of K // 2, the odd element last), each from zero, added in order in fp32 "
@@ -233,7 +238,7 @@ TORCH_FP32 = LibraryCandidate(lambda: _fma("fp32"), _schedules.Schedule(
              f"least 4 columns follow: per 8 elements four products added one by one, then the other four "
              f"summed from zero and added; FPRev per output on 4 x 5 x 24 and 4 x 9 x 16)"),
     "MKL SGEMM's two code paths and the small path's peel loop (FPRev per output; fresh random and "
-    "adversarial products)", kernels=(TORCH_CPU_CAPABILITY,))
+    "adversarial products)", kernels=(TORCH_MKL_SGEMM,))
 
 #: torch hands bfloat16 products of more multiply-adds than this to oneDNN where its bf16 device
 #: check passes (an AVX-512 CPU), smaller ones to ATen's own loop (ATen's mkldnn matmul
@@ -397,37 +402,65 @@ class _TorchThreads:
 _TORCH_CPU_FEATURES = (("AVX-512 BF16", "_is_avx512_bf16_supported"), ("AMX", "_is_amx_tile_supported"))
 
 
-def onednn_matmul_implementation(dtype: str) -> str:
-    """The oneDNN matmul implementation torch runs for a ``dtype`` product above
-    :data:`TORCH_ONEDNN_MIN_WORK` (17 x 17 x 17), as oneDNN's verbose mode names it
-    (``brg_matmul:avx512_core_bf16``); "" where oneDNN is not called.  oneDNN prints to the
-    process's standard output, which is redirected to a file for the one call."""
+def _stdout_during(call: Callable[[], Any]) -> str:
+    """What the process writes to its standard output (file descriptor 1, where MKL's and
+    oneDNN's verbose modes print) while ``call()`` runs, redirected to a file meanwhile."""
     import sys
     import tempfile
 
-    torch = importlib.import_module("torch")
-    if not torch.backends.mkldnn.is_available():
-        return ""
-    x = torch.ones((17, 17), dtype=getattr(torch, dtype))
     sys.stdout.flush()
     with tempfile.TemporaryFile() as log:
         saved = os.dup(1)
         os.dup2(log.fileno(), 1)
         try:
-            with torch.backends.mkldnn.verbose(torch.backends.mkldnn.VERBOSE_ON):
-                x @ x
+            call()
         finally:
             os.dup2(saved, 1)
             os.close(saved)
         log.seek(0)
-        text = log.read().decode("utf-8", "replace")
-    found = re.search(r"primitive,exec,cpu,matmul,([^,]+),", text)
+        return log.read().decode("utf-8", "replace")
+
+
+def onednn_matmul_implementation(dtype: str) -> str:
+    """The oneDNN matmul implementation torch runs for a ``dtype`` product above
+    :data:`TORCH_ONEDNN_MIN_WORK` (17 x 17 x 17), as oneDNN's verbose mode names it
+    (``brg_matmul:avx512_core_bf16``); "" where oneDNN is not called."""
+    torch = importlib.import_module("torch")
+    if not torch.backends.mkldnn.is_available():
+        return ""
+    x = torch.ones((17, 17), dtype=getattr(torch, dtype))
+
+    def product() -> None:
+        with torch.backends.mkldnn.verbose(torch.backends.mkldnn.VERBOSE_ON):
+            x @ x
+    found = re.search(r"primitive,exec,cpu,matmul,([^,]+),", _stdout_during(product))
     return found.group(1) if found else ""
 
 
+@functools.cache
+def mkl_dispatch() -> str:
+    """The code MKL dispatched a float32 product of torch to, as MKL's verbose mode names it
+    in its first line ("... for Intel(R) 64 architecture <this>, Lnx ..."): "Intel(R)
+    Architecture processors" on AMD CPUs, "Intel(R) Advanced Vector Extensions 2 (Intel(R)
+    AVX2) enabled processors" and the like on Intel's; "" where torch has no MKL.  MKL prints
+    that line once per process, at its first verbose call, so the answer is kept; where
+    something else of the process turned MKL's verbose mode on first, it is "not reported"."""
+    torch = importlib.import_module("torch")
+    if not torch.backends.mkl.is_available():
+        return ""
+    x = torch.ones((16, 16))
+
+    def product() -> None:
+        with torch.backends.mkl.verbose(torch.backends.mkl.VERBOSE_ON):
+            x @ x
+    found = re.search(r"architecture (.+?), \w+ [0-9.]+GHz", _stdout_during(product))
+    return found.group(1) if found else "dispatch not reported"
+
+
 def torch_environment(dtype: str = "float32") -> LibraryEnvironment:
-    """torch's CPU GEMM of ``dtype`` matrices.  float32: the kernel is torch's CPU capability
-    (``torch.backends.cpu.get_cpu_capability()``: DEFAULT, AVX2, AVX512, ...) and, where
+    """torch's CPU GEMM of ``dtype`` matrices.  float32: MKL's SGEMM with the code MKL says it
+    dispatched to (:func:`mkl_dispatch`, "MKL sgemm (Intel(R) Architecture processors)"), or
+    ATen's with torch's CPU capability where torch has no MKL, and, where
     ``MKL_ENABLE_INSTRUCTIONS`` limits MKL's dispatch, that limit.  bfloat16: oneDNN's
     implementation where torch calls oneDNN (:func:`onednn_matmul_implementation`, "oneDNN
     brg_matmul:avx512_core_bf16"), else ATen's loop with the capability ("ATen gemm (AVX2)").  ``details``
@@ -448,7 +481,9 @@ def torch_environment(dtype: str = "float32") -> LibraryEnvironment:
         onednn = onednn_matmul_implementation(dtype)
         kernel = f"oneDNN {onednn}" if onednn else f"ATen gemm ({capability})"
     else:
-        kernel = capability + (f" (MKL limited to {limit})" if limit else "")
+        dispatch = mkl_dispatch()
+        kernel = (f"MKL sgemm ({dispatch})" if dispatch else f"ATen gemm ({capability})") + (
+            f" (MKL limited to {limit})" if limit else "")
     return LibraryEnvironment("torch", torch.__version__, kernel, VERIFY_THREADS,
                               torch.get_num_threads(),
                               ", ".join([mkl_text, dnn_text] + ([f"CPU: {', '.join(features)}"] if features else [])))

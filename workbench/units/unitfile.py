@@ -68,7 +68,7 @@ and the environment it ran in - every key present, strings and integers only
     verdict = "not verified"      # "verified" or "not verified"
     library = "openblas"          # the library that runs the GEMM
     version = "0.3.31.188.0"
-    kernel = "SkylakeX"           # OpenBLAS' core (threadpoolctl), torch's CPU capability
+    kernel = "SkylakeX"           # OpenBLAS' core (threadpoolctl), MKL's or oneDNN's dispatch
     threads = 1                   # the thread count of the verification
     default_threads = 2           # the library's default (0: not known)
     details = "numpy 2.4.6, .../libscipy_openblas64_.so"

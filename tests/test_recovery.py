@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import reference_mma as ref
 import workbench as wb
@@ -223,6 +225,34 @@ def test_a_split_without_fma_rounds_each_product_then_adds():
     assert not np.array_equal(np.asarray(fused, dtype=np.float32), want)   # the FMA gives other bits here
     with pytest.raises(ValueError, match="fused=1"):
         S.Split(fused=1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(fmt=st.sampled_from(["fp32", "fp16"]), K=st.integers(1, 24), data=st.data())
+def test_a_split_without_fma_takes_any_values_of_its_format(fmt, K, data):
+    """fused=False on any values of the accumulation's format - subnormals, zeros of both
+    signs, Inf, NaN, products that overflow - against the loop written out in Python's binary64
+    with each product and sum rounded to the format by numpy's conversion (one binary64
+    operation then RNE to fp32 or fp16 is the format's own operation: 53 >= 2p + 2)."""
+    dt, width = (np.float32, 32) if fmt == "fp32" else (np.float16, 16)
+    values = st.floats(width=width, allow_nan=True, allow_infinity=True)
+    A = np.array(data.draw(st.lists(values, min_size=2 * K, max_size=2 * K)), dtype=np.float64).reshape(2, K)
+    B = np.array(data.draw(st.lists(values, min_size=3 * K, max_size=3 * K)), dtype=np.float64).reshape(K, 3)
+    want = np.zeros((2, 3))
+    with np.errstate(all="ignore"):
+        for i in range(2):
+            for j in range(3):
+                acc = 0.0
+                for k in range(K):
+                    acc = float(dt(acc + float(dt(A[i, k] * B[k, j]))))
+                want[i, j] = acc
+    unit = FMA32 if fmt == "fp32" else _fma("fp16")
+    split = S.Split(lanes=1, lane_block=1, fused=False)
+    got = np.asarray(wb.gemm(A, B, model=unit, schedule=S.Schedule(rules=(S.KRule(1, None, split),),
+                                                                 c_position="combine", combine_format=fmt)),
+                     dtype=np.float64)
+    same = (got == want) & (np.signbit(got) == np.signbit(want)) | (np.isnan(got) & np.isnan(want))
+    assert same.all(), (A, B, got, want)
 
 
 def test_a_pipelined_two_accumulator_loop_adds_its_tail_after_their_sum():

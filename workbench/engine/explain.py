@@ -236,8 +236,7 @@ def explain(a, b, c: float = 0.0, model: Model | None = None, *, scale_a=None, s
         blocks.append(Block(index=ap.size, c_in=d, result=r, label="c added late",
                             rounding=f"d + c, {model.late_rounding.upper()} to {out.name}"))
         d = r
-    if op.positive_zero(model) and d == 0:
-        d = 0.0      # the unit outputs +0 for every zero (Operation.positive_zero)
+    d = float(op.finish(model, np.array([d]))[0])     # the unit's sign rule for zeros, as gemm's outputs get it
     scales = {"scale_a": tuple(sa.tolist()), "scale_b": tuple(sb.tolist())} if sa is not None and sb is not None else {}
     return Trace(model=model, a=tuple(a.tolist()), b=tuple(b.tolist()), c=c, blocks=blocks, value=d, **scales)
 

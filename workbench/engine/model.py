@@ -517,14 +517,14 @@ class Operation:
         or of a sum that rounds to zero: NVIDIA tensor cores do not output -0 (Valpey et
         al. 2025 Section 4.4, measured; MMA-Sim 2.1.1's t_fdpa, st_fdpa and gst_fdpa end
         in ``+ 0.0``).  The fused kinds' kernels apply it where a later IEEE addition
-        would see the sign (a late c); :meth:`finish` applies it to every output, and
-        ``explain`` to its trace's value."""
+        would see the sign (a late c); :meth:`finish` applies it to every output and to
+        ``explain``'s value."""
         return False
 
     def finish(self, model: Model, D: np.ndarray) -> np.ndarray:
         """The unit's output ``D`` with its sign rule for zeros (:meth:`positive_zero`):
         the one place every engine path - the core's general, small and row paths, the
-        GPU back end and :meth:`screen_rows` - finishes what a kernel returned.  For the
+        GPU back end, :meth:`screen_rows` and ``explain`` - finishes what a kernel returned.  For the
         fused kinds it equals the rule at each fused sum's final rounding: a chain's last
         step is that rounding, and the fp32 accumulator of ``"outside"``/``"promote"``
         adds with round-to-nearest, where a zero sum of +0 terms is +0 (IEEE 754-2019

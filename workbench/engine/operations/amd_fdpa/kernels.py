@@ -672,7 +672,7 @@ def trfdpa_gemm_lanes(A, BT, sa, ea, sb, eb, row_special, col_special, acc, q, T
 def _tr_gemm_lanes_tile(t, A, BT, sa, ea, sb, eb, row_special, col_special, acc, q, TI, TJ, BC):
     """Tile ``t`` of :func:`trfdpa_gemm_lanes` (its own function: numba compiles it without
     the parallel passes, which took 4.5 minutes over the whole body)."""
-    M, Kp = sa.shape
+    Kp = sa.shape[1]
     N = acc.shape[1]
     Np = sb.shape[1]
     L = q[P_L]
@@ -960,7 +960,7 @@ def efdpa_gemm_lanes(A, BT, sa, ea, sb, eb, row_special, col_special, acc, q, TI
 def _e_gemm_lanes_tile(t, A, BT, sa, ea, sb, eb, row_special, col_special, acc, q, TI, TJ, BC):
     """Tile ``t`` of :func:`efdpa_gemm_lanes` (its own function: numba compiles it without
     the parallel passes)."""
-    M, Kp = sa.shape
+    Kp = sa.shape[1]
     N = acc.shape[1]
     Np = sb.shape[1]
     L = q[P_L]

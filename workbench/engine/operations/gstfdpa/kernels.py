@@ -304,7 +304,7 @@ def gst_gemm_lanes(sa, ea, sb, eb, xsa, xea, xsb, xeb, row_special, col_special,
 def _gst_lanes_tile(t, sa, ea, sb, eb, xsa, xea, xsb, xeb, row_special, col_special, acc, r, TI, TJ):
     """Tile ``t`` of :func:`gst_gemm_lanes` (``TJ`` a multiple of the lane padding; its own
     function: numba compiles it without the parallel passes, several times faster)."""
-    M, Kp = sa.shape
+    Kp = sa.shape[1]
     N = acc.shape[1]
     Np = sb.shape[1]
     L = r[P_L]

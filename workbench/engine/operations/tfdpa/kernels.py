@@ -532,7 +532,7 @@ def tfdpa_gemm_lanes(sa, ea, sb, eb, row_special, col_special, acc, prm):
 def _lanes_tile(t, sa, ea, sb, eb, row_special, col_special, acc, prm):
     """Tile ``t`` of :func:`tfdpa_gemm_lanes` (its own function: numba compiles it
     without the parallel passes, which took 123 s over the whole body)."""
-    M, Kp = sa.shape
+    Kp = sa.shape[1]
     N = acc.shape[1]
     Np = sb.shape[1]
     L = prm[P_L]

@@ -8,7 +8,9 @@ with ``recover=True``): the schedule recovered from the black box, then verified
 the verification products (K up to 8192, odd M and N, one thread), and prints one row: the
 kernel (threadpoolctl's architecture; torch's CPU capability), the library's version, the
 recovery's library calls and seconds, the model verified (the recovered schedule, or the
-hand-written candidate where it holds and the recovery does not), the outputs verified.  ``--out`` appends the rows to a
+hand-written candidate where it holds and the recovery does not), the outputs verified, and
+the model at the library's default thread count (the same bits, or the threads' cut
+recovered and verified on the same products and two larger ones).  ``--out`` appends the rows to a
 file.
 
 Run it by hand, once per kernel, choosing the kernel in the command line only - never in a test
@@ -28,7 +30,24 @@ import argparse
 import datetime
 import time
 
-from workbench.probes.library import LIBRARIES, probe_library
+from workbench.probes.library import LIBRARIES, LibraryReport, probe_library
+
+
+def _at_default_threads(report: LibraryReport) -> str:
+    """The model at the library's default thread count: the same bits as at one thread, or
+    the threads' cut recovered (:func:`~workbench.probes.library.recover_threading`) and
+    verified or not, with its calls and seconds."""
+    n = report.environment.default_threads
+    if report.at_default_threads is None or n <= 1:
+        return "-"
+    bad, total = report.at_default_threads
+    t = report.threading
+    if t is None:
+        return f"{n}: the one-thread model, {total - bad} of {total}"
+    if t.candidate is None:
+        return f"{n}: no cut of {t.searched} reproduces the probes ({t.calls} calls, {t.seconds:.0f} s)"
+    b, a = sum(r[2] for r in t.results), sum(r[3] for r in t.results)
+    return f"{n}: cut recovered ({t.calls} calls, {t.seconds:.0f} s), {a - b} of {a} {'verified' if t.verified else 'NOT verified'}"
 
 
 def main() -> None:
@@ -49,7 +68,8 @@ def main() -> None:
         rec = report.recovery
         row = (f"| {datetime.date.today()} | {name} | {env.library} {env.version} | {env.kernel} | "
                f"{rec.queries if rec else '-'} | {rec.seconds if rec else 0:.0f} | {report.candidate.schedule.name} | "
-               f"{total - bad} of {total} | {'verified' if report.verified else 'NOT verified'} | {wall:.0f} |")
+               f"{total - bad} of {total} | {'verified' if report.verified else 'NOT verified'} | "
+               f"{_at_default_threads(report)} | {wall:.0f} |")
         print(report.sheet())
         print(row, flush=True)
         rows.append(row)

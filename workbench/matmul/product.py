@@ -159,6 +159,9 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
     if model.operation.integer:
         _check_integer_call(model, sched, alpha, beta, input_rounding)
     sched = _schedule_run.unit_accumulation(sched, model)
+    cut = None if sched.threading is None else sched.threading.cut(M, N, K)
+    if cut is not None:                            # the library's threads: each sub-product on its own
+        return _threaded_gemm(A, B, C, model, alpha, beta, sched, scale_a, scale_b, input_rounding, device, cut)
     sched.split(K, M, N)                           # a K the schedule holds no rule for: ValueError now
     if (0 < M * N * K <= _core.SMALL_WORK and run_prepared is _core.run_prepared and alpha == 1 and beta == 1
             and input_rounding is None and _one_part(sched, model)):
@@ -179,6 +182,30 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
                     None if scale_b is None else np.asarray(scale_b, dtype=np.float64)[:, cols],
                     input_rounding, run_prepared)
         return D
+
+
+def _threaded_gemm(A: np.ndarray, B: np.ndarray, C: np.typing.ArrayLike | None, model: Model, alpha: float,
+                   beta: float, sched: _schedules.Schedule, scale_a: np.typing.ArrayLike | None,
+                   scale_b: np.typing.ArrayLike | None, input_rounding: str | None, device: str,
+                   cut: tuple[list[tuple[int, int]], list[tuple[int, int]]]) -> np.ndarray:
+    """D of a product a library cuts over its threads (:class:`~workbench.units.schedules.Threading`):
+    every (row range, column range) of ``cut`` a :func:`gemm` of its own with the schedule
+    each thread runs (:meth:`~workbench.units.schedules.Threading.per_thread`)."""
+    M, N = A.shape[0], B.shape[1]
+    inner = cast(_schedules.Threading, sched.threading).per_thread(sched, M, N, A.shape[1])
+    Cm = None if C is None else _c_matrix(C, M, N)
+    sa = None if scale_a is None else real_matrix(scale_a, "scale_a")
+    sb = None if scale_b is None else real_matrix(scale_b, "scale_b")
+    D: np.ndarray | None = None
+    for r0, r1 in cut[0]:
+        for c0, c1 in cut[1]:
+            part = gemm(A[r0:r1], B[:, c0:c1], None if Cm is None else Cm[r0:r1, c0:c1], model=model, alpha=alpha,
+                        beta=beta, input_rounding=input_rounding, scale_a=None if sa is None else sa[r0:r1],
+                        scale_b=None if sb is None else sb[:, c0:c1], device=device, schedule=inner)
+            if D is None:
+                D = np.empty((M, N), dtype=part.dtype)
+            D[r0:r1, c0:c1] = part
+    return cast(np.ndarray, D)
 
 
 def _check_integer_call(model: Model, sched: _schedules.Schedule, alpha: float, beta: float,

@@ -21,6 +21,12 @@
    and where the kernel that ran is not one the candidate was written for, the report
    says so and what to do.
 
+Where the model holds at one thread but the library's default thread count gives other bits,
+the cut of a product over the threads is recovered from the black box
+(:func:`recover_threading`: a :class:`~workbench.units.schedules.Threading` record, OpenBLAS'
+threaded driver's layout searched over its parameters) and verified at that thread count; the
+report then stands for, and saves, the model with its threads (:attr:`LibraryReport.model`).
+
 A report saves as a library model (:func:`save_library_model`: the unit file's
 ``[schedule]``, its ``[library]`` table with the environment and the verdict, the counts
 in ``[provenance.verification]``), verified or not; :func:`verify_saved` re-checks such
@@ -32,8 +38,10 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
+import itertools
 import os
 import re
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -50,7 +58,8 @@ __all__ = ["LIBRARIES", "Library", "LibraryCandidate", "LibraryEnvironment", "Li
            "probe_library", "verify_model", "verify_saved", "save_library_model", "numpy_environment",
            "torch_environment", "onednn_matmul_implementation", "mkl_dispatch", "fprev_counts", "SHAPES", "VERIFY_THREADS",
            "OPENBLAS_CORES", "TORCH_CPU_CAPABILITY", "TORCH_MKL_SGEMM", "TORCH_FP32", "TORCH_BF16", "TORCH_BF16_ONEDNN",
-           "TORCH_ATEN_BF16", "ONEDNN_AVX512_BF16", "TORCH_ONEDNN_MIN_WORK"]
+           "TORCH_ATEN_BF16", "ONEDNN_AVX512_BF16", "TORCH_ONEDNN_MIN_WORK", "THREADING_SHAPES",
+           "THREADING_SPACE", "ThreadingRecovery", "recover_threading"]
 
 #: shapes (M, N, K) of the verification: K from below to well past each blocking, odd M and N;
 #: 25 x 24 and 13 x 32 give OpenBLAS' SGEMM 12-row blocks over an odd and an even number of
@@ -530,6 +539,17 @@ class LibraryReport:
     recovery: Recovery | None = None
     first_guess: str = ""
     at_default_threads: tuple[int, int] | None = None
+    threading: ThreadingRecovery | None = None
+
+    @property
+    def model(self) -> tuple[LibraryCandidate, list[Result], int]:
+        """What the report stands for and saves: the candidate with the threads recovered
+        (:attr:`threading`) where that verified at the library's default thread count, its
+        results and that thread count; else the one-thread candidate, its results and 1."""
+        t = self.threading
+        if t is not None and t.candidate is not None and t.verified:
+            return t.candidate, t.results, t.threads
+        return self.candidate, self.results, self.environment.threads
 
     @property
     def verified(self) -> bool:
@@ -579,6 +599,8 @@ class LibraryReport:
             lines.append(f"  at the default threads   {self.environment.default_threads or 'unknown'}: "
                          + (f"the same {total} outputs, bit for bit" if not bad else
                             f"{bad} of {total} outputs differ from the model (it holds at 1 thread)"))
+        if self.threading is not None:
+            lines.append(self.threading.sheet())
         if self.recovery is not None:
             lines.append(self.recovery.sheet())
         if self.candidate.gap:
@@ -612,6 +634,125 @@ def _library(name: str) -> Library:
     if name not in LIBRARIES:
         raise ValueError(unknown_name("library target", name, LIBRARIES))
     return LIBRARIES[name]
+
+
+#: products whose outputs tell OpenBLAS' threaded cuts apart (:func:`recover_threading`): rows cut
+#: alone (N small) and with the columns (N large), odd pieces that put the edge kernels mid-matrix,
+#: K past the blocking; the thread-count thresholds are probed on 33 x 31 x K around W = 2 x min_work
+THREADING_SHAPES = ((33, 31, 600), (41, 29, 700), (35, 9, 2000), (31, 9, 2000), (37, 200, 400), (25, 200, 400),
+                    (13, 96, 700), (9, 100, 900), (31, 33, 600), (49, 101, 600), (45, 45, 259), (57, 43, 1500),
+                    (17, 200, 400), (200, 17, 401), (33, 250, 300), (250, 33, 300))
+#: the :class:`~workbench.units.schedules.Threading` fields searched (each tuple's first value is
+#: OpenBLAS' default; DIVIDE_RATE 2, GEMM_MULTITHREAD_THRESHOLD 4, SMP_THRESHOLD_MIN 65536)
+THREADING_SPACE: dict[str, tuple[Any, ...]] = {
+    "min_work": tuple(65536 * g for g in (4, 1, 2, 8, 16, 32, 64)), "pieces": (2, 1, 4), "k_half_up": (True, False),
+    "switch_ratio": (2, 4, 8, 16, 32), "row_multiple": (1, 2, 4, 8, 16, 32), "col_multiple": (1, 2, 4, 8, 16, 32)}
+
+
+def _holds(schedule: _schedules.Schedule, M: int, N: int, K: int) -> bool:
+    """Whether ``schedule`` holds a rule for an M x N x K product (a recovered schedule
+    holds for the (M, N) it was recovered on)."""
+    try:
+        schedule.split(K, M, N)
+    except ValueError:
+        return False
+    return True
+
+
+def _threshold_shapes() -> tuple[tuple[int, int, int], ...]:
+    """33 x 31 x K just below and at 2 x min_work multiply-adds for every min_work searched."""
+    out = []
+    for w in THREADING_SPACE["min_work"]:
+        k = (2 * w - 1) // (33 * 31)
+        out += [(33, 31, k), (33, 31, k + 1)]
+    return tuple(out)
+
+
+@dataclass
+class ThreadingRecovery:
+    """What :func:`recover_threading` found: the thread count, the records of
+    :data:`THREADING_SPACE` that reproduce every one of ``probes`` products (``consistent``,
+    out of ``searched``), the candidate with the first of them (None: none does), its results at
+    that thread count on the verification products, the library calls and seconds."""
+
+    threads: int
+    searched: int
+    probes: int
+    consistent: list[_schedules.Threading]
+    candidate: LibraryCandidate | None
+    results: list[Result]
+    calls: int
+    seconds: float
+
+    @property
+    def verified(self) -> bool:
+        """Every output of every verification product at ``threads`` threads matched."""
+        return bool(self.results) and all(r[2] == 0 for r in self.results)
+
+    def sheet(self) -> str:
+        """The recovery as report lines."""
+        head = (f"  threads recovered        {self.threads} threads: {len(self.consistent)} of {self.searched} "
+                f"cuts reproduce all {self.probes} probes ({self.calls} "
+                f"library calls, {self.seconds:.0f} s)")
+        if self.candidate is None:
+            return head + "; none does, so the model holds at 1 thread only"
+        t = self.consistent[0]
+        bad, total = _tally(self.results)
+        return (head + f"\n                           {t}\n                           at {self.threads} threads: "
+                + (f"verified, all {total} outputs of {len(self.results)} products" if not bad
+                   else f"NOT verified, {bad} of {total} outputs differ"))
+
+
+def recover_threading(name: str, unit: Model, schedule: _schedules.Schedule, *, threads: int, seed: int = 0,
+                      shapes: tuple[tuple[int, int, int], ...] = SHAPES) -> ThreadingRecovery:
+    """How the library target ``name`` cuts a product over ``threads`` threads, recovered
+    from the black box given its one-thread model (``unit``, ``schedule``): every
+    :class:`~workbench.units.schedules.Threading` of :data:`THREADING_SPACE` is run against
+    the library's products at ``threads`` threads on :data:`THREADING_SHAPES` and the
+    thread-count thresholds, and :data:`THREAD_SHAPES` (those the one-thread schedule holds
+    a rule for), shape by shape (each distinct cut of a shape run once); the first record
+    that reproduces them all is verified at ``threads`` threads on fresh
+    products of ``shapes`` and :data:`THREAD_SHAPES`."""
+    from ..matmul.product import gemm
+
+    lib = _library(name)
+    t0 = time.perf_counter()
+    keys = list(THREADING_SPACE)
+    alive = [_schedules.Threading(threads, **dict(zip(keys, values)))
+             for values in itertools.product(*THREADING_SPACE.values())]
+    searched = len(alive)
+    rng = np.random.default_rng((seed, 7))
+    calls = 0
+    probes = [s for s in THREAD_SHAPES + THREADING_SHAPES + _threshold_shapes() if _holds(schedule, *s)]
+    with lib.set_threads(threads):
+        for shape in probes:
+            A, B = draw_inputs(rng, "adversarial", *shape, lib.fmt)
+            want = lib.call(A.astype(lib.dtype), B.astype(lib.dtype))
+            calls += 1
+            seen: dict[Any, bool] = {}
+            kept = []
+            for t in alive:
+                cut = t.cut(*shape)
+                key = (None if cut is None else (tuple(cut[0]), tuple(cut[1])), t.k_half_up)
+                if key not in seen:
+                    got = np.asarray(gemm(A, B, model=unit, schedule=replace(schedule, threading=t)), dtype=np.float64)
+                    seen[key] = bool(np.array_equal(got, want, equal_nan=True))
+                if seen[key]:
+                    kept.append(t)
+            alive = kept
+            if not alive:
+                break
+    if not alive:
+        return ThreadingRecovery(threads, searched, len(probes), [], None, [], calls, time.perf_counter() - t0)
+    env = lib.environment()
+    sched = replace(schedule, threading=alive[0], threads=threads, name=f"{schedule.name}-{threads}-threads",
+                    evidence=schedule.evidence + f"; the cut over {threads} threads recovered from the library at "
+                                                 f"{threads} threads ({alive[0]})")
+    cand = LibraryCandidate(unit=lambda: unit, schedule=sched, source=f"{threads}-thread cut recovered on this machine "
+                            f"({env.kernel}) over the one-thread model", kernels=(env.kernel,))
+    results = verify_model(name, unit, sched, seed=seed + 1, shapes=tuple(shapes) + THREAD_SHAPES, threads=threads)
+    calls += len(results)
+    return ThreadingRecovery(threads, searched, len(probes), alive, cand, results, calls, time.perf_counter() - t0)
 
 
 def verify_model(name: str, unit: Model, schedule: _schedules.Schedule, *, seed: int = 0,
@@ -680,6 +821,10 @@ def probe_library(name: str, *, seed: int = 0, shapes: tuple[tuple[int, int, int
     if report.repeatable:
         report.at_default_threads = _tally(verify_model(name, report.candidate.unit(), report.candidate.schedule,
                                                         seed=seed, shapes=shapes, threads=None))
+        default = report.environment.default_threads
+        if report.verified and default > 1 and (report.at_default_threads[0] or not report.thread_independent):
+            report.threading = recover_threading(name, report.candidate.unit(), report.candidate.schedule,
+                                                 threads=default, seed=seed, shapes=shapes)
     return report
 
 
@@ -739,7 +884,8 @@ def _probe_library(name: str, *, seed: int, shapes: tuple[tuple[int, int, int], 
     bad, total = _tally(results)
     guess = (f"{cand.schedule.name} ({', '.join(cand.kernels) or 'any kernel'}): "
              + ("verified" if bad == 0 else f"{bad} of {total} outputs differ"))
-    mn = sorted({(M, N) for M, N, _ in shapes if M >= 2 and N >= 2})
+    # the products split over the threads too: the threads' cut is recovered on them (:func:`recover_threading`)
+    mn = sorted({(M, N) for M, N, _ in shapes + THREAD_SHAPES if M >= 2 and N >= 2})
     recovered, rec = recover_library(name, shapes=mn, k_max=max(k_max, *(K for _, _, K in shapes)), seed=seed,
                                      progress=progress)
     if recovered is None:
@@ -761,16 +907,19 @@ def save_library_model(report: LibraryReport, path: str | Path) -> Path:
     verified or not; returns the path."""
     from ..units.unitfile import Provenance, save_unit
 
-    n_bad, n_all = report.counts
-    prov = Provenance(origin="probed", target=f"{report.name}: {report.environment.describe()}",
+    candidate, results, threads = report.model
+    n_bad, n_all = _tally(results)
+    env = replace(report.environment, threads=threads)
+    verified = report.verified and not n_bad
+    prov = Provenance(origin="probed", target=f"{report.name}: {env.describe()}",
                       verification={"outputs_checked": n_all, "outputs_agreed": n_all - n_bad,
-                                    "products_checked": len(report.results)},
-                      notes=f"workbench probe {report.name}: {report.verdict}")
-    library: dict[str, str | int] = {"target": report.name,
-                                     "verdict": "verified" if report.verified else "not verified",
-                                     **report.environment.to_dict()}
-    return save_unit(report.candidate.unit(), path, provenance=prov, schedule=report.candidate.schedule,
-                     library=library)
+                                    "products_checked": len(results)},
+                      notes=f"workbench probe {report.name}: {report.verdict}"
+                            + (f"; at {threads} threads with the recovered cut: verified" if threads != 1 and verified
+                               else ""))
+    library: dict[str, str | int] = {"target": report.name, "verdict": "verified" if verified else "not verified",
+                                     **env.to_dict()}
+    return save_unit(candidate.unit(), path, provenance=prov, schedule=candidate.schedule, library=library)
 
 
 @dataclass(frozen=True)
@@ -833,7 +982,9 @@ def verify_saved(name: str, path: str | Path, *, seed: int = 0,
     if uf.library is not None and uf.library["target"] != name:
         raise ValueError(f"unit file {str(uf.path)!r} models the library target {uf.library['target']!r}, not "
                          f"{name!r}: run workbench probe {uf.library['target']} --verify {uf.path}")
-    results = verify_model(name, uf.model, uf.schedule, seed=seed, shapes=shapes)
+    threads = VERIFY_THREADS if uf.schedule.threading is None else uf.schedule.threading.threads
+    results = verify_model(name, uf.model, uf.schedule, seed=seed, shapes=shapes, threads=threads)
     saved = None if uf.library is None else LibraryEnvironment.from_dict(uf.library)
     verdict = "not recorded" if uf.library is None else str(uf.library["verdict"])
-    return SavedModelCheck(name, uf.path, uf.schedule.name, verdict, saved, lib.environment(), results)
+    return SavedModelCheck(name, uf.path, uf.schedule.name, verdict, saved, replace(lib.environment(), threads=threads),
+                           results)

@@ -37,7 +37,7 @@ import numpy as np
 from ..numbers import formats as _formats
 from ..numbers.validation import unknown_name
 
-__all__ = ["Split", "KRule", "Region", "Schedule", "SCHEDULES", "get", "from_accumulation",
+__all__ = ["Split", "KRule", "Region", "Threading", "Schedule", "SCHEDULES", "get", "from_accumulation",
            "INNER", "C_POSITIONS", "COMBINES", "TAILS"]
 
 #: how the unit consumes one part (:func:`workbench.gemm`'s ``accumulation``)
@@ -64,7 +64,10 @@ class Split:
     but interleaved by tiles of that many elements (part p holds tiles p, p + parts,
     ...): several accumulators per output, each a chain over its tiles.  ``block``:
     a BLAS driver's K blocking (GEMM_Q): parts of ``block`` elements, the last two
-    halved (each half rounded up to ``block_unroll``) when less than two blocks remain.
+    halved (each half rounded up to ``block_unroll``) when less than two blocks remain;
+    ``block_half_up``: the first half is ceil(rest / 2) instead (OpenBLAS' threaded driver,
+    ``driver/level3/level3_thread.c``: ``min_l = (min_l + 1) / 2``, where the one-thread
+    ``level3.c`` rounds ``min_l / 2`` up to GEMM_UNROLL_M).
 
     ``cycle``: K in whole cycles of parts of these sizes, the remainder (K modulo the
     cycle's length) in parts of one element, and a part shorter than ``lane_block``
@@ -112,6 +115,7 @@ class Split:
     interleave: int | None = None
     block: int | None = None
     block_unroll: int = 1
+    block_half_up: bool = False
     lanes: int = 1
     lane_block: int = 1
     lane_combine: str = "pairwise"
@@ -149,6 +153,8 @@ class Split:
             raise ValueError(f"Split.lane_combine={self.lane_combine!r}: expected one of {COMBINES}")
         if not isinstance(self.halve, bool) or (self.halve and self.part_size is None):
             raise ValueError(f"Split.halve={self.halve!r}: expected a bool, True only with part_size")
+        if not isinstance(self.block_half_up, bool) or (self.block_half_up and self.block is None):
+            raise ValueError(f"Split.block_half_up={self.block_half_up!r}: expected a bool, True only with block")
         if not isinstance(self.fused, bool):
             raise ValueError(f"Split.fused={self.fused!r}: expected a bool")
         if self.tail not in TAILS:
@@ -209,8 +215,8 @@ class Split:
             out, s, u = [], 0, self.block_unroll
             while s < K:
                 rest = K - s
-                n = self.block if rest >= 2 * self.block else (
-                    (rest // 2 + u - 1) // u * u if rest > self.block else rest)
+                half = (rest + 1) // 2 if self.block_half_up else (rest // 2 + u - 1) // u * u
+                n = self.block if rest >= 2 * self.block else (half if rest > self.block else rest)
                 out.append(np.arange(s, s + n))
                 s += n
             return out or [np.arange(0)]
@@ -414,6 +420,122 @@ def _ints(v: Any, n: int, signed: bool = False) -> bool:
             and all(isinstance(t, int) and not isinstance(t, bool) and (signed or t >= 0) for t in v))
 
 
+def _widths(n: int, parts: int, multiple: int, at_least: int = 1) -> list[tuple[int, int]]:
+    """``n`` cut into ``parts`` ranges the way OpenBLAS' threaded driver cuts M and N
+    (``driver/level3/level3_thread.c``, ``gemm_driver``): each width the rest divided
+    over the parts left, rounded up, raised to ``at_least`` where it is above 1 and below
+    it, then rounded up to a multiple of ``multiple`` where that is not more than the rest
+    (``round_up``), the last range cut at n."""
+    out: list[tuple[int, int]] = []
+    start, left = 0, n
+    while left > 0:
+        w = -(-left // (parts - len(out))) if parts > len(out) else left
+        if 1 < w < at_least:
+            w = at_least
+        if multiple <= left and w > multiple:
+            w = -(-w // multiple) * multiple
+        w = min(w, left)
+        out.append((start, start + w))
+        start, left = start + w, left - w
+    return out
+
+
+@dataclass(frozen=True)
+class Threading:
+    """How a threaded BLAS driver cuts a product over its threads, so that each output
+    is computed by the one-thread schedule on the sub-product it falls in (OpenBLAS,
+    ``interface/gemm.c`` and ``driver/level3/level3_thread.c``).  numpy's row-major
+    C = A @ B is OpenBLAS' column-major C^T = B^T A^T: its m is numpy's N (columns), its n
+    numpy's M (rows).
+
+    * ``threads``: the thread count the library was asked for; a product of W = M N K
+      multiply-adds runs on one thread where W <= ``min_work`` and on
+      min(threads, floor(W / min_work)) threads otherwise (SMP_THRESHOLD_MIN x
+      GEMM_MULTITHREAD_THRESHOLD = 65536 x 4 in a default build);
+    * the threads are laid out as t_m x t_n: t_m = 1 where N < 2 ``switch_ratio``, else
+      the thread count, halved while N < t_m x switch_ratio; t_n = 1 where M <
+      switch_ratio x t_m, else ceil(M / (switch_ratio t_m)) capped at threads / t_m; then
+      t_m halved and t_n doubled while that lowers M t_m + N t_n.  t_m t_n <= 1: one
+      thread after all (the one-thread driver, K halved as the schedule says);
+    * numpy's columns are cut into t_m ranges rounded up to ``col_multiple``; numpy's
+      rows into t_m t_n ranges (each at least ``switch_ratio`` rows), rounded up to
+      ``row_multiple`` where the columns are cut too (t_m > 1) - as OpenBLAS 0.3.31 was
+      found to do: its rows are not rounded where only they are cut - and each row range
+      into ``pieces`` pieces of ceil(rows / pieces) (DIVIDE_RATE): the kernel tiles each
+      piece from its first row, so the edge kernels run at the end of every piece;
+    * ``k_half_up``: the threaded driver halves the last two K blocks as ceil(rest / 2)
+      (``min_l = (min_l + 1) / 2``; :attr:`Split.block_half_up`), where the one-thread
+      driver rounds rest / 2 up to GEMM_UNROLL_M.
+
+    :meth:`cut` gives the row and column ranges of a product (None: one thread)."""
+
+    threads: int
+    min_work: int = 65536 * 4
+    switch_ratio: int = 2
+    row_multiple: int = 1
+    col_multiple: int = 1
+    pieces: int = 2
+    k_half_up: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("threads", "min_work", "switch_ratio", "row_multiple", "col_multiple", "pieces"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"Threading.{name}={v!r}: expected a positive integer")
+        if not isinstance(self.k_half_up, bool):
+            raise ValueError(f"Threading.k_half_up={self.k_half_up!r}: expected a bool")
+
+    def layout(self, M: int, N: int, K: int) -> tuple[int, int]:
+        """(t_m, t_n): the threads over numpy's columns and over its rows (class docstring)."""
+        work = M * N * K
+        t = 1 if work <= self.min_work else min(self.threads, work // self.min_work)
+        if t <= 1:
+            return 1, 1
+        sr, m, n = self.switch_ratio, N, M
+        tm = 1
+        if m >= 2 * sr:
+            tm = t
+            while m < tm * sr:
+                tm //= 2
+        if n < sr * tm:
+            tn = 1
+        else:
+            tn = -(-n // (sr * tm))
+            if tm * tn > t:
+                tn = t // tm
+            while tm % 2 == 0 and n * tm + m * tn > n * (tm // 2) + m * (tn * 2):
+                tm, tn = tm // 2, tn * 2
+        return tm, tn
+
+    def cut(self, M: int, N: int, K: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]]] | None:
+        """The row ranges (every piece of every thread's rows) and the column ranges of an
+        M x N x K product, each output computed by the one-thread schedule on the
+        sub-product of its row and column range; None where the product runs on one thread."""
+        tm, tn = self.layout(M, N, K)
+        if tm * tn <= 1:
+            return None
+        cols = _widths(N, tm, self.col_multiple)
+        rows = []
+        for a, b in _widths(M, tm * tn, self.row_multiple if tm > 1 else 1, at_least=self.switch_ratio):
+            d = -(-(b - a) // self.pieces)
+            rows += [(s, min(b, s + d)) for s in range(a, b, d)]
+        return rows, cols
+
+    def per_thread(self, schedule: "Schedule", M: int, N: int, K: int) -> "Schedule":
+        """``schedule`` as each thread runs its part of an M x N x K product: the split of K
+        the library chose for the whole product (its rules, and each region's, resolved
+        for M x N x K: the interface picks the kernel path and K blocking once), where
+        ``k_half_up`` its K blocks halved as ceil(rest / 2), and no threading; the regions'
+        outputs are those of each sub-product (the kernels tile what they are handed)."""
+        def up(split: Split | None) -> Split | None:
+            return (replace(split, block_unroll=1, block_half_up=True)
+                    if self.k_half_up and split is not None and split.block is not None else split)
+
+        regions = tuple(replace(g, rules=(), split=up(g.split_for(K, M, N))) if g.rules else replace(g, split=up(g.split))
+                        for g in schedule.regions if not g.rules or g.split_for(K, M, N) is not None)
+        return replace(schedule, threading=None, rules=(KRule(0, None, up(schedule.split(K, M, N))),), regions=regions)
+
+
 @dataclass(frozen=True)
 class Schedule:
     """How a library composes unit operations into D = alpha * A @ B + beta * C.
@@ -448,6 +570,10 @@ class Schedule:
         :class:`Region` s: outputs whose parts another micro-kernel consumes with
         several accumulators (OpenBLAS' edge kernels); a later region wins where two
         overlap.
+    ``threading``
+        A :class:`Threading`: how the library cuts a product over its threads, each
+        output computed by this schedule (without ``threading``) on its sub-product.
+        None: one thread, or a result that does not depend on the thread count.
     ``shapes``, ``threads``
         Where the schedule was verified: the products (M, N, K) in words, and the
         thread count (None: the library's result does not depend on it).
@@ -466,6 +592,7 @@ class Schedule:
     output: str | None = None
     output_rounding: str = "rne"
     regions: tuple[Region, ...] = ()
+    threading: Threading | None = None
     shapes: str = "any"
     threads: int | None = None
     evidence: str = ""
@@ -494,6 +621,8 @@ class Schedule:
         for g in self.regions:
             if not isinstance(g, Region):
                 raise TypeError(f"Schedule.regions holds {g!r}: expected Region records")
+        if self.threading is not None and not isinstance(self.threading, Threading):
+            raise TypeError(f"Schedule.threading={self.threading!r}: expected None or a Threading record")
         if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
             raise ValueError(f"Schedule.threads={self.threads!r}: expected None or a positive integer")
 
@@ -555,6 +684,13 @@ class Schedule:
             None if g.get("split") is None or isinstance(g["split"], Split) else Split(**g["split"]),
             tuple(_krule(r) for r in g.get("rules", ())))
             for g in kw.get("regions", ()))
+        t = kw.get("threading")
+        if t is not None and not isinstance(t, Threading):
+            extra = set(t) - set(Threading.__dataclass_fields__)
+            if extra:
+                raise ValueError(f"unknown threading fields {sorted(extra)}; expected some of "
+                                 f"{sorted(Threading.__dataclass_fields__)}")
+            kw["threading"] = Threading(**t)
         return cls(**kw)
 
 

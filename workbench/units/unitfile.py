@@ -228,7 +228,7 @@ def _changed(record: Any) -> dict[str, Any]:
         v = getattr(record, f.name)
         if f.default is not MISSING and v == f.default:
             continue
-        if isinstance(v, (_schedules.Split, _schedules.KRule, _schedules.Region)):
+        if isinstance(v, (_schedules.Split, _schedules.KRule, _schedules.Region, _schedules.Threading)):
             v = _changed(v)
         elif isinstance(v, tuple) and any(isinstance(x, _schedules.KRule) for x in v):    # a region's rules
             v = [_changed(x) for x in v]

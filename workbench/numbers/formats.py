@@ -50,6 +50,7 @@ __all__ = [
     "format_table",
     "round",
     "rounding_counts",
+    "round_counted",
     "to_bits",
     "from_bits",
     "is_representable",
@@ -733,46 +734,63 @@ def _round_bits_vector(ab, p, emin, neg, h, m1, lb, away_neg, away_pos, odd, nor
     return rb, ok
 
 
-@numba.njit(cache=True, parallel=True)
-def _round_kernel_views(x, xb, out, ob, p, emin, emax_q, max_sig, mode, sub, ovf, sat, ufl_min,
-                        nozero_sign, rand):
+@numba.njit(cache=True, inline="always")
+def _round_chunk(x, xb, out, ob, lo, hi, p, emin, emax_q, max_sig, mode, sub, ovf, sat, ufl_min, nozero_sign, rand,
+                 largest, largest_bits, h, m1, lb, away_neg, away_pos, odd, flags, sign_of_zero):
+    """Round elements ``lo .. hi - 1`` of ``x`` (bits ``xb``) into ``out`` (bits ``ob``): a
+    branch-free pass that vectorises, then the elements it left, one by one."""
+    exceptions = 0
+    for i in range(lo, hi):        # branch-free: vectorises
+        ui = np.uint64(i)          # unsigned: no wraparound test (twice as fast)
+        bits = xb[ui]
+        rb, ok = _round_bits_vector(bits & _ABS_MASK, p, emin, bits < 0, h, m1, lb, away_neg, away_pos, odd,
+                                    flags, largest_bits)
+        ob[ui] = rb | (bits & (~_ABS_MASK if rb != 0 else sign_of_zero))
+        exceptions += 0 if ok else 1
+    if exceptions == 0:
+        return
+    for i in range(lo, hi):        # the elements the pass left, one by one
+        bits = xb[i]
+        ab = bits & _ABS_MASK
+        if _round_bits_vector(ab, p, emin, bits < 0, h, m1, lb, away_neg, away_pos, odd, flags,
+                              largest_bits)[1]:
+            continue
+        u = rand[i] if rand.size > 0 else 0.0
+        expf = ab >> 52
+        rb = np.int64(-1)
+        if expf != 0 and expf != 2047:
+            rb = _round_bits_fast(ab, p, emin, mode, sub, bits < 0, u)
+        elif ab == 0 and not ufl_min:      # a zero stays (+0 in formats without -0)
+            rb = np.int64(0)
+        if rb >= 0 and rb <= largest_bits:
+            ob[i] = rb | (bits & ~_ABS_MASK) if (rb != 0 or not nozero_sign) else np.int64(0)
+        else:
+            out[i] = _round_special_or_general(x[i], p, emin, emax_q, max_sig, largest, mode, sub, ovf,
+                                               sat, ufl_min, nozero_sign, u)
+
+
+@numba.njit(cache=True, inline="always")
+def _chunk_constants(mode, sub, ufl_min, nozero_sign, max_sig, emax_q):
+    """What every chunk of a rounding reads: the largest value and its bits, the mode's
+    increments (:func:`_mode_increments`), the flags of :func:`_round_bits_vector` and the
+    sign a zero keeps."""
     largest = math.ldexp(max_sig, emax_q)
-    largest_bits = _float_bits(largest)  # positive floats order like their bit patterns
-    n = x.size
     h, m1, lb, away_neg, away_pos, odd = _mode_increments(mode)
     flags = (1 if sub else 0) | (2 if mode != SR else 0) | (0 if ufl_min else 4)
     sign_of_zero = np.int64(0) if nozero_sign else ~_ABS_MASK
+    return largest, _float_bits(largest), h, m1, lb, away_neg, away_pos, odd, flags, sign_of_zero
+
+
+@numba.njit(cache=True, parallel=True)
+def _round_kernel_views(x, xb, out, ob, p, emin, emax_q, max_sig, mode, sub, ovf, sat, ufl_min,
+                        nozero_sign, rand):
+    largest, largest_bits, h, m1, lb, away_neg, away_pos, odd, flags, sign_of_zero = _chunk_constants(
+        mode, sub, ufl_min, nozero_sign, max_sig, emax_q)     # positive floats order like their bit patterns
+    n = x.size
     for c in numba.prange((n + _ROUND_CHUNK - 1) // _ROUND_CHUNK):
-        lo = c * _ROUND_CHUNK
-        hi = min(n, lo + _ROUND_CHUNK)
-        exceptions = 0
-        for i in range(lo, hi):        # branch-free: vectorises
-            ui = np.uint64(i)          # unsigned: no wraparound test (twice as fast)
-            bits = xb[ui]
-            rb, ok = _round_bits_vector(bits & _ABS_MASK, p, emin, bits < 0, h, m1, lb, away_neg, away_pos, odd,
-                                        flags, largest_bits)
-            ob[ui] = rb | (bits & (~_ABS_MASK if rb != 0 else sign_of_zero))
-            exceptions += 0 if ok else 1
-        if exceptions == 0:
-            continue
-        for i in range(lo, hi):        # the elements the pass left, one by one
-            bits = xb[i]
-            ab = bits & _ABS_MASK
-            if _round_bits_vector(ab, p, emin, bits < 0, h, m1, lb, away_neg, away_pos, odd, flags,
-                                  largest_bits)[1]:
-                continue
-            u = rand[i] if rand.size > 0 else 0.0
-            expf = ab >> 52
-            rb = np.int64(-1)
-            if expf != 0 and expf != 2047:
-                rb = _round_bits_fast(ab, p, emin, mode, sub, bits < 0, u)
-            elif ab == 0 and not ufl_min:      # a zero stays (+0 in formats without -0)
-                rb = np.int64(0)
-            if rb >= 0 and rb <= largest_bits:
-                ob[i] = rb | (bits & ~_ABS_MASK) if (rb != 0 or not nozero_sign) else np.int64(0)
-            else:
-                out[i] = _round_special_or_general(x[i], p, emin, emax_q, max_sig, largest, mode, sub, ovf,
-                                                   sat, ufl_min, nozero_sign, u)
+        _round_chunk(x, xb, out, ob, c * _ROUND_CHUNK, min(n, (c + 1) * _ROUND_CHUNK), p, emin, emax_q, max_sig,
+                     mode, sub, ovf, sat, ufl_min, nozero_sign, rand, largest, largest_bits, h, m1, lb, away_neg,
+                     away_pos, odd, flags, sign_of_zero)
 
 
 @numba.njit(cache=True)
@@ -910,24 +928,100 @@ def _check_domain(flat: np.ndarray, fmt: FloatFormat, saturate: bool) -> None:
 
 
 # ------------------------------------------------------------ what a rounding did
-@numba.njit(cache=True)
-def _rounding_counts_kernel(x, q, min_normal, largest):
+@numba.njit(cache=True, inline="always")
+def _count_chunk(x, q, lo, hi, min_normal, largest):
+    """(changed, underflowed, subnormal, overflowed, saturated) over elements lo .. hi - 1
+    of ``q`` = ``x`` rounded (flat float64 arrays)."""
     changed = underflowed = subnormal = overflowed = saturated = 0
-    for i in range(x.size):
-        v, r = x[i], q[i]
+    for i in range(lo, hi):
+        ui = np.uint64(i)          # unsigned: no wraparound test, the loop vectorises
+        v, r = x[ui], q[ui]
         nan = v != v
         finite = not nan and abs(v) != np.inf
-        if r != v and not nan:
-            changed += 1
-        if r == 0 and v != 0 and not nan:
-            underflowed += 1
-        if r != 0 and abs(r) < min_normal:
-            subnormal += 1
-        if finite and (r != r or abs(r) == np.inf):
-            overflowed += 1
-        if finite and abs(v) > largest:
-            saturated += 1
+        changed += 1 if r != v and not nan else 0
+        underflowed += 1 if r == 0 and v != 0 and not nan else 0
+        subnormal += 1 if r != 0 and abs(r) < min_normal else 0
+        overflowed += 1 if finite and (r != r or abs(r) == np.inf) else 0
+        saturated += 1 if finite and abs(v) > largest else 0
     return changed, underflowed, subnormal, overflowed, saturated
+
+
+@numba.njit(cache=True)
+def _rounding_counts_kernel(x, q, min_normal, largest):
+    return _count_chunk(x, q, 0, x.size, min_normal, largest)
+
+
+@numba.njit(cache=True, parallel=True)
+def _round_counted_kernel(x, scale, factors, rows, cols, scaled, out, p, emin, emax_q, max_sig, mode, sub, ovf, sat,
+                          ufl_min, nozero_sign, min_normal, largest_finite):
+    """:func:`round_counted` in one parallel pass over chunks of whole rows (about
+    :data:`_ROUND_CHUNK` elements): each chunk scaled where ``scale`` (``scaled = x *
+    factors[i // rows, j // cols]``, powers of two; otherwise ``scaled`` is ``x``), rounded
+    (:func:`_round_chunk`) and counted (:func:`_count_chunk`); the five counts summed."""
+    largest, largest_bits, h, m1, lb, away_neg, away_pos, odd, flags, sign_of_zero = _chunk_constants(
+        mode, sub, ufl_min, nozero_sign, max_sig, emax_q)
+    nrows, ncols = x.shape
+    xs, sc, ou = x.reshape(-1), scaled.reshape(-1), out.reshape(-1)
+    scb, oub = sc.view(np.int64), ou.view(np.int64)
+    rand = np.empty(0)
+    col_block = np.arange(ncols) // cols
+    per = max(1, _ROUND_CHUNK // max(ncols, 1))          # whole rows per chunk
+    chunks = (nrows + per - 1) // per
+    part = np.zeros((chunks, 5), dtype=np.int64)
+    for c in numba.prange(chunks):
+        r0, r1 = c * per, min(nrows, (c + 1) * per)
+        lo, hi = r0 * ncols, r1 * ncols
+        for i in range(r0, r1 if scale else r0):
+            f = factors[i // rows]
+            base = np.uint64(i * ncols)
+            for j in range(ncols):
+                uj = np.uint64(j)      # unsigned: no wraparound test, the loop vectorises
+                sc[base + uj] = xs[base + uj] * f[col_block[uj]]
+        _round_chunk(sc, scb, ou, oub, lo, hi, p, emin, emax_q, max_sig, mode, sub, ovf, sat, ufl_min, nozero_sign,
+                     rand, largest, largest_bits, h, m1, lb, away_neg, away_pos, odd, flags, sign_of_zero)
+        counts = _count_chunk(sc, ou, lo, hi, min_normal, largest_finite)
+        for k in range(5):
+            part[c, k] = counts[k]
+    total = part.sum(axis=0)
+    return total[0], total[1], total[2], total[3], total[4]
+
+
+def round_counted(x: np.ndarray, fmt: str | FloatFormat, mode: str = "rne", *, exponents: np.ndarray | None = None,
+                  block: tuple[int, int] = (1, 1),
+                  saturate: bool = False) -> tuple[np.ndarray, np.ndarray, tuple[int, int, int, int, int]]:
+    """A 2-D float64 ``x`` divided by a power-of-two scale per block, rounded to ``fmt``,
+    and what the rounding did, in one compiled call (the quantisation of
+    :mod:`workbench.torch`): ``(scaled, q, counts)`` with ``scaled = x / 2**e`` (``e`` =
+    ``exponents[i // block[0], j // block[1]]``; None: no scaling, ``scaled`` is ``x``), ``q =
+    round(scaled, fmt, mode, saturate=saturate)`` (a deterministic mode) and ``counts =
+    rounding_counts(scaled, q, fmt)``, bit for bit.  The division is a multiplication
+    by the exact power of two 2**-e, which is ``ldexp``'s rounding for every float64
+    (|e| <= 1022 is required, a ValueError otherwise)."""
+    f = format(fmt)
+    if mode not in ROUNDING_CODES or mode == "sr":
+        raise unknown_name("deterministic rounding mode", mode, [m for m in ROUNDING_MODES if m != "sr"])
+    arr = np.ascontiguousarray(real_array(x, "x"))
+    if arr.ndim != 2:
+        raise ValueError(f"x has shape {arr.shape}; expected a 2-D array")
+    rows, cols = block
+    e = np.zeros((1, 1), dtype=np.int64) if exponents is None else np.asarray(exponents)
+    need = (-(-arr.shape[0] // rows), -(-arr.shape[1] // cols))
+    if exponents is not None and (e.ndim != 2 or e.shape[0] < need[0] or e.shape[1] < need[1]
+                                  or (e.size and np.abs(e).max() > 1022)):
+        raise ValueError(f"exponents of shape {e.shape} (largest magnitude {np.abs(e).max() if e.size else 0}): "
+                         f"expected integers of magnitude at most 1022, one per block of {block} of the "
+                         f"{arr.shape} x, at least {need}")
+    flat = arr.reshape(-1)
+    _check_domain(flat, f, saturate)
+    ovf = _OVF_INF if f.special == "ieee" else _OVF_SAT if f.special == "none" else _OVF_NAN
+    scaled, out = arr if exponents is None else np.empty_like(arr), np.empty_like(arr)
+    with threads_for(flat.size):
+        counts = _round_counted_kernel(arr, exponents is not None, np.ldexp(1.0, -e.astype(np.int64)), rows, cols,
+                                       scaled, out, f.p, f.emin,
+                                       f.emax - f.man_bits, float(f.max_significand), ROUNDING_CODES[mode],
+                                       bool(f.subnormals), ovf, bool(saturate), not f.has_zero,
+                                       not f.has_negative_zero, f.min_normal, f.max)
+    return scaled, out, tuple(int(c) for c in counts)  # type: ignore[return-value]
 
 
 def rounding_counts(x: np.typing.ArrayLike, q: np.typing.ArrayLike,

@@ -461,7 +461,11 @@ class _Tally:
     scale_max: float = -math.inf
 
     def count(self, scaled: np.ndarray, q: np.ndarray, fmt: _formats.FloatFormat) -> None:
-        changed, underflowed, subnormal, overflowed, saturated = _formats.rounding_counts(scaled, q, fmt)
+        self.add(_formats.rounding_counts(scaled, q, fmt))
+
+    def add(self, counts: tuple[int, int, int, int, int]) -> None:
+        """Add :func:`~workbench.numbers.formats.rounding_counts`' five counts."""
+        changed, underflowed, subnormal, overflowed, saturated = counts
         self.changed += changed
         self.underflowed += underflowed
         self.subnormal += subnormal
@@ -509,8 +513,8 @@ class _Session:
         pol = self.policy
         unit = cast(Model, pol.high)
         fmt = unit.in_fmt
-        return _gemm(self._to_unit(A, None, fmt, f"{op} {role} A", counts, "rne"),
-                     self._to_unit(B, None, fmt, f"{op} {role} B", counts, "rne"), model=unit,
+        return _gemm(self._to_unit(A, None, (1, 1), fmt, f"{op} {role} A", counts, "rne"),
+                     self._to_unit(B, None, (1, 1), fmt, f"{op} {role} B", counts, "rne"), model=unit,
                      **pol.accumulation_kwargs(), device=pol.device)
 
     def _recipe_gemm(self, A: np.ndarray, B: np.ndarray, role: str, op: str, counts: _Tally, recipe: Recipe,
@@ -550,21 +554,24 @@ class _Session:
                      scale_b=scale_b, **pol.accumulation_kwargs(),
                      device=pol.device)
 
-    def _to_unit(self, x: np.ndarray, e: np.ndarray | None, fmt: _formats.FloatFormat, what: str,
-                 counts: _Tally, mode: str | None = None) -> np.ndarray:
-        """x / 2**e quantised to (or checked in) ``fmt``; counts the quantisation's effects."""
-        scaled = x if e is None else np.ldexp(x, -e)
+    def _to_unit(self, x: np.ndarray, e: np.ndarray | None, block: tuple[int, int], fmt: _formats.FloatFormat,
+                 what: str, counts: _Tally, mode: str | None = None) -> np.ndarray:
+        """x / 2**e quantised to (or checked in) ``fmt``, ``e`` one exponent per block of
+        ``block`` elements (None: unscaled); counts the quantisation's effects."""
         mode = mode or self.policy.quantize
-        with _core.threads_for(x.size):
-            if mode is None:
+        if mode is None:
+            scaled = x if e is None else np.ldexp(x, -expand_blocks(e, *block, x.shape))
+            with _core.threads_for(x.size):
                 try:
                     q = _formats.check_representable(scaled, fmt, what)
                 except ValueError as err:
                     raise ValueError(f"{err}; or name a quantisation in the policy: "
                                      f"workbench.torch.Policy(..., quantize='rne')") from None
-            else:
-                q = _formats.round(scaled, fmt, mode, saturate=self.policy.scaling == "mx")
-        counts.count(scaled, q, fmt)
+            counts.count(scaled, q, fmt)
+            return q
+        _, q, tally = _formats.round_counted(x, fmt, mode, exponents=e, block=block,
+                                             saturate=self.policy.scaling == "mx")
+        counts.add(tally)
         return q
 
     def gemm(self, A: np.ndarray, B: np.ndarray, role: str, op: str, counts: _Tally,
@@ -582,20 +589,22 @@ class _Session:
         N = B.shape[1]
         what_a, what_b = f"{op} {role} A", f"{op} {role} B"
         if pol.scaling == "none":
-            return _gemm(self._to_unit(A, None, fmt, what_a, counts), self._to_unit(B, None, fmt, what_b, counts),
+            return _gemm(self._to_unit(A, None, (1, 1), fmt, what_a, counts),
+                         self._to_unit(B, None, (1, 1), fmt, what_b, counts),
                          model=unit, **pol.accumulation_kwargs(), device=pol.device)
         if pol.scaling == "tensor":
             ea = scale_exponents(np.max(np.abs(A), initial=0.0), fmt, "tensor")
             eb = scale_exponents(np.max(np.abs(B), initial=0.0), fmt, "tensor")
-            D = _gemm(self._to_unit(A, ea, fmt, what_a, counts), self._to_unit(B, eb, fmt, what_b, counts),
+            D = _gemm(self._to_unit(A, np.reshape(ea, (1, 1)), A.shape, fmt, what_a, counts),
+                      self._to_unit(B, np.reshape(eb, (1, 1)), B.shape, fmt, what_b, counts),
                       model=unit, **pol.accumulation_kwargs(), device=pol.device)
             return _formats.round(np.ldexp(D.astype(np.float64), int(ea + eb)), "fp32")
         if pol.scaling == "mx":
             kb = cast(int, unit.k_block)  # an MX unit has a scale block (STFDPAParams)
             ea = scale_exponents(block_amax(A, 1, kb), fmt, "mx")
             eb = scale_exponents(block_amax(B, kb, 1), fmt, "mx")
-            Aq = self._to_unit(A, expand_blocks(ea, 1, kb, A.shape), fmt, what_a, counts)
-            Bq = self._to_unit(B, expand_blocks(eb, kb, 1, B.shape), fmt, what_b, counts)
+            Aq = self._to_unit(A, ea, (1, kb), fmt, what_a, counts)
+            Bq = self._to_unit(B, eb, (kb, 1), fmt, what_b, counts)
             return _gemm(Aq, Bq, model=unit, **pol.accumulation_kwargs(),
                          scale_a=np.ldexp(1.0, ea), scale_b=np.ldexp(1.0, eb), device=pol.device)
         # DeepSeek-V3: 1x128 tiles of A; 128x128 blocks (weights) or 128x1 tiles of B
@@ -603,8 +612,8 @@ class _Session:
         b_cols = 1 if role == "wgrad" else nb
         ea = scale_exponents(block_amax(A, 1, nb), fmt, "deepseek")            # (M, nK)
         eb = scale_exponents(block_amax(B, nb, b_cols), fmt, "deepseek")       # (nK, ceil(N / b_cols))
-        Aq = self._to_unit(A, expand_blocks(ea, 1, nb, A.shape), fmt, what_a, counts)
-        Bq = self._to_unit(B, expand_blocks(eb, nb, b_cols, B.shape), fmt, what_b, counts)
+        Aq = self._to_unit(A, ea, (1, nb), fmt, what_a, counts)
+        Bq = self._to_unit(B, eb, (nb, b_cols), fmt, what_b, counts)
         eb_cols = expand_blocks(eb, 1, b_cols, (eb.shape[0], N))                      # (nK, N)
         acc = np.zeros((M, N))
         for c in range(-(-K // nb)):

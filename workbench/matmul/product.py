@@ -84,11 +84,17 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
         ``promote_every`` elements) added in order in fp32 (a part wider than fp32
         is first rounded to it).
     scale_a, scale_b:
-        Only for scaled models (``st-fdpa``/``gst-fdpa``: MX and NVFP4 formats):
+        For scaled models (``st-fdpa``/``gst-fdpa``: MX and NVFP4 formats):
         the block scale factors, ``scale_a`` of shape (M, ceil(K / k_block)) and
         ``scale_b`` of shape (ceil(K / k_block), N), values representable in
         ``model.scale_format`` (E8M0 or UE4M3).  Element k of row i of A is scaled by
-        ``scale_a[i, k // k_block]``, likewise for B's columns.
+        ``scale_a[i, k // k_block]``, likewise for B's columns.  For other units
+        with ``accumulation="promote"`` (or a schedule whose ``inner`` is
+        ``"promote"``): scale factors applied at promotion, DeepSeek-V3's
+        fine-grained quantisation (DeepSeek-AI 2024, Section 3.3.2) - of shapes
+        (M, ceil(K / promote_every)) and (ceil(K / promote_every), N), finite fp32
+        values; each part's fp32 sum is multiplied by fl(scale_a[i, c] * scale_b[c, j])
+        and rounded to fp32 before it joins the accumulator.
     input_rounding:
         ``None`` (default): A and B must be representable in ``model.in_format``
         (a ValueError names the first value that is not; nothing is rounded
@@ -158,7 +164,11 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
     sched = _resolve_schedule(schedule, accumulation, promote_every)
     if model.operation.integer:
         _check_integer_call(model, sched, alpha, beta, input_rounding)
-    sched = _schedule_run.unit_accumulation(sched, model)
+    promotion = None
+    if (scale_a is not None or scale_b is not None) and not model.operation.scaled and sched.inner == "promote":
+        promotion = _promotion_scales(scale_a, scale_b, M, K, N, cast(int, sched.promote_every))
+        scale_a = scale_b = None
+    sched = _schedule_run.unit_accumulation(sched, model, compose=promotion is not None)
     cut = None if sched.threading is None else sched.threading.cut(M, N, K)
     if cut is not None:                            # the library's threads: each sub-product on its own
         return _threaded_gemm(A, B, C, model, alpha, beta, sched, scale_a, scale_b, input_rounding, device, cut)
@@ -169,7 +179,8 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
         if D is not None:
             return D
     with _core.threads_for(M * N * max(K, 1)):     # one thread count for every stage of the product
-        D = _checked_gemm(A, B, C, model, alpha, beta, sched, scale_a, scale_b, input_rounding, run_prepared)
+        D = _checked_gemm(A, B, C, model, alpha, beta, sched, scale_a, scale_b, input_rounding, run_prepared,
+                          promotion)
         if sched.regions:                          # the whole product's split (KRule.m_min/n_min see M and N)
             sched = replace(sched, rules=(_schedules.KRule(0, None, sched.split(K, M, N)),))
         for region in sched.regions:               # outputs of another micro-kernel (checked above with the rest)
@@ -291,9 +302,12 @@ def explain(a: np.typing.ArrayLike, b: np.typing.ArrayLike, c: float = 0.0, mode
 def _checked_gemm(A: np.ndarray, B: np.ndarray, C: np.typing.ArrayLike | None, model: Model, alpha: float,
                   beta: float, sched: _schedules.Schedule, scale_a: np.typing.ArrayLike | None,
                   scale_b: np.typing.ArrayLike | None, input_rounding: str | None,
-                  run_prepared: Callable[..., np.ndarray]) -> np.ndarray:
+                  run_prepared: Callable[..., np.ndarray],
+                  promotion: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """:func:`gemm` once A and B are float64 matrices of matching inner dimension: each
-    step below checks what it reads, once, in the order the errors are reported."""
+    step below checks what it reads, once, in the order the errors are reported;
+    ``promotion``: the scale factors each promoted part is multiplied by
+    (:func:`_promotion_scales`)."""
     M, K = A.shape
     N = B.shape[1]
     A, B = _converted_inputs(A, B, model, input_rounding)
@@ -308,6 +322,8 @@ def _checked_gemm(A: np.ndarray, B: np.ndarray, C: np.typing.ArrayLike | None, m
     results = _schedule_run.run_parts(model, A, B, ops, scales, parts, C_unit, sched, run_prepared)
     fout = model.out_fmt
     with _core.threads_for(M * N):
+        if promotion is not None:
+            results = _schedule_run.promoted(results, *promotion)
         if sched.inner != "chain" and fout.name != "fp32":
             results = [_formats.round(D, fout, "rne") for D in results]
         if in_unit and beta == 1 and sched.c_position == "combine":
@@ -387,7 +403,8 @@ def _scale_matrices(model: Model, scale_a: np.typing.ArrayLike | None, scale_b: 
             raise ValueError(f"model kind {model.kind!r} needs scale_a and scale_b (block scale factors)")
         return None
     if not model.operation.scaled:
-        raise ValueError(f"scale_a/scale_b given but model kind {model.kind!r} takes no scale factors")
+        raise ValueError(f"scale_a/scale_b given but model kind {model.kind!r} takes no scale factors (they are "
+                         f"applied at promotion only with accumulation='promote')")
     if scale_a is None or scale_b is None:
         raise ValueError("scaled models need both scale_a and scale_b")
     kb = cast(int, model.k_block)       # a scaled operation's parameter class requires it
@@ -396,6 +413,27 @@ def _scale_matrices(model: Model, scale_a: np.typing.ArrayLike | None, scale_b: 
     if sa.shape != (M, nb) or sb.shape != (nb, N):
         raise ValueError(f"scale_a must have shape {(M, nb)} and scale_b {(nb, N)} (k_block={kb}); "
                          f"got {sa.shape} and {sb.shape}")
+    return sa, sb
+
+
+def _promotion_scales(scale_a: np.typing.ArrayLike | None, scale_b: np.typing.ArrayLike | None, M: int, K: int,
+                      N: int, every: int) -> tuple[np.ndarray, np.ndarray]:
+    """The scale factors a ``"promote"`` accumulation applies at promotion on a unit that
+    takes none (DeepSeek-V3's fine-grained quantisation: one factor per row of A and
+    ``every`` elements of K, one per column of B and ``every`` elements): both given,
+    of shapes (M, ceil(K / every)) and (ceil(K / every), N), finite fp32 values."""
+    if scale_a is None or scale_b is None:
+        raise ValueError("scale factors at promotion need both scale_a and scale_b")
+    nb = -(-K // every)
+    sa, sb = real_matrix(scale_a, "scale_a"), real_matrix(scale_b, "scale_b")
+    if sa.shape != (M, nb) or sb.shape != (nb, N):
+        raise ValueError(f"scale_a must have shape {(M, nb)} and scale_b {(nb, N)} (one factor per "
+                         f"promote_every={every} elements of K); got {sa.shape} and {sb.shape}")
+    for name, s in (("scale_a", sa), ("scale_b", sb)):
+        if not np.isfinite(s).all():
+            raise ValueError(f"{name}[{', '.join(map(str, np.argwhere(~np.isfinite(s))[0]))}] is not finite: "
+                             f"expected finite fp32 scale factors")
+        _formats.check_representable(s, "fp32", name)
     return sa, sb
 
 

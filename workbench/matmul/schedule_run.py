@@ -8,6 +8,7 @@ the record a library's GEMM is described by (the record itself is unit data, in
   (``Split``), :func:`part_scales` the block scale factors of a part;
 * :func:`run_parts` runs every accumulator on the unit (or, for ``Split.fused=False``, as
   products rounded then added: :func:`unfused_chain`) and sums each part's accumulators;
+* :func:`promoted` scales each promoted part by its factors (DeepSeek-V3's promotion);
 * :func:`combine` sums the parts as the schedule says, each addition rounded.
 """
 
@@ -54,10 +55,11 @@ class Parts:
         return None if self.whole else [q.size for q in self.positions]
 
 
-def unit_accumulation(sched: _schedules.Schedule, model: Model) -> _schedules.Schedule:
+def unit_accumulation(sched: _schedules.Schedule, model: Model, *, compose: bool = False) -> _schedules.Schedule:
     """``sched``, or - where the unit's operation has no kernel of its own for the
     schedule's ``inner`` accumulation (``"outside"``/``"promote"`` on the AMD kinds,
-    GST-FDPA, the FMA chain, operations users register) - the same arithmetic as a
+    GST-FDPA, the FMA chain, operations users register), or where ``compose`` asks for
+    the parts one by one (scale factors applied at promotion: :func:`promoted`) - the same arithmetic as a
     schedule of chains: K cut into parts of one block (``"outside"``) or of
     ``promote_every`` elements (``"promote"``), each consumed as a chain from c = 0,
     the parts' results added in order to an fp32 accumulator that starts at C, with
@@ -66,7 +68,7 @@ def unit_accumulation(sched: _schedules.Schedule, model: Model) -> _schedules.Sc
     (``tests/test_accumulation_composed.py`` compares both, and every kind with a
     per-block Fraction reference)."""
     op = model.operation
-    if sched.inner == "chain" or sched.inner in op.accumulations:
+    if sched.inner == "chain" or (sched.inner in op.accumulations and not compose):
         return sched
     if "chain" not in op.accumulations:
         raise ValueError(f"accumulation={sched.inner!r} is not implemented for {model.kind!r} models, and neither "
@@ -123,6 +125,16 @@ def unfused_chain(A: np.ndarray, B: np.ndarray, positions: np.ndarray, start: np
             acc = _formats.round(acc + _formats.round(np.multiply.outer(A[:, k], B[k]), fmt, "rne"), fmt, "rne")
     return acc
 
+
+
+def promoted(results: list[np.ndarray], scale_a: np.ndarray, scale_b: np.ndarray) -> list[np.ndarray]:
+    """Each promoted part's fp32 sum multiplied by its scale factors, as DeepSeek-V3's
+    fine-grained quantisation promotes on CUDA cores (DeepSeek-AI 2024, Section 3.3.2):
+    part c of output (i, j) times fl(scale_a[i, c] * scale_b[c, j]), rounded to fp32 (RNE);
+    with power-of-two factors one rounding of the exact scaled sum."""
+    with np.errstate(over="ignore"):               # an overflowing term is Inf, as the fp32 multiply gives
+        return [_formats.round(r * _formats.round(scale_a[:, c:c + 1] * scale_b[c:c + 1, :], "fp32"), "fp32")
+                for c, r in enumerate(results)]
 
 
 def combine(terms: list[np.ndarray], sched: _schedules.Schedule) -> np.ndarray:

@@ -33,10 +33,11 @@ not); with it, operands are rounded in that mode and the rounding is recorded
     DeepSeek-V3 Section 3.3.2 fine-grained quantisation: a power-of-two scale per 1x128
     tile of A (per row and per 128 elements of K) and per 128x128 block of B when B is
     a weight (forward and dgrad), per 128x1 tile when B is an activation gradient
-    (wgrad).  Each K-chunk of 128 runs as one :func:`workbench.gemm` call (chained on
-    the unit from zero); its result is multiplied by ``s_a * s_b`` and added to an fp32
-    accumulator with round-to-nearest on ordinary cores - DeepSeek's promotion every
-    N_C = 128 with the dequantisation folded in, so this recipe needs
+    (wgrad).  The product is one :func:`workbench.gemm` call with the scale factors
+    applied at promotion: each K-chunk of 128 is chained on the unit from zero, its
+    result multiplied by ``s_a * s_b`` and added to an fp32 accumulator with
+    round-to-nearest on ordinary cores - DeepSeek's promotion every N_C = 128 with the
+    dequantisation folded in, so this recipe needs
     ``accumulation="promote", promote_every=128``.  DeepSeek derive the scale from the
     amax directly; a power of two keeps dequantisation exact.
 ``"mx"``
@@ -615,13 +616,9 @@ class _Session:
         Aq = self._to_unit(A, ea, (1, nb), fmt, what_a, counts)
         Bq = self._to_unit(B, eb, (nb, b_cols), fmt, what_b, counts)
         eb_cols = expand_blocks(eb, 1, b_cols, (eb.shape[0], N))                      # (nK, N)
-        acc = np.zeros((M, N))
-        for c in range(-(-K // nb)):
-            ks = slice(c * nb, min(K, (c + 1) * nb))
-            part = _gemm(Aq[:, ks], Bq[ks, :], model=unit, device=pol.device).astype(np.float64)
-            term = _formats.round(np.ldexp(part, ea[:, c][:, None] + eb_cols[c][None, :]), "fp32")
-            acc = _formats.round(acc + term, "fp32")
-        return acc
+        # each 128-element chain's fp32 sum scaled by 2**(ea + eb) at promotion, added in fp32
+        return _gemm(Aq, Bq, model=unit, accumulation="promote", promote_every=nb, scale_a=np.ldexp(1.0, ea),
+                     scale_b=np.ldexp(1.0, eb_cols), device=pol.device)
 
     def product(self, a: torch.Tensor, b: torch.Tensor, role: str, op: str,
                 layer: _Layer | None = None) -> torch.Tensor:

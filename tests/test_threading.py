@@ -20,7 +20,6 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-import threadpoolctl
 
 import workbench as wb
 from workbench.probes import library
@@ -155,17 +154,16 @@ def test_a_library_whose_threads_no_cut_explains_says_so(monkeypatch):
     assert rec.candidate is None and not rec.consistent and "none does" in rec.sheet()
 
 
-_BLAS = [i for i in threadpoolctl.threadpool_info() if i.get("user_api") == "blas"]
+_NUMPY = library.numpy_environment()
 
 
-@pytest.mark.skipif(not _BLAS or any(i.get("internal_api") != "openblas" or i.get("architecture") not in OPENBLAS_CORES
-                                     or i.get("num_threads", 1) < 2 for i in _BLAS),
-                    reason=f"numpy's BLAS here is not OpenBLAS' Haswell kernels (cores {OPENBLAS_CORES}) at 2 or more threads, whose "
-                           f"one-thread DGEMM model the recovery starts from: {_BLAS}")
+@pytest.mark.skipif(_NUMPY.kernel not in OPENBLAS_CORES or _NUMPY.default_threads < 2,
+                    reason=f"numpy's BLAS here is not OpenBLAS' Haswell kernels (cores {OPENBLAS_CORES}) at 2 or more "
+                           f"threads, whose one-thread DGEMM model the recovery starts from: {_NUMPY.describe()}")
 def test_openblas_haswell_dgemm_threads_are_recovered_and_verified():
     """The real library at its default thread count: the cut recovered over the hand-written
     one-thread model verifies on fresh products past the thresholds and the blocking."""
-    threads = _BLAS[0]["num_threads"]
+    threads = _NUMPY.default_threads
     cand = LIBRARIES["numpy-fp64"].candidate_for("Haswell")
     rec = library.recover_threading("numpy-fp64", cand.unit(), cand.schedule, threads=threads,
                                     shapes=((41, 29, 700), (17, 200, 400), (57, 43, 1500)))

@@ -132,51 +132,62 @@ def promoted(results: list[np.ndarray], scale_a: np.ndarray, scale_b: np.ndarray
     fine-grained quantisation promotes on CUDA cores (DeepSeek-AI 2024, Section 3.3.2):
     part c of output (i, j) times fl(scale_a[i, c] * scale_b[c, j]), rounded to fp32 (RNE);
     with power-of-two factors one rounding of the exact scaled sum."""
+    f32 = np.float32                               # IEEE binary32 multiplications, rounded to nearest even
     with np.errstate(over="ignore"):               # an overflowing term is Inf, as the fp32 multiply gives
-        return [_formats.round(r * _formats.round(scale_a[:, c:c + 1] * scale_b[c:c + 1, :], "fp32"), "fp32")
+        return [(r.astype(f32) * (scale_a[:, c:c + 1].astype(f32) * scale_b[c:c + 1, :].astype(f32))).astype(np.float64)
                 for c, r in enumerate(results)]
 
 
 def combine(terms: list[np.ndarray], sched: _schedules.Schedule) -> np.ndarray:
     """The parts' results summed as ``sched.combine`` says, each addition rounded to
     ``sched.combine_format`` with ``sched.combine_rounding``."""
-    fmt = _formats.format(sched.combine_format)
-    with np.errstate(invalid="ignore"):            # Inf - Inf gives NaN, as the hardware's add does
-        return _combine_terms(terms, sched, fmt)
-
-
-def _combine_terms(terms: list[np.ndarray], sched: _schedules.Schedule, fmt: _formats.FloatFormat) -> np.ndarray:
-    terms = [_formats.round(t, fmt, sched.combine_rounding) for t in terms]
-
-    def add(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        return _formats.round(x + y, fmt, sched.combine_rounding)
+    to, add = arithmetic(_formats.format(sched.combine_format), sched.combine_rounding)
 
     def pairwise(ts: list[np.ndarray]) -> np.ndarray:
         while len(ts) > 1:
             ts = [add(ts[i], ts[i + 1]) if i + 1 < len(ts) else ts[i] for i in range(0, len(ts), 2)]
         return ts[0]
 
-    if sched.combine == "in-order":
-        acc = terms[0]
-        for t in terms[1:]:
-            acc = add(acc, t)
-        return acc
-    if sched.combine == "evens-odds":
-        return add(pairwise(terms[0::2]), pairwise(terms[1::2])) if len(terms) > 1 else terms[0]
-    if sched.combine == "halving":                 # t_i + t_{i+h}: upper half onto lower half
-        while len(terms) > 1:
-            terms = halving_step(terms, fmt, sched.combine_rounding)
-        return terms[0]
-    return pairwise(terms)
+    with np.errstate(invalid="ignore", over="ignore"):     # Inf - Inf gives NaN and overflow Inf, as in hardware
+        terms = [to(t) for t in terms]
+        if sched.combine == "in-order":
+            acc = terms[0]
+            for t in terms[1:]:
+                acc = add(acc, t)
+        elif sched.combine == "evens-odds":
+            acc = add(pairwise(terms[0::2]), pairwise(terms[1::2])) if len(terms) > 1 else terms[0]
+        elif sched.combine == "halving":           # t_i + t_{i+h}: upper half onto lower half
+            while len(terms) > 1:
+                terms = halving_step(terms, add)
+            acc = terms[0]
+        else:
+            acc = pairwise(terms)
+    return np.asarray(acc, dtype=np.float64)
 
 
-def halving_step(terms: list[np.ndarray], fmt: _formats.FloatFormat, rounding: str) -> list[np.ndarray]:
-    """One step of the ``"halving"`` combination of terms already in ``fmt``: t_i + t_{i+h},
-    h = ceil(n / 2), each addition rounded to ``fmt`` with ``rounding``."""
+Adder = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+def arithmetic(fmt: _formats.FloatFormat, rounding: str) -> tuple[Callable[[np.ndarray], np.ndarray], Adder]:
+    """``(to, add)``: a float64 value rounded to ``fmt`` with ``rounding``, and the
+    addition of two such values rounded alike.  Where numpy has the format's own dtype
+    (fp64, fp32, fp16) and the rounding is RNE, both are that dtype's IEEE operations
+    (fp16 sums are computed in float32 and rounded, which is the same: 24 >= 2 * 11 + 2,
+    Figueroa 1995), and the values stay in it; otherwise :func:`workbench.round` after each
+    float64 operation (exact for the formats this is used with: at most 26 bits)."""
+    native = fmt.numpy_dtype if rounding == "rne" else None
+    if native is not None:
+        return (lambda t: np.asarray(t).astype(native)), (lambda x, y: x + y)
+    return ((lambda t: _formats.round(t, fmt, rounding)),
+            (lambda x, y: _formats.round(x + y, fmt, rounding)))
+
+
+def halving_step(terms: list[np.ndarray], add: Adder) -> list[np.ndarray]:
+    """One step of the ``"halving"`` combination of terms already in the format of
+    ``add`` (:func:`arithmetic`): t_i + t_{i+h}, h = ceil(n / 2)."""
     h = (len(terms) + 1) // 2
-    with np.errstate(invalid="ignore"):             # Inf - Inf gives NaN, as the hardware's add does
-        return [_formats.round(terms[i] + terms[i + h], fmt, rounding) if i + h < len(terms) else terms[i]
-                for i in range(h)]
+    with np.errstate(invalid="ignore", over="ignore"):    # Inf - Inf gives NaN and overflow Inf, as in hardware
+        return [add(terms[i], terms[i + h]) if i + h < len(terms) else terms[i] for i in range(h)]
 
 
 def run_parts(model: Model, A: np.ndarray, B: np.ndarray, ops: list[_core.Operands],
@@ -209,8 +220,9 @@ def run_parts(model: Model, A: np.ndarray, B: np.ndarray, ops: list[_core.Operan
         sums = [chain(C_unit if n == 0 else np.zeros((M, N))) for _ in lanes]
         half = tail.size and parts.split.tail == "half"
         if half:                                   # the tail onto the first term after one halving step
-            with _core.threads_for(M * N):
-                sums = halving_step([_formats.round(t, fmt, rounding) for t in sums], fmt, rounding)
+            to, add = arithmetic(fmt, rounding)
+            with _core.threads_for(M * N), np.errstate(over="ignore"):
+                sums = [np.asarray(t, dtype=np.float64) for t in halving_step([to(t) for t in sums], add)]
             sums[0] = chain(sums[0])
         with _core.threads_for(M * N):
             total = sums[0] if len(sums) == 1 else combine(sums, by_lane)

@@ -464,10 +464,10 @@ class Threading:
       into ``pieces`` pieces of ceil(rows / pieces) (DIVIDE_RATE): the kernel tiles each
       piece from its first row, so the edge kernels run at the end of every piece;
     * ``k_half_up``: the threaded driver halves the last two K blocks as ceil(rest / 2)
-      (``min_l = (min_l + 1) / 2``; :attr:`Split.block_half_up`), where the one-thread
+      (``min_l = (min_l + 1) / 2``; ``Split.block_half_up``), where the one-thread
       driver rounds rest / 2 up to GEMM_UNROLL_M.
 
-    :meth:`cut` gives the row and column ranges of a product (None: one thread)."""
+    ``cut`` gives the row and column ranges of a product (None: one thread)."""
 
     threads: int
     min_work: int = 65536 * 4

@@ -168,3 +168,18 @@ def test_openblas_haswell_dgemm_threads_are_recovered_and_verified():
     rec = library.recover_threading("numpy-fp64", cand.unit(), cand.schedule, threads=threads,
                                     shapes=((41, 29, 700), (17, 200, 400), (57, 43, 1500)))
     assert rec.verified, rec.sheet()
+
+
+def test_a_threaded_product_keeps_its_promotion_scales():
+    """Scale factors applied at promotion reach every piece of a threaded product: each
+    piece is the product of its rows and columns with their rows and columns of the factors."""
+    unit = wb.preset("H100", "fp8_e4m3")
+    rng = np.random.default_rng(5)
+    A = wb.round(rng.standard_normal((33, 600)), "fp8_e4m3")
+    B = wb.round(rng.standard_normal((600, 31)), "fp8_e4m3")
+    sa, sb = np.exp2(rng.integers(-4, 5, (33, 5))), np.exp2(rng.integers(-4, 5, (5, 31)))
+    sched = S.Schedule(inner="promote", promote_every=128, threading=HASWELL_2)
+    D = wb.gemm(A, B, model=unit, schedule=sched, scale_a=sa, scale_b=sb)
+    whole = wb.gemm(A, B, model=unit, accumulation="promote", promote_every=128, scale_a=sa, scale_b=sb)
+    assert np.array_equal(D, whole)          # no region and no K blocks: the pieces change nothing
+    assert not np.array_equal(D, wb.gemm(A, B, model=unit, accumulation="promote", promote_every=128))

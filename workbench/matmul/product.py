@@ -164,14 +164,14 @@ def gemm(A: np.typing.ArrayLike, B: np.typing.ArrayLike, C: np.typing.ArrayLike 
     sched = _resolve_schedule(schedule, accumulation, promote_every)
     if model.operation.integer:
         _check_integer_call(model, sched, alpha, beta, input_rounding)
+    cut = None if sched.threading is None else sched.threading.cut(M, N, K)
+    if cut is not None:                            # the library's threads: each sub-product on its own
+        return _threaded_gemm(A, B, C, model, alpha, beta, sched, scale_a, scale_b, input_rounding, device, cut)
     promotion = None
     if (scale_a is not None or scale_b is not None) and not model.operation.scaled and sched.inner == "promote":
         promotion = _promotion_scales(scale_a, scale_b, M, K, N, cast(int, sched.promote_every))
         scale_a = scale_b = None
     sched = _schedule_run.unit_accumulation(sched, model, compose=promotion is not None)
-    cut = None if sched.threading is None else sched.threading.cut(M, N, K)
-    if cut is not None:                            # the library's threads: each sub-product on its own
-        return _threaded_gemm(A, B, C, model, alpha, beta, sched, scale_a, scale_b, input_rounding, device, cut)
     sched.split(K, M, N)                           # a K the schedule holds no rule for: ValueError now
     if (0 < M * N * K <= _core.SMALL_WORK and run_prepared is _core.run_prepared and alpha == 1 and beta == 1
             and input_rounding is None and _one_part(sched, model)):

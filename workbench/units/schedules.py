@@ -533,7 +533,8 @@ class Threading:
 
         regions = tuple(replace(g, rules=(), split=up(g.split_for(K, M, N))) if g.rules else replace(g, split=up(g.split))
                         for g in schedule.regions if not g.rules or g.split_for(K, M, N) is not None)
-        return replace(schedule, threading=None, rules=(KRule(0, None, up(schedule.split(K, M, N))),), regions=regions)
+        rules = (KRule(0, None, up(schedule.split(K, M, N))),) if schedule.rules else ()
+        return replace(schedule, threading=None, rules=rules, regions=regions)
 
 
 @dataclass(frozen=True)

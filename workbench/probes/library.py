@@ -733,7 +733,7 @@ def recover_threading(name: str, unit: Model, schedule: _schedules.Schedule, *, 
             kept = []
             for t in alive:
                 cut = t.cut(*shape)
-                key = (None if cut is None else (tuple(cut[0]), tuple(cut[1])), t.k_half_up)
+                key = None if cut is None else (tuple(cut[0]), tuple(cut[1]), t.k_half_up)   # one thread: uncut
                 if key not in seen:
                     got = np.asarray(gemm(A, B, model=unit, schedule=replace(schedule, threading=t)), dtype=np.float64)
                     seen[key] = bool(np.array_equal(got, want, equal_nan=True))

@@ -1,6 +1,7 @@
 """Engine benchmark: simulated multiply-adds per second of every kind of unit (one command).
 
     python benchmarks/bench_engine.py [--quick] [--repeat N] [--record FILE] [--no-mmasim]
+        [--case FAMILY ...] [--shape MxKxN ...]
 
 One preset per kind and format family (:data:`CASES`: T-FDPA fp16, bf16, tf32, fp8 and
 fp4 on NVIDIA units, the FMA chains in fp64 and fp32, E-FDPA, FTZ-AddMul, TR-FDPA,
@@ -15,6 +16,11 @@ MAC/s at the median, the threads the product ran on
 (:func:`workbench._runtime.threads.threads_used`: numba's thread count, which
 ``NUMBA_NUM_THREADS`` or ``numba.set_num_threads`` set, for products of 2^18
 multiply-adds and more; one below) and the one-minute load average when the row ended.
+
+Every row also times numpy's own ``A @ B + C`` on the same values in the output's dtype
+(float32; float64 for fp64 units: OpenBLAS' SGEMM/DGEMM) in the same run: ``/numpy`` is our
+median time over numpy's.  ``--case FAMILY`` and ``--shape MxKxN`` (both repeatable) run a
+subset, recorded nowhere unless ``--record`` says.
 
 Where the ``mmasim`` package (MMA-Sim 2.1.1, extra ``oracle``) has the same instruction
 (``benchmarks/_mmasim.py``), the same 64x1024x64 GEMM runs through it in the same
@@ -163,6 +169,12 @@ def run_case(case: Case, shape: tuple[int, int, int], repeat: int, with_mmasim: 
     row: dict[str, Any] = {"family": case.family, "preset": model.name, "kind": model.kind, "m": M, "k": K, "n": N,
                            "repeat": len(times), "seconds": times, **_summary(times),
                            "mac_per_s": M * K * N / statistics.median(times), "threads": threads_used(M * K * N)}
+    # numpy's own A @ B + C on the same values, in the output's dtype (float32, or float64 for fp64 units)
+    dtype = np.float64 if model.out_format == "fp64" else np.float32
+    A, B, C = (np.ascontiguousarray(ops[k], dtype=dtype) for k in ("A", "B", "C"))
+    np_times, _ = _times(lambda: A @ B + C, repeat)
+    row["numpy"] = {"dtype": np.dtype(dtype).name, "seconds": np_times, **_summary(np_times)}
+    row["numpy_ratio"] = row["median_s"] / row["numpy"]["median_s"]
     if with_mmasim and shape == MMASIM_SHAPE:
         m = _mmasim_times(model, ops, D, max(1, min(repeat, 3)))
         if m is not None:
@@ -178,7 +190,8 @@ def _print_row(r: dict[str, Any]) -> None:
     same = str(mm["same_bits"]) if mm else "-"
     load = f"{r['load'][0]:.2f}" if r["load"] else "-"
     print(f"{r['family']:29s} {r['preset']:46s} {r['m']}x{r['k']}x{r['n']:<4d} {r['min_s']:9.4f} {r['median_s']:9.4f} "
-          f"{r['max_s']:9.4f} {r['mac_per_s']:9.3g} {r['threads']:3d} {ratio:>7s} {same:>5s} {load:>5s}", flush=True)
+          f"{r['max_s']:9.4f} {r['mac_per_s']:9.3g} {r['threads']:3d} {ratio:>7s} {same:>5s} "
+          f"{r['numpy_ratio']:7.1f}x {load:>5s}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -188,7 +201,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--record", default=None, help="results file (default benchmarks/measured/engine.json; "
                                                      "none with --quick)")
     ap.add_argument("--no-mmasim", action="store_true", help="do not time mmasim")
+    ap.add_argument("--case", action="append", default=None, metavar="FAMILY",
+                    help="only the cases of this family (repeatable; e.g. 'T-FDPA fp16 (NVIDIA)')")
+    ap.add_argument("--shape", action="append", default=None, metavar="MxKxN",
+                    help="these shapes instead of the default three (repeatable; e.g. 1024x1024x1024)")
     args = ap.parse_args(argv)
+    families = sorted({c.family for c in CASES})
+    for f in args.case or ():
+        if f not in families:
+            ap.error(f"--case {f!r}: expected one of {families}")
+    try:
+        chosen = [tuple(int(v) for v in s.split("x")) for s in args.shape] if args.shape else None
+    except ValueError:
+        ap.error(f"--shape {args.shape}: expected M x K x N as three positive integers, e.g. 64x1024x64")
+    if chosen is not None and any(len(s) != 3 or min(s) < 1 for s in chosen):
+        ap.error(f"--shape {args.shape}: expected M x K x N as three positive integers, e.g. 64x1024x64")
     if args.repeat < 1:
         ap.error(f"--repeat {args.repeat}: expected at least 1")
     try:
@@ -205,17 +232,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{machine['cpu']}, {machine['cores']} cores; numba threads {numba.get_num_threads()}; "
           f"load average at start: {' '.join(f'{x:.2f}' for x in machine['load_start'])}")
     print(f"{'family':29s} {'preset':46s} {'M x K x N':14s} {'min s':>9s} {'median s':>9s} {'max s':>9s} "
-          f"{'MAC/s':>9s} {'thr':>3s} {'mmasim':>7s} {'same':>5s} {'load':>5s}")
-    shapes = [s for s in SHAPES if not (args.quick and s[1] >= 1_000_000)]
+          f"{'MAC/s':>9s} {'thr':>3s} {'mmasim':>7s} {'same':>5s} {'/numpy':>8s} {'load':>5s}")
+    shapes = chosen or [s for s in SHAPES if not (args.quick and s[1] >= 1_000_000)]
     rng = np.random.default_rng(1)
     rows = []
-    for case in CASES:
+    for case in [c for c in CASES if args.case is None or c.family in args.case]:
         for shape in shapes:
             repeat = args.repeat if shape[0] * shape[1] * shape[2] < BIG else min(args.repeat, BIG_REPEAT)
             rows.append(run_case(case, shape, repeat, with_mmasim, rng))
             _print_row(rows[-1])
     print(f"load average at end: {' '.join(f'{x:.2f}' for x in _machine.load())}")
-    record = args.record or (None if args.quick else _machine.MEASURED / "engine.json")
+    record = args.record or (None if args.quick or args.case or args.shape else _machine.MEASURED / "engine.json")
     if record:
         _machine.write(Path(record), {"benchmark": "bench_engine", "quick": args.quick, "repeat": args.repeat,
                                       "numba_threads": numba.get_num_threads(), "machine": machine,

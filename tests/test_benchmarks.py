@@ -6,6 +6,8 @@ import runpy
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -39,11 +41,33 @@ def test_bench_engine_records_every_kind_and_the_readme_renders_it(tmp_path, cap
     for r in data["rows"]:
         assert r["min_s"] <= r["median_s"] <= r["max_s"] and r["threads"] == 1
         assert len(r["seconds"]) == r["repeat"] >= 2
+        # numpy's own A @ B + C in the same run, in the output's dtype
+        assert r["numpy"]["dtype"] == ("float64" if r["preset"].endswith("fp64") else "float32")
+        assert r["numpy"]["min_s"] <= r["numpy"]["median_s"] <= r["numpy"]["max_s"]
+        assert r["numpy_ratio"] == r["median_s"] / r["numpy"]["median_s"]
     # short calls are timed more than --repeat times (a row whose first timed call stalled past SHORT_S is not)
     assert sum(r["repeat"] == 3 for r in data["rows"]) > len(data["rows"]) // 2
     assert data["machine"]["cores"] >= 1 and data["machine"]["versions"]["numba"]
     table = readme_speed.render(data, None)
     assert table.count("\n| ") == 1 + len(bench_engine.CASES) and "4x64x8 | 2x96x2 |" in table
+
+
+def test_bench_engine_runs_the_cases_and_shapes_asked_for(capsys, monkeypatch):
+    """--case and --shape: one row per chosen case and shape, nothing recorded; unknown
+    families and malformed shapes are refused with what was expected."""
+    from benchmarks import bench_engine
+
+    monkeypatch.setattr(bench_engine, "SHORT_MAX", 3)
+    monkeypatch.setattr(bench_engine._machine, "write", lambda *a: pytest.fail("a subset must record nothing"))
+    assert bench_engine.main(["--case", "FMA chain fp64", "--shape", "4x64x8", "--shape", "2x32x2", "--repeat", "2",
+                              "--no-mmasim"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("FMA chain fp64")]
+    assert len(rows) == 2 and "4x64x8" in rows[0] and "2x32x2" in rows[1]
+    for argv, message in ((["--case", "FMA chain fp128"], "expected one of"), (["--shape", "4x64"], "three positive"),
+                          (["--shape", "4xKx8"], "three positive")):
+        with pytest.raises(SystemExit):
+            bench_engine.main(argv + ["--no-mmasim"])
+        assert message in capsys.readouterr().err
 
 
 def test_bench_ab_times_every_fp16_bf16_preset_by_name():

@@ -46,7 +46,7 @@ def _at_default_threads(report: LibraryReport) -> str:
         return f"{n}: the one-thread model, {total - bad} of {total}"
     if t.candidate is None:
         return f"{n}: no cut of {t.searched} reproduces the probes ({t.calls} calls, {t.seconds:.0f} s)"
-    b, a = sum(r[2] for r in t.results), sum(r[3] for r in t.results)
+    b, a = t.counts
     return f"{n}: cut recovered ({t.calls} calls, {t.seconds:.0f} s), {a - b} of {a} {'verified' if t.verified else 'NOT verified'}"
 
 

@@ -214,13 +214,12 @@ def run_parts(model: Model, A: np.ndarray, B: np.ndarray, ops: list[_core.Operan
         n += 1
         return out
 
-    fmt, rounding = _formats.format(sched.combine_format), sched.combine_rounding
+    to, add = arithmetic(_formats.format(sched.combine_format), sched.combine_rounding)
     results = []
     for lanes, tail in zip(parts.lanes, parts.tails):
         sums = [chain(C_unit if n == 0 else np.zeros((M, N))) for _ in lanes]
         half = tail.size and parts.split.tail == "half"
         if half:                                   # the tail onto the first term after one halving step
-            to, add = arithmetic(fmt, rounding)
             with _core.threads_for(M * N), np.errstate(over="ignore"):
                 sums = [np.asarray(t, dtype=np.float64) for t in halving_step([to(t) for t in sums], add)]
             sums[0] = chain(sums[0])

@@ -514,6 +514,11 @@ def _tally(results: list[Result]) -> tuple[int, int]:
     return sum(r[2] for r in results), sum(r[3] for r in results)
 
 
+def _all_match(results: list[Result]) -> bool:
+    """Some products were checked and every output of every one matched."""
+    return bool(results) and all(r[2] == 0 for r in results)
+
+
 def _result_lines(results: list[Result]) -> list[str]:
     """One line per verification product (the first rows that differ listed)."""
     lines = []
@@ -554,7 +559,7 @@ class LibraryReport:
     @property
     def verified(self) -> bool:
         """Every output of every verification product matched, run after run."""
-        return self.repeatable and bool(self.results) and all(r[2] == 0 for r in self.results)
+        return self.repeatable and _all_match(self.results)
 
     @property
     def other_kernel(self) -> bool:
@@ -687,7 +692,12 @@ class ThreadingRecovery:
     @property
     def verified(self) -> bool:
         """Every output of every verification product at ``threads`` threads matched."""
-        return bool(self.results) and all(r[2] == 0 for r in self.results)
+        return _all_match(self.results)
+
+    @property
+    def counts(self) -> tuple[int, int]:
+        """(outputs that differ, outputs) over the verification products at ``threads`` threads."""
+        return _tally(self.results)
 
     def sheet(self) -> str:
         """The recovery as report lines."""
@@ -697,7 +707,7 @@ class ThreadingRecovery:
         if self.candidate is None:
             return head + "; none does, so the model holds at 1 thread only"
         t = self.consistent[0]
-        bad, total = _tally(self.results)
+        bad, total = self.counts
         return (head + f"\n                           {t}\n                           at {self.threads} threads: "
                 + (f"verified, all {total} outputs of {len(self.results)} products" if not bad
                    else f"NOT verified, {bad} of {total} outputs differ"))
@@ -940,7 +950,7 @@ class SavedModelCheck:
     @property
     def verified(self) -> bool:
         """Every output of every product matched."""
-        return bool(self.results) and all(r[2] == 0 for r in self.results)
+        return _all_match(self.results)
 
     @property
     def differences(self) -> list[str]:

@@ -20,6 +20,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import workbench as wb
 from workbench.probes import library
@@ -183,3 +185,26 @@ def test_a_threaded_product_keeps_its_promotion_scales():
     whole = wb.gemm(A, B, model=unit, accumulation="promote", promote_every=128, scale_a=sa, scale_b=sb)
     assert np.array_equal(D, whole)          # no region and no K blocks: the pieces change nothing
     assert not np.array_equal(D, wb.gemm(A, B, model=unit, accumulation="promote", promote_every=128))
+
+
+@settings(max_examples=300, deadline=None)
+@given(M=st.integers(1, 400), N=st.integers(1, 400), K=st.integers(1, 5000), threads=st.integers(1, 16),
+       switch_ratio=st.sampled_from([2, 4, 8, 16, 32]), row_multiple=st.sampled_from([1, 2, 4, 8, 16, 32]),
+       col_multiple=st.sampled_from([1, 2, 4, 8, 16, 32]), pieces=st.integers(1, 4),
+       min_work=st.sampled_from([1, 65536, 262144]))
+def test_a_cut_tiles_the_product_exactly(M, N, K, threads, switch_ratio, row_multiple, col_multiple, pieces,
+                                         min_work):
+    """Whatever the record and the product: the row ranges and the column ranges are
+    non-empty, in order and cover every row and column once; at most ``threads`` x
+    ``pieces`` row ranges and ``threads`` column ranges; one thread leaves it uncut."""
+    t = S.Threading(threads=threads, min_work=min_work, switch_ratio=switch_ratio, row_multiple=row_multiple,
+                    col_multiple=col_multiple, pieces=pieces)
+    cut = t.cut(M, N, K)
+    tm, tn = t.layout(M, N, K)
+    assert 1 <= tm * tn <= threads
+    if cut is None:
+        assert tm * tn == 1
+        return
+    for ranges, n, most in ((cut[0], M, tm * tn * pieces), (cut[1], N, tm)):
+        assert ranges[0][0] == 0 and ranges[-1][1] == n and len(ranges) <= most
+        assert all(a < b for a, b in ranges) and all(b == c for (_, b), (c, _) in zip(ranges, ranges[1:]))
